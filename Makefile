@@ -1,0 +1,111 @@
+# fnfs - build, test, run, install.
+#
+#   make                 build ./fnfs
+#   make run             mount a demo at ./mnt in the foreground (Ctrl-C ends it)
+#   make test            install missing deps, build, run unit + integration tests
+#   make SANITIZE=1 test the same with AddressSanitizer and UBSan
+#   make lint            clang-format check, cppcheck, shellcheck
+#   make install         PREFIX=/usr/local DESTDIR=
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+CC ?= cc
+PKGS := fuse3 libuv sqlite3 jansson
+
+WARN := -Wall -Wextra -Wshadow -Wformat=2 -Wstrict-prototypes
+CFLAGS ?= -O2 -g
+CFLAGS += -std=gnu11 -D_GNU_SOURCE $(WARN)
+ifeq ($(WERROR),1)
+CFLAGS += -Werror
+endif
+
+ifeq ($(SANITIZE),1)
+VARIANT := san
+CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer \
+	  -fno-sanitize-recover=undefined
+LDFLAGS += -fsanitize=address,undefined
+else
+VARIANT := rel
+endif
+
+# pkg-config is asked only when compiling, so `make help`-like targets and
+# install-deps work on a machine that lacks the libraries.
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
+PKG_LIBS = $(shell pkg-config --libs $(PKGS))
+
+B := build/$(VARIANT)
+
+RUNTIME_SRC := $(wildcard runtime/*.c)
+SCHED_SRC := $(wildcard sched/*.c)
+FS_SRC := $(wildcard fs/*.c)
+UNIT_SRC := $(wildcard tests/unit/*.c)
+
+LIB_OBJ := $(patsubst %.c,$(B)/%.o,$(RUNTIME_SRC) $(SCHED_SRC))
+FS_OBJ := $(patsubst %.c,$(B)/%.o,$(FS_SRC))
+UNIT_OBJ := $(patsubst %.c,$(B)/%.o,$(UNIT_SRC))
+
+.PHONY: all run test unit integration lint install uninstall clean deps FORCE
+
+all: fnfs
+
+# ./fnfs is a copy of the last variant built, relinked when the variant
+# changes (the stamp records which one it is).
+fnfs: $(B)/fnfs build/.variant
+	cp $(B)/fnfs $@
+
+build/.variant: FORCE
+	@mkdir -p build
+	@[ "$$(cat $@ 2>/dev/null)" = "$(VARIANT)" ] || echo $(VARIANT) > $@
+
+$(B)/fnfs: $(FS_OBJ) $(LIB_OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+$(B)/unit-tests: $(UNIT_OBJ) $(LIB_OBJ)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+$(B)/%.o: %.c $(wildcard */*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(PKG_CFLAGS) -c -o $@ $<
+
+deps:
+	./scripts/install-deps
+
+run: deps
+	$(MAKE) fnfs
+	@mkdir -p mnt
+	@./scripts/demo-banner
+	./fnfs mount -f --data ./.fnfs-demo ./mnt
+
+test: deps
+	$(MAKE) fnfs $(B)/unit-tests
+	./tests/run $(B)/unit-tests
+
+unit: $(B)/unit-tests
+	$(B)/unit-tests
+
+integration: fnfs
+	./tests/run --integration-only
+
+lint:
+	clang-format --dry-run --Werror fs/*.[ch] sched/*.[ch] runtime/*.[ch] \
+		tests/unit/*.[ch] scripts/bench/*.c
+	cppcheck --quiet --error-exitcode=1 --std=c11 --inline-suppr \
+		--enable=warning,portability,performance \
+		--suppress=missingIncludeSystem \
+		fs sched runtime tests/unit
+	shellcheck -x scripts/install-deps scripts/demo-banner tests/run \
+		tests/integration/*.sh scripts/bench/fs-latency .ci/run
+
+install: fnfs
+	install -D -m 0755 fnfs $(DESTDIR)$(PREFIX)/bin/fnfs
+	install -D -m 0644 README.md $(DESTDIR)$(PREFIX)/share/doc/fnfs/README.md
+	for f in docs/*.md; do \
+		install -D -m 0644 $$f $(DESTDIR)$(PREFIX)/share/doc/fnfs/$$(basename $$f); \
+	done
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/fnfs
+	rm -rf $(DESTDIR)$(PREFIX)/share/doc/fnfs
+
+clean:
+	rm -rf build fnfs

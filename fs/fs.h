@@ -1,0 +1,108 @@
+/*
+ * fs.h - the filesystem layer: the mounted tree, served by FUSE low-level
+ * handlers on the controller's libuv loop. Private to fs/.
+ */
+#ifndef FNFS_FS_H
+#define FNFS_FS_H
+
+#define FUSE_USE_VERSION 35
+#include <fuse_lowlevel.h>
+#include <sys/stat.h>
+#include <uv.h>
+
+#include "../sched/sched.h"
+
+/* ================================================================== nodes
+ *
+ * An inode number is (object id << 8) | kind: the object is a tenant,
+ * namespace or function of the model (or the root, id 1), the kind says
+ * which directory or file of that object it is. Nothing is kept per inode,
+ * so lookups never grow a table and ids, never reused, make stale inodes
+ * simply fail with ENOENT. The root directory is inode 1 as FUSE requires.
+ */
+enum fs_kind {
+	FS_NONE,
+	FS_ROOT_DIR,
+	FS_README,
+	FS_VERSION,
+	FS_EVENTS,
+	FS_TENANTS_DIR,
+	FS_TENANT_DIR,
+	FS_NS_DIR,
+	FS_FN_DIR,
+	FS_FN_ATTR,                                   /* + enum sched_attr */
+	FS_KIND_COUNT = FS_FN_ATTR + SCHED_ATTR_COUNT
+};
+
+/* A resolved inode. */
+struct fs_node {
+	enum fs_kind kind;
+	struct sched_obj *obj; /* the object it belongs to, never NULL */
+};
+
+/* The mounted filesystem and its loop. One per process. */
+struct fs {
+	struct sched *sched;        /* the model; owned */
+	struct fuse_session *se;    /* owned */
+	uv_loop_t *loop;            /* not owned */
+	uv_poll_t poll;             /* on the FUSE device */
+	uv_signal_t sig[3];         /* SIGTERM, SIGINT, SIGHUP */
+	struct fuse_buf fbuf;       /* request buffer, reused */
+	uid_t uid;                  /* owner shown on every node */
+	gid_t gid;
+	int64_t mount_ms;           /* time of mounting, for static files */
+	const char *mountpoint;     /* not owned */
+	int stopping;               /* set once shutdown began */
+};
+
+/* Returns the inode number of `kind` of object `id`. */
+fuse_ino_t fs_ino(uint64_t id, enum fs_kind kind);
+
+/* Resolves `ino`. Returns 0, or -ENOENT if its object is gone. */
+int fs_resolve(struct fs *fs, fuse_ino_t ino, struct fs_node *out);
+
+/* Finds the child `name` of directory `dir`. Returns 0 or -ENOENT (and
+ * -ENOTDIR when `dir` is not a directory). */
+int fs_child(struct fs *fs, const struct fs_node *dir, const char *name,
+	     struct fs_node *out);
+
+/* Calls `fn` for every child of directory `dir`, static files first.
+ * Stops at and returns fn's first non-zero result. */
+int fs_children(struct fs *fs, const struct fs_node *dir,
+		int (*fn)(const char *name, const struct fs_node *n, void *arg),
+		void *arg);
+
+/* Fills `st` for node `n`. */
+void fs_stat(struct fs *fs, const struct fs_node *n, struct stat *st);
+
+/* Whether reads of `n` are rendered per open (direct_io) rather than
+ * constant text the page cache may keep. */
+int fs_node_dynamic(const struct fs_node *n);
+
+/* Appends the content of file `n` to `out`. Returns 0 or -errno. */
+int fs_render(struct fs *fs, const struct fs_node *n, struct rt_buf *out);
+
+/* Applies a write of `len` bytes to file `n`. Returns 0 or -errno. */
+int fs_write(struct fs *fs, const struct fs_node *n, const char *buf,
+	     size_t len);
+
+/* The low-level operations table. */
+extern const struct fuse_lowlevel_ops fs_ops;
+
+/* ================================================================== mount */
+
+struct fs_options {
+	const char *mountpoint; /* required */
+	const char *datadir;    /* required */
+	int foreground;         /* -f */
+};
+
+/* Runs `fnfs mount`: mounts, serves until unmounted or signalled, unmounts.
+ * Without `foreground` it forks and returns in the parent once the mount is
+ * ready. Returns the process exit code. */
+int fs_mount_main(const struct fs_options *opt);
+
+/* The README file's text. */
+extern const char fs_readme[];
+
+#endif

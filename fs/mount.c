@@ -1,0 +1,397 @@
+/*
+ * mount.c - `fnfs mount`: prepares the data directory and the mountpoint,
+ * detaches from the terminal, mounts, and runs the one libuv loop that
+ * serves FUSE requests until the filesystem is unmounted or a signal asks
+ * for it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fs.h"
+
+/* How long `fnfs mount` waits for the background daemon to be ready. */
+#define READY_TIMEOUT_MS 30000
+
+/* How many requests one wake-up serves before letting other handles run. */
+#define REQUESTS_PER_WAKEUP 64
+
+/* =========================================================== mountpoint */
+
+/* Whether `path` (absolute, canonical) is a mount point of type `type`
+ * according to /proc/self/mounts. */
+static int mounted_as(const char *path, const char *type)
+{
+	FILE *f = fopen("/proc/self/mounts", "re");
+	char line[4096], mnt[PATH_MAX], fstype[256];
+	int found = 0;
+
+	if (f == NULL)
+		return 0;
+	while (!found && fgets(line, sizeof(line), f) != NULL) {
+		if (sscanf(line, "%*s %4095s %255s", mnt, fstype) != 2)
+			continue;
+		found = strcmp(mnt, path) == 0 && strcmp(fstype, type) == 0;
+	}
+	fclose(f);
+	return found;
+}
+
+/* Lazily unmounts a dead FUSE mount at `path`: directly when root, else
+ * through fusermount3. Returns 0 or -errno. */
+static int unmount_stale(const char *path)
+{
+	pid_t pid;
+	int status;
+
+	if (umount2(path, MNT_DETACH) == 0)
+		return 0;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		execlp("fusermount3", "fusermount3", "-u", "-z", "-q", path,
+		       (char *)NULL);
+		_exit(127);
+	}
+	if (waitpid(pid, &status, 0) < 0)
+		return -errno;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EBUSY;
+}
+
+/* Makes `mp` usable: cleans up a mount left by a crashed fnfs, refuses a
+ * live one, and resolves it to a canonical path in `out`. */
+static int prepare_mountpoint(const char *mp, char out[PATH_MAX])
+{
+	struct stat st;
+	int rc;
+
+	if (stat(mp, &st) < 0) {
+		if (errno != ENOTCONN) {
+			rc = -errno;
+			fprintf(stderr, "fnfs: mountpoint %s: %s\n", mp,
+				strerror(errno));
+			return rc;
+		}
+		rt_log(RT_LOG_INFO, "cleaning up the stale mount at %s", mp);
+		rc = unmount_stale(mp);
+		if (rc < 0 || stat(mp, &st) < 0) {
+			fprintf(stderr,
+				"fnfs: %s is a dead mount that could not be "
+				"unmounted; try fusermount3 -uz %s\n",
+				mp, mp);
+			return rc < 0 ? rc : -ENOTCONN;
+		}
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "fnfs: mountpoint %s is not a directory\n", mp);
+		return -ENOTDIR;
+	}
+	if (realpath(mp, out) == NULL) {
+		rc = -errno;
+		fprintf(stderr, "fnfs: %s: %s\n", mp, strerror(errno));
+		return rc;
+	}
+	if (mounted_as(out, "fuse.fnfs")) {
+		fprintf(stderr, "fnfs: %s is already an fnfs mount\n", out);
+		return -EBUSY;
+	}
+	return 0;
+}
+
+/* Creates the data directory if needed and resolves it into `out`. It
+ * must not lie inside the mountpoint: the daemon would then reach its own
+ * filesystem and deadlock. */
+static int prepare_datadir(const char *dir, const char *mp, char out[PATH_MAX])
+{
+	size_t n = strlen(mp);
+	int rc;
+
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+		rc = -errno;
+		fprintf(stderr, "fnfs: data directory %s: %s\n", dir,
+			strerror(errno));
+		return rc;
+	}
+	if (realpath(dir, out) == NULL) {
+		rc = -errno;
+		fprintf(stderr, "fnfs: data directory %s: %s\n", dir,
+			strerror(errno));
+		return rc;
+	}
+	if (strncmp(out, mp, n) == 0 && (out[n] == '/' || out[n] == '\0')) {
+		fprintf(stderr,
+			"fnfs: the data directory %s lies inside the mountpoint\n",
+			out);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Takes the data directory's lock, so that two controllers never share
+ * one store. Returns the lock's fd or -errno. */
+static int lock_datadir(const char *dir)
+{
+	char path[PATH_MAX + 16], pid[32] = "";
+	int fd, n, rc;
+
+	snprintf(path, sizeof(path), "%s/lock", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+		return fd;
+	rc = -errno;
+	snprintf(path, sizeof(path), "%s/fnfs.pid", dir);
+	n = open(path, O_RDONLY | O_CLOEXEC);
+	if (n >= 0) {
+		ssize_t r = read(n, pid, sizeof(pid) - 1);
+
+		pid[r > 0 ? r : 0] = '\0';
+		pid[strcspn(pid, "\n")] = '\0';
+		close(n);
+	}
+	fprintf(stderr, "fnfs: %s is in use by another fnfs%s%s%s\n", dir,
+		pid[0] ? " (pid " : "", pid, pid[0] ? ")" : "");
+	close(fd);
+	return rc == -EWOULDBLOCK ? -EBUSY : rc;
+}
+
+static int write_pidfile(const char *dir)
+{
+	char path[PATH_MAX + 16], text[32];
+	int fd, n, rc = 0;
+
+	snprintf(path, sizeof(path), "%s/fnfs.pid", dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	n = snprintf(text, sizeof(text), "%d\n", (int)getpid());
+	if (write(fd, text, (size_t)n) != n)
+		rc = -EIO;
+	close(fd);
+	return rc;
+}
+
+/* ============================================================= the loop */
+
+static void fs_stop(struct fs *fs, const char *why)
+{
+	int i;
+
+	if (fs->stopping)
+		return;
+	fs->stopping = 1;
+	rt_log(RT_LOG_INFO, "stopping: %s", why);
+	uv_poll_stop(&fs->poll);
+	uv_close((uv_handle_t *)&fs->poll, NULL);
+	for (i = 0; i < 3; i++)
+		uv_close((uv_handle_t *)&fs->sig[i], NULL);
+}
+
+static void on_fuse(uv_poll_t *p, int status, int events)
+{
+	struct fs *fs = p->data;
+	int i, res;
+
+	(void)events;
+	if (status < 0) {
+		rt_log(RT_LOG_ERROR, "poll on /dev/fuse: %s", uv_strerror(status));
+		fs_stop(fs, "FUSE device error");
+		return;
+	}
+	for (i = 0; i < REQUESTS_PER_WAKEUP && !fs->stopping; i++) {
+		res = fuse_session_receive_buf(fs->se, &fs->fbuf);
+		if (res == -EINTR || res == -EAGAIN)
+			return;
+		if (res <= 0 || fuse_session_exited(fs->se)) {
+			if (res < 0 && res != -ENODEV)
+				rt_log(RT_LOG_ERROR, "reading /dev/fuse: %s",
+				       strerror(-res));
+			fs_stop(fs, "unmounted");
+			return;
+		}
+		fuse_session_process_buf(fs->se, &fs->fbuf);
+	}
+}
+
+static void on_signal(uv_signal_t *sig, int signum)
+{
+	fs_stop(sig->data, strsignal(signum));
+}
+
+/* Mounts and serves. `ready` is the write end of the readiness pipe, or
+ * -1 in the foreground; it is closed once the mount is up, and stderr then
+ * goes to `logpath` (when not NULL). */
+static int serve(const char *mp, const char *datadir, int ready,
+		 const char *logpath)
+{
+	char *argv[] = {"fnfs", "-o",
+			"fsname=fnfs,subtype=fnfs,default_permissions", NULL};
+	struct fuse_args args = FUSE_ARGS_INIT(3, argv);
+	struct fs fs;
+	uv_loop_t loop;
+	static const int signums[3] = {SIGTERM, SIGINT, SIGHUP};
+	int i, fd, rc, mounted = 0, loop_ok = 0;
+
+	memset(&fs, 0, sizeof(fs));
+	fs.uid = getuid();
+	fs.gid = getgid();
+	fs.mount_ms = rt_now_ms();
+	fs.mountpoint = mp;
+	rc = sched_open(&fs.sched, datadir);
+	if (rc < 0) {
+		rt_log(RT_LOG_ERROR, "cannot open the store in %s: %s", datadir,
+		       strerror(-rc));
+		goto out;
+	}
+	rc = uv_loop_init(&loop);
+	if (rc < 0)
+		goto out;
+	loop_ok = 1;
+	fs.loop = &loop;
+	fs.se = fuse_session_new(&args, &fs_ops, sizeof(fs_ops), &fs);
+	if (fs.se == NULL) {
+		rc = -EIO;
+		goto out;
+	}
+	if (fuse_session_mount(fs.se, mp) != 0) {
+		rt_log(RT_LOG_ERROR, "cannot mount at %s", mp);
+		rc = -EIO;
+		goto out;
+	}
+	mounted = 1;
+	fd = fuse_session_fd(fs.se);
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	rc = uv_poll_init(&loop, &fs.poll, fd);
+	if (rc == 0) {
+		fs.poll.data = &fs;
+		rc = uv_poll_start(&fs.poll, UV_READABLE, on_fuse);
+	}
+	for (i = 0; i < 3 && rc == 0; i++) {
+		uv_signal_init(&loop, &fs.sig[i]);
+		fs.sig[i].data = &fs;
+		rc = uv_signal_start(&fs.sig[i], on_signal, signums[i]);
+	}
+	if (rc < 0) {
+		rt_log(RT_LOG_ERROR, "loop setup: %s", uv_strerror(rc));
+		goto out;
+	}
+	if (ready >= 0) {
+		if (write(ready, "ok\n", 3) != 3)
+			rt_log(RT_LOG_WARN, "could not report readiness");
+		close(ready);
+		ready = -1;
+	}
+	if (logpath != NULL) {
+		fd = open(logpath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
+			  0644);
+		if (fd >= 0) {
+			dup2(fd, 2);
+			close(fd);
+		}
+	}
+	rt_log(RT_LOG_INFO, "mounted %s (data %s)", mp, datadir);
+	rc = uv_run(&loop, UV_RUN_DEFAULT);
+	rc = rc < 0 ? rc : 0;
+out:
+	if (mounted)
+		fuse_session_unmount(fs.se);
+	if (fs.se != NULL)
+		fuse_session_destroy(fs.se);
+	if (loop_ok) {
+		uv_run(&loop, UV_RUN_NOWAIT); /* let closed handles finish */
+		if (uv_loop_close(&loop) != 0)
+			rt_log(RT_LOG_WARN, "loop closed with live handles");
+	}
+	free(fs.fbuf.mem);
+	sched_close(fs.sched);
+	if (mounted)
+		rt_log(RT_LOG_INFO, "unmounted %s", mp);
+	return rc;
+}
+
+/* In the parent: waits for the daemon to say it is ready. */
+static int wait_ready(int rfd, pid_t child, const char *datadir)
+{
+	char buf[8];
+	struct pollfd p = {.fd = rfd, .events = POLLIN};
+	int n, status;
+
+	n = poll(&p, 1, READY_TIMEOUT_MS);
+	if (n == 0) {
+		fprintf(stderr,
+			"fnfs: the mount was not ready within %d s; see "
+			"%s/fnfs.log\n",
+			READY_TIMEOUT_MS / 1000, datadir);
+		return 1;
+	}
+	n = (int)read(rfd, buf, sizeof(buf));
+	if (n >= 2 && memcmp(buf, "ok", 2) == 0)
+		return 0;
+	/* The daemon failed; it said why on our stderr. */
+	waitpid(child, &status, 0);
+	return 1;
+}
+
+int fs_mount_main(const struct fs_options *opt)
+{
+	char mp[PATH_MAX], datadir[PATH_MAX], logpath[PATH_MAX + 16];
+	char pidpath[PATH_MAX + 16];
+	int pipefd[2] = {-1, -1}, lockfd = -1, rc, devnull;
+	pid_t pid;
+
+	if (prepare_mountpoint(opt->mountpoint, mp) < 0)
+		return 1;
+	if (prepare_datadir(opt->datadir, mp, datadir) < 0)
+		return 1;
+	if (!opt->foreground) {
+		if (pipe2(pipefd, O_CLOEXEC) < 0) {
+			perror("fnfs: pipe");
+			return 1;
+		}
+		pid = fork();
+		if (pid < 0) {
+			perror("fnfs: fork");
+			return 1;
+		}
+		if (pid > 0) {
+			close(pipefd[1]);
+			return wait_ready(pipefd[0], pid, datadir);
+		}
+		close(pipefd[0]);
+		setsid();
+	}
+	lockfd = lock_datadir(datadir);
+	if (lockfd < 0)
+		return 1;
+	if (write_pidfile(datadir) < 0)
+		rt_log(RT_LOG_WARN, "cannot write %s/fnfs.pid", datadir);
+	if (chdir("/") < 0)
+		rt_log(RT_LOG_WARN, "chdir /: %s", strerror(errno));
+	snprintf(logpath, sizeof(logpath), "%s/fnfs.log", datadir);
+	if (!opt->foreground) {
+		/* Errors before the mount is up still reach the terminal,
+		 * through the inherited stderr; after it, the log file. */
+		devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+		if (devnull >= 0) {
+			dup2(devnull, 0);
+			dup2(devnull, 1);
+			close(devnull);
+		}
+	}
+	rc = serve(mp, datadir, pipefd[1], opt->foreground ? NULL : logpath);
+	snprintf(pidpath, sizeof(pidpath), "%s/fnfs.pid", datadir);
+	unlink(pidpath);
+	close(lockfd);
+	return rc < 0 ? 1 : 0;
+}

@@ -1,0 +1,540 @@
+/*
+ * ops.c - the FUSE low-level handlers. Each one resolves its inode against
+ * the model, does its work through sched/ and replies before returning;
+ * none of them blocks.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs.h"
+
+/* How long the kernel may cache names and attributes, in seconds. Names
+ * change only through this filesystem, which the kernel sees; attributes
+ * of the journal change on their own, so it is never cached. */
+#define ENTRY_TIMEOUT 1.0
+#define ATTR_TIMEOUT 1.0
+
+static struct fs *req_fs(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+static double attr_timeout(const struct fs_node *n)
+{
+	return n->kind == FS_EVENTS ? 0.0 : ATTR_TIMEOUT;
+}
+
+static void fill_entry(struct fs *fs, const struct fs_node *n,
+		       struct fuse_entry_param *e)
+{
+	memset(e, 0, sizeof(*e));
+	fs_stat(fs, n, &e->attr);
+	e->ino = e->attr.st_ino;
+	e->attr_timeout = attr_timeout(n);
+	e->entry_timeout = ENTRY_TIMEOUT;
+}
+
+static void reply_entry(fuse_req_t req, const struct fs_node *n)
+{
+	struct fuse_entry_param e;
+
+	fill_entry(req_fs(req), n, &e);
+	fuse_reply_entry(req, &e);
+}
+
+/* =========================================================== lifecycle */
+
+static void op_init(void *userdata, struct fuse_conn_info *conn)
+{
+	(void)userdata;
+	/* Requests are read into memory on the loop thread, never spliced. */
+	conn->want &= ~(unsigned)(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE |
+				  FUSE_CAP_SPLICE_MOVE);
+	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
+		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+	if (conn->capable & FUSE_CAP_READDIRPLUS)
+		conn->want |= FUSE_CAP_READDIRPLUS;
+	conn->want &= ~(unsigned)FUSE_CAP_WRITEBACK_CACHE;
+}
+
+/* ============================================================ name ops */
+
+static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct fs *fs = req_fs(req);
+	struct fs_node dir, n;
+	int rc = fs_resolve(fs, parent, &dir);
+
+	if (rc == 0)
+		rc = fs_child(fs, &dir, name, &n);
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	reply_entry(req, &n);
+}
+
+static void op_getattr(fuse_req_t req, fuse_ino_t ino,
+		       struct fuse_file_info *fi)
+{
+	struct fs *fs = req_fs(req);
+	struct fs_node n;
+	struct stat st;
+	int rc = fs_resolve(fs, ino, &n);
+
+	(void)fi;
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	fs_stat(fs, &n, &st);
+	fuse_reply_attr(req, &st, attr_timeout(&n));
+}
+
+static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
+		       int to_set, struct fuse_file_info *fi)
+{
+	struct fs *fs = req_fs(req);
+	struct fs_node n;
+	struct stat st;
+	int rc = fs_resolve(fs, ino, &n);
+
+	(void)attr;
+	(void)fi;
+	if (rc < 0)
+		goto out;
+	fs_stat(fs, &n, &st);
+	/* Truncation is what `echo x > file` asks first: the write that
+	 * follows carries the whole value, so it changes nothing itself. */
+	if ((to_set & FUSE_SET_ATTR_SIZE) &&
+	    (S_ISDIR(st.st_mode) || !(st.st_mode & S_IWUSR))) {
+		rc = S_ISDIR(st.st_mode) ? -EISDIR : -EACCES;
+		goto out;
+	}
+	if (to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
+		rc = -EPERM;
+		goto out;
+	}
+	/* Times (touch) are accepted and ignored: they follow the model. */
+	fuse_reply_attr(req, &st, attr_timeout(&n));
+	return;
+out:
+	fuse_reply_err(req, -rc);
+}
+
+static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
+		     mode_t mode)
+{
+	struct fs *fs = req_fs(req);
+	struct fs_node dir, n;
+	struct sched_obj *o;
+	int rc = fs_resolve(fs, parent, &dir);
+
+	(void)mode;
+	if (rc < 0)
+		goto out;
+	if (dir.kind != FS_TENANTS_DIR && dir.kind != FS_TENANT_DIR &&
+	    dir.kind != FS_NS_DIR) {
+		rc = fs_child(fs, &dir, name, &n) == 0 ? -EEXIST : -EPERM;
+		goto out;
+	}
+	rc = sched_create(fs->sched, dir.obj, name, &o);
+	if (rc < 0)
+		goto out;
+	n.obj = o;
+	n.kind = o->type == SCHED_TENANT      ? FS_TENANT_DIR
+		 : o->type == SCHED_NAMESPACE ? FS_NS_DIR
+					      : FS_FN_DIR;
+	reply_entry(req, &n);
+	return;
+out:
+	fuse_reply_err(req, -rc);
+}
+
+static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct fs *fs = req_fs(req);
+	struct fs_node dir, n;
+	int rc = fs_resolve(fs, parent, &dir);
+
+	if (rc == 0)
+		rc = fs_child(fs, &dir, name, &n);
+	if (rc == 0 && n.kind != FS_TENANT_DIR && n.kind != FS_NS_DIR &&
+	    n.kind != FS_FN_DIR) {
+		struct stat st;
+
+		fs_stat(fs, &n, &st);
+		rc = S_ISDIR(st.st_mode) ? -EPERM : -ENOTDIR;
+	}
+	if (rc == 0)
+		rc = sched_remove(fs->sched, dir.obj, name);
+	fuse_reply_err(req, -rc);
+}
+
+/* Creating, linking, renaming or removing files is not how fnfs is used:
+ * objects are directories made with mkdir, and their files are fixed. */
+static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	(void)parent;
+	(void)name;
+	fuse_reply_err(req, EPERM);
+}
+
+static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      mode_t mode, struct fuse_file_info *fi)
+{
+	(void)parent;
+	(void)name;
+	(void)mode;
+	(void)fi;
+	fuse_reply_err(req, EPERM);
+}
+
+static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+		     mode_t mode, dev_t rdev)
+{
+	(void)parent;
+	(void)name;
+	(void)mode;
+	(void)rdev;
+	fuse_reply_err(req, EPERM);
+}
+
+static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
+		       const char *name)
+{
+	(void)link;
+	(void)parent;
+	(void)name;
+	fuse_reply_err(req, EPERM);
+}
+
+static void op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
+		    const char *newname)
+{
+	(void)ino;
+	(void)newparent;
+	(void)newname;
+	fuse_reply_err(req, EPERM);
+}
+
+static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+		      fuse_ino_t newparent, const char *newname,
+		      unsigned int flags)
+{
+	(void)parent;
+	(void)name;
+	(void)newparent;
+	(void)newname;
+	(void)flags;
+	fuse_reply_err(req, EPERM);
+}
+
+/* ============================================================ files */
+
+/* Per-open state of a file, which fi->fh points to. */
+struct handle {
+	struct fs_node node;  /* what was opened */
+	uint64_t id;          /* node.obj->id, to notice a removed object */
+	struct rt_buf snap;   /* the rendered content, for later offsets */
+	int rendered;         /* whether snap holds a rendering */
+	uint64_t skew;        /* events: offsets skipped since dropped */
+};
+
+static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs *fs = req_fs(req);
+	struct handle *h = NULL;
+	struct fs_node n;
+	struct stat st;
+	int acc = fi->flags & O_ACCMODE, rc = fs_resolve(fs, ino, &n);
+
+	if (rc < 0)
+		goto out;
+	fs_stat(fs, &n, &st);
+	/* Root passes the kernel's permission checks; refuse here too. */
+	if ((acc != O_RDONLY && !(st.st_mode & S_IWUSR)) ||
+	    (acc != O_WRONLY && !(st.st_mode & S_IRUSR))) {
+		rc = -EACCES;
+		goto out;
+	}
+	h = calloc(1, sizeof(*h));
+	if (h == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	h->node = n;
+	h->id = n.obj->id;
+	fi->fh = (uint64_t)(uintptr_t)h;
+	if (fs_node_dynamic(&n))
+		fi->direct_io = 1;
+	else
+		fi->keep_cache = 1;
+	fi->nonseekable = 0;
+	if (fuse_reply_open(req, fi) != 0) {
+		free(h);
+	}
+	return;
+out:
+	fuse_reply_err(req, -rc);
+}
+
+static struct handle *fh_handle(struct fuse_file_info *fi)
+{
+	return (struct handle *)(uintptr_t)fi->fh;
+}
+
+/* Reads the journal at absolute offsets, live. A reader that started
+ * before the oldest kept event is moved forward to it once. */
+static void read_events(fuse_req_t req, struct handle *h, size_t size,
+			off_t off)
+{
+	struct fs *fs = req_fs(req);
+	uint64_t pos = (uint64_t)off + h->skew, first;
+	const char *p;
+	size_t n = sched_events_at(fs->sched, pos, &p, &first);
+
+	if (n == 0 && pos < first) {
+		h->skew += first - pos;
+		n = sched_events_at(fs->sched, first, &p, &first);
+	}
+	fuse_reply_buf(req, p, n < size ? n : size);
+}
+
+static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	struct fs *fs = req_fs(req);
+	struct handle *h = fh_handle(fi);
+	int rc;
+
+	(void)ino;
+	if (sched_find(fs->sched, h->id) != h->node.obj) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	if (h->node.kind == FS_EVENTS) {
+		read_events(req, h, size, off);
+		return;
+	}
+	/* Render once per open; a read from offset 0 starts over, as a
+	 * monitoring agent that rereads a kept-open file expects. */
+	if (!h->rendered || off == 0) {
+		rt_buf_reset(&h->snap);
+		rc = fs_render(fs, &h->node, &h->snap);
+		if (rc < 0) {
+			fuse_reply_err(req, -rc);
+			return;
+		}
+		h->rendered = 1;
+	}
+	if ((size_t)off >= h->snap.len) {
+		fuse_reply_buf(req, NULL, 0);
+		return;
+	}
+	fuse_reply_buf(req, h->snap.data + off,
+		       h->snap.len - (size_t)off < size ? h->snap.len - (size_t)off
+							: size);
+}
+
+static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
+		     size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct fs *fs = req_fs(req);
+	struct handle *h = fh_handle(fi);
+	int rc;
+
+	(void)ino;
+	(void)off;
+	if (sched_find(fs->sched, h->id) != h->node.obj) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	/* Each write(2) is one whole command, applied before it returns. */
+	rc = fs_write(fs, &h->node, buf, size);
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_write(req, size);
+}
+
+static void op_release(fuse_req_t req, fuse_ino_t ino,
+		       struct fuse_file_info *fi)
+{
+	struct handle *h = fh_handle(fi);
+
+	(void)ino;
+	rt_buf_free(&h->snap);
+	free(h);
+	fuse_reply_err(req, 0);
+}
+
+/* ======================================================== directories */
+
+/* One directory entry of a snapshot. */
+struct dirent_snap {
+	char name[64];
+	struct fs_node node;
+};
+
+/* Per-open state of a directory: its entries, taken at opendir, so that
+ * readdir offsets stay meaningful while the tree changes. */
+struct dir_handle {
+	struct dirent_snap *ents; /* owned */
+	size_t n, cap;
+};
+
+static int snap_add(const char *name, const struct fs_node *n, void *arg)
+{
+	struct dir_handle *d = arg;
+
+	if (d->n == d->cap) {
+		size_t cap = d->cap ? d->cap * 2 : 32;
+		struct dirent_snap *e = realloc(d->ents, cap * sizeof(*e));
+
+		if (e == NULL)
+			return -ENOMEM;
+		d->ents = e;
+		d->cap = cap;
+	}
+	snprintf(d->ents[d->n].name, sizeof(d->ents[d->n].name), "%s", name);
+	d->ents[d->n].node = *n;
+	d->n++;
+	return 0;
+}
+
+static void op_opendir(fuse_req_t req, fuse_ino_t ino,
+		       struct fuse_file_info *fi)
+{
+	struct fs *fs = req_fs(req);
+	struct dir_handle *d = NULL;
+	struct fs_node n, up;
+	int rc = fs_resolve(fs, ino, &n);
+
+	if (rc < 0)
+		goto out;
+	d = calloc(1, sizeof(*d));
+	if (d == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	/* "..": tenants/ belongs to the root object; an object directory's
+	 * parent directory belongs to the parent object. */
+	up = n;
+	if (n.kind == FS_TENANTS_DIR)
+		up.kind = FS_ROOT_DIR;
+	else if (n.kind == FS_TENANT_DIR || n.kind == FS_NS_DIR ||
+		 n.kind == FS_FN_DIR)
+		up = (struct fs_node){(enum fs_kind)(n.kind - 1), n.obj->parent};
+	rc = snap_add(".", &n, d);
+	if (rc == 0)
+		rc = snap_add("..", &up, d);
+	if (rc == 0)
+		rc = fs_children(fs, &n, snap_add, d);
+	if (rc < 0)
+		goto out;
+	fi->fh = (uint64_t)(uintptr_t)d;
+	if (fuse_reply_open(req, fi) != 0) {
+		free(d->ents);
+		free(d);
+	}
+	return;
+out:
+	if (d != NULL)
+		free(d->ents);
+	free(d);
+	fuse_reply_err(req, -rc);
+}
+
+static void readdir_common(fuse_req_t req, size_t size, off_t off,
+			   struct fuse_file_info *fi, int plus)
+{
+	struct fs *fs = req_fs(req);
+	struct dir_handle *d = (struct dir_handle *)(uintptr_t)fi->fh;
+	char *buf = malloc(size);
+	size_t used = 0, i;
+
+	if (buf == NULL) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	for (i = (size_t)off; i < d->n; i++) {
+		struct dirent_snap *e = &d->ents[i];
+		size_t len;
+
+		/* An object removed since opendir is skipped. */
+		if (sched_find(fs->sched, e->node.obj->id) != e->node.obj)
+			continue;
+		if (plus) {
+			struct fuse_entry_param ep;
+
+			fill_entry(fs, &e->node, &ep);
+			len = fuse_add_direntry_plus(req, buf + used, size - used,
+						     e->name, &ep, (off_t)i + 1);
+		} else {
+			struct stat st;
+
+			memset(&st, 0, sizeof(st));
+			st.st_ino = fs_ino(e->node.obj->id, e->node.kind);
+			fs_stat(fs, &e->node, &st);
+			len = fuse_add_direntry(req, buf + used, size - used,
+						e->name, &st, (off_t)i + 1);
+		}
+		if (len > size - used)
+			break;
+		used += len;
+	}
+	fuse_reply_buf(req, buf, used);
+	free(buf);
+}
+
+static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		       struct fuse_file_info *fi)
+{
+	(void)ino;
+	readdir_common(req, size, off, fi, 0);
+}
+
+static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
+			   off_t off, struct fuse_file_info *fi)
+{
+	(void)ino;
+	readdir_common(req, size, off, fi, 1);
+}
+
+static void op_releasedir(fuse_req_t req, fuse_ino_t ino,
+			  struct fuse_file_info *fi)
+{
+	struct dir_handle *d = (struct dir_handle *)(uintptr_t)fi->fh;
+
+	(void)ino;
+	free(d->ents);
+	free(d);
+	fuse_reply_err(req, 0);
+}
+
+const struct fuse_lowlevel_ops fs_ops = {
+	.init = op_init,
+	.lookup = op_lookup,
+	.getattr = op_getattr,
+	.setattr = op_setattr,
+	.mkdir = op_mkdir,
+	.rmdir = op_rmdir,
+	.unlink = op_unlink,
+	.create = op_create,
+	.mknod = op_mknod,
+	.symlink = op_symlink,
+	.link = op_link,
+	.rename = op_rename,
+	.open = op_open,
+	.read = op_read,
+	.write = op_write,
+	.release = op_release,
+	.opendir = op_opendir,
+	.readdir = op_readdir,
+	.readdirplus = op_readdirplus,
+	.releasedir = op_releasedir,
+};

@@ -1,0 +1,141 @@
+/*
+ * rt.h - the runtime layer's shared helpers: growable buffers, clocks,
+ * logging, a string-keyed hash map and key=value quoting.
+ *
+ * This is the bottom layer of fnfs. It knows neither FUSE nor SQLite; both
+ * the controller (fs/, sched/) and, later, the worker use it.
+ */
+#ifndef FNFS_RT_H
+#define FNFS_RT_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define FNFS_VERSION "0.1.0"
+
+/* ---------------------------------------------------------------- buffers */
+
+/* A growable byte buffer. `data` is always NUL-terminated when non-NULL, so
+ * text can be used as a C string; `len` does not count the NUL. */
+struct rt_buf {
+	char *data; /* owned; NULL until the first append */
+	size_t len; /* bytes in use */
+	size_t cap; /* bytes allocated */
+};
+
+/* Appends `n` bytes. Returns 0 or -ENOMEM (the buffer is then unchanged). */
+int rt_buf_append(struct rt_buf *b, const void *p, size_t n);
+
+/* Appends a C string. Returns 0 or -ENOMEM. */
+int rt_buf_puts(struct rt_buf *b, const char *s);
+
+/* Appends printf-formatted text. Returns 0 or -ENOMEM. */
+int rt_buf_printf(struct rt_buf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* As rt_buf_printf, with a va_list. */
+int rt_buf_vprintf(struct rt_buf *b, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
+
+/* Empties the buffer, keeping its memory. */
+void rt_buf_reset(struct rt_buf *b);
+
+/* Frees the memory; the buffer may be used again afterwards. */
+void rt_buf_free(struct rt_buf *b);
+
+/* Appends ` key=value`, quoting the value when it is empty or holds a space,
+ * a quote, a backslash or a byte that is not printable ASCII; inside quotes,
+ * `"` and `\` are escaped and other such bytes are written as \n, \t or
+ * \xNN. The result is one line that `awk` can split on spaces. */
+int rt_buf_kv(struct rt_buf *b, const char *key, const char *value);
+
+/* ----------------------------------------------------------------- clocks */
+
+/* Wall-clock time in milliseconds since the epoch. */
+int64_t rt_now_ms(void);
+
+/* Monotonic time in milliseconds, for durations. */
+int64_t rt_mono_ms(void);
+
+/* Writes `ms` as RFC 3339 UTC with milliseconds ("2026-11-21T17:00:00.123Z")
+ * into `out`, which must hold at least 25 bytes. */
+void rt_format_time(int64_t ms, char out[32]);
+
+/* ---------------------------------------------------------------- logging */
+
+enum rt_log_level { RT_LOG_DEBUG, RT_LOG_INFO, RT_LOG_WARN, RT_LOG_ERROR };
+
+/* Logs one line, prefixed with the time and the level, to the log stream
+ * (stderr until rt_log_open redirects it). Never fails. */
+void rt_log(enum rt_log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Sends the log to the file at `path` (appending). Returns 0 or -errno. */
+int rt_log_open(const char *path);
+
+/* Lines below `level` are dropped. The default is RT_LOG_INFO. */
+void rt_log_set_level(enum rt_log_level level);
+
+/* ------------------------------------------------------------ string map */
+
+/* A hash map from NUL-terminated string keys (copied) to pointers, with
+ * iteration in unspecified order. Insert, find and remove are O(1) on
+ * average. */
+struct rt_map_entry;
+struct rt_map {
+	struct rt_map_entry **slots; /* owned; chains of entries */
+	size_t nslots;               /* a power of two, or 0 */
+	size_t count;                /* entries stored */
+};
+
+/* Returns the value stored under `key`, or NULL. */
+void *rt_map_get(const struct rt_map *m, const char *key);
+
+/* Stores `value` under `key`, which must not be present yet. Returns 0,
+ * -EEXIST or -ENOMEM. */
+int rt_map_put(struct rt_map *m, const char *key, void *value);
+
+/* Removes `key` and returns its value, or NULL if it was absent. */
+void *rt_map_del(struct rt_map *m, const char *key);
+
+/* Calls `fn(key, value, arg)` for each entry until it returns non-zero,
+ * which is then returned. `fn` must not change the map. */
+int rt_map_each(const struct rt_map *m,
+		int (*fn)(const char *key, void *value, void *arg), void *arg);
+
+/* Frees the map's own memory (not the values). */
+void rt_map_free(struct rt_map *m);
+
+/* A hash map from 64-bit ids to pointers, same rules as rt_map. */
+struct rt_idmap {
+	uint64_t *keys; /* owned; 0 marks an empty slot, so 0 is not a key */
+	void **values;  /* owned */
+	size_t nslots;  /* a power of two, or 0 */
+	size_t count;   /* live entries */
+	size_t used;    /* live entries plus tombstones */
+};
+
+/* Returns the value stored under `id` (non-zero), or NULL. */
+void *rt_idmap_get(const struct rt_idmap *m, uint64_t id);
+
+/* Stores `value` (non-NULL) under `id` (non-zero, not present). Returns 0 or
+ * -ENOMEM. */
+int rt_idmap_put(struct rt_idmap *m, uint64_t id, void *value);
+
+/* Removes `id`; a no-op when absent. */
+void rt_idmap_del(struct rt_idmap *m, uint64_t id);
+
+/* Frees the map's memory. */
+void rt_idmap_free(struct rt_idmap *m);
+
+/* ----------------------------------------------------------------- names */
+
+/* Whether `s` is a valid tenant, namespace or function name: 1 to 63
+ * characters of [A-Za-z0-9._-], starting with a letter or digit. */
+int rt_name_valid(const char *s);
+
+/* Returns the symbolic name of a positive errno value ("EINVAL"). */
+const char *rt_errno_name(int err);
+
+#endif

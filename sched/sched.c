@@ -1,0 +1,509 @@
+/*
+ * sched.c - the controller's model of tenants, namespaces and functions,
+ * kept in memory, mirrored in the store, and journalled as events.
+ *
+ * Every change follows one order: validate, write the store (committed),
+ * then change the model and journal it. A failure at any step before the
+ * model changes leaves everything as it was.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "events.h"
+#include "sched.h"
+#include "store.h"
+
+/* Journal size kept in memory. */
+#define EVENTS_CAP (4u << 20)
+
+struct sched {
+	struct store *store;   /* owned */
+	struct events events;  /* the journal */
+	struct rt_idmap index; /* id -> struct sched_obj *, all but the root */
+	struct sched_obj root; /* the tree's root; children are tenants */
+	uint64_t next_id;      /* the id the next object gets */
+};
+
+static const char *const type_words[] = {"root", "tenant", "namespace",
+					 "function"};
+
+/* ================================================================== objects */
+
+static struct sched_obj *obj_new(struct sched *s, enum sched_obj_type type,
+				 struct sched_obj *parent, const char *name,
+				 int64_t created, int64_t updated)
+{
+	struct sched_obj *o;
+	size_t size = type == SCHED_FUNCTION ? sizeof(struct sched_function)
+					     : sizeof(struct sched_obj);
+
+	o = calloc(1, size);
+	if (o == NULL)
+		return NULL;
+	o->id = s->next_id++;
+	o->type = type;
+	snprintf(o->name, sizeof(o->name), "%s", name);
+	o->parent = parent;
+	o->created_ms = created;
+	o->updated_ms = updated;
+	if (type == SCHED_FUNCTION)
+		sched_spec_init(&((struct sched_function *)o)->spec);
+	if (rt_map_put(&parent->children, name, o) < 0 ||
+	    rt_idmap_put(&s->index, o->id, o) < 0) {
+		rt_map_del(&parent->children, name);
+		free(o);
+		return NULL;
+	}
+	return o;
+}
+
+static void obj_free(struct sched_obj *o)
+{
+	if (o->type == SCHED_FUNCTION) {
+		struct sched_function *fn = (struct sched_function *)o;
+
+		sched_spec_free(&fn->spec);
+		free(fn->error);
+	}
+	rt_map_free(&o->children);
+	free(o);
+}
+
+/* Unlinks `o` from its parent and the index, then frees it. */
+static void obj_drop(struct sched *s, struct sched_obj *o)
+{
+	rt_map_del(&o->parent->children, o->name);
+	rt_idmap_del(&s->index, o->id);
+	obj_free(o);
+}
+
+static int free_tree_cb(const char *key, void *value, void *arg)
+{
+	struct sched_obj *o = value;
+
+	(void)key;
+	(void)arg;
+	rt_map_each(&o->children, free_tree_cb, NULL);
+	obj_free(o);
+	return 0;
+}
+
+struct sched_obj *sched_find(struct sched *s, uint64_t id)
+{
+	if (id == SCHED_ROOT_ID)
+		return &s->root;
+	return rt_idmap_get(&s->index, id);
+}
+
+struct sched_obj *sched_child(struct sched_obj *parent, const char *name)
+{
+	return rt_map_get(&parent->children, name);
+}
+
+int sched_obj_path(const struct sched_obj *o, struct rt_buf *out)
+{
+	int rc = 0;
+
+	if (o->parent != NULL && o->parent->type != SCHED_ROOT) {
+		rc = sched_obj_path(o->parent, out);
+		if (rc == 0)
+			rc = rt_buf_puts(out, "/");
+	}
+	return rc < 0 ? rc : rt_buf_puts(out, o->name);
+}
+
+/* Fills a store row naming `o`. */
+static void obj_row(const struct sched_obj *o, struct store_row *r)
+{
+	const struct sched_obj *ns = NULL, *t = o;
+
+	memset(r, 0, sizeof(*r));
+	if (o->type == SCHED_FUNCTION) {
+		ns = o->parent;
+		t = ns->parent;
+		r->name = o->name;
+	} else if (o->type == SCHED_NAMESPACE) {
+		ns = o;
+		t = o->parent;
+	}
+	r->kind = (enum store_kind)(o->type - SCHED_TENANT);
+	r->tenant = t->name;
+	r->ns = ns ? ns->name : NULL;
+	r->created_ms = o->created_ms;
+	r->updated_ms = o->updated_ms;
+}
+
+/* ================================================================== events */
+
+void sched_event(struct sched *s, const char *kind, const char *object,
+		 const char *kvs)
+{
+	events_append(&s->events, rt_now_ms(), kind, object, kvs);
+}
+
+/* Journals `kind` for object `o`. */
+static void obj_event(struct sched *s, const struct sched_obj *o,
+		      const char *kind, const char *kvs)
+{
+	struct rt_buf path = {0};
+
+	sched_obj_path(o, &path);
+	sched_event(s, kind, path.data ? path.data : "-", kvs);
+	rt_buf_free(&path);
+}
+
+uint64_t sched_events_end(const struct sched *s)
+{
+	return s->events.first + s->events.text.len;
+}
+
+size_t sched_events_at(const struct sched *s, uint64_t off, const char **p,
+		       uint64_t *first)
+{
+	return events_at(&s->events, off, p, first);
+}
+
+int64_t sched_events_mtime(const struct sched *s)
+{
+	return s->events.last_ms ? s->events.last_ms : s->root.created_ms;
+}
+
+/* ======================================================= open and close */
+
+static int load_row(const struct store_row *r, void *arg)
+{
+	struct sched *s = arg;
+	struct sched_obj *t, *ns = NULL, *o;
+	struct rt_buf why = {0};
+	const char *name;
+
+	t = r->kind == STORE_TENANT ? &s->root : sched_child(&s->root, r->tenant);
+	if (t != NULL && r->kind == STORE_FUNCTION)
+		ns = sched_child(t, r->ns);
+	if (t == NULL || (r->kind == STORE_FUNCTION && ns == NULL)) {
+		rt_log(RT_LOG_WARN, "store: %s/%s has no parent; skipped",
+		       r->tenant, r->ns ? r->ns : "");
+		return 0;
+	}
+	name = r->kind == STORE_TENANT	  ? r->tenant
+	       : r->kind == STORE_NAMESPACE ? r->ns
+					    : r->name;
+	o = obj_new(s, (enum sched_obj_type)(r->kind + SCHED_TENANT),
+		    r->kind == STORE_FUNCTION ? ns : t, name, r->created_ms,
+		    r->updated_ms);
+	if (o == NULL)
+		return -ENOMEM;
+	if (r->kind == STORE_FUNCTION) {
+		struct sched_function *fn = (struct sched_function *)o;
+
+		fn->revision = r->revision;
+		if (sched_spec_from_json(&fn->spec, r->spec, strlen(r->spec),
+					 &why) < 0) {
+			rt_log(RT_LOG_ERROR, "store: %s/%s/%s: bad spec: %s",
+			       r->tenant, r->ns, r->name, why.data);
+			rt_buf_free(&why);
+			return -EIO;
+		}
+	}
+	return 0;
+}
+
+int sched_open(struct sched **out, const char *datadir)
+{
+	struct sched *s = calloc(1, sizeof(*s));
+	struct rt_buf path = {0};
+	int rc = -ENOMEM;
+
+	if (s == NULL)
+		goto out;
+	events_init(&s->events, EVENTS_CAP);
+	s->next_id = SCHED_ROOT_ID + 1;
+	s->root.id = SCHED_ROOT_ID;
+	s->root.type = SCHED_ROOT;
+	s->root.created_ms = s->root.updated_ms = rt_now_ms();
+	if (mkdir(datadir, 0700) < 0 && errno != EEXIST) {
+		rc = -errno;
+		rt_log(RT_LOG_ERROR, "mkdir %s: %s", datadir, strerror(errno));
+		goto out;
+	}
+	if (rt_buf_printf(&path, "%s/fnfs.db", datadir) < 0)
+		goto out;
+	rc = store_open(&s->store, path.data);
+	if (rc == 0)
+		rc = store_load(s->store, load_row, s);
+out:
+	rt_buf_free(&path);
+	if (rc < 0) {
+		sched_close(s);
+		s = NULL;
+	}
+	*out = s;
+	return rc;
+}
+
+void sched_close(struct sched *s)
+{
+	if (s == NULL)
+		return;
+	rt_map_each(&s->root.children, free_tree_cb, NULL);
+	rt_map_free(&s->root.children);
+	rt_idmap_free(&s->index);
+	store_close(s->store);
+	events_close(&s->events);
+	free(s);
+}
+
+/* ============================================================ create, remove */
+
+/* Journals a refused request about a child of `parent`. */
+static void reject_child(struct sched *s, const struct sched_obj *parent,
+			 enum sched_obj_type type, const char *op,
+			 const char *name, int err, const char *reason)
+{
+	struct rt_buf kvs = {0}, path = {0}, kind = {0};
+
+	if (parent->type == SCHED_ROOT)
+		rt_buf_puts(&path, "-");
+	else
+		sched_obj_path(parent, &path);
+	rt_buf_printf(&kind, "%s.rejected", type_words[type]);
+	rt_buf_kv(&kvs, "op", op);
+	rt_buf_kv(&kvs, "name", name);
+	rt_buf_kv(&kvs, "errno", rt_errno_name(err));
+	rt_buf_kv(&kvs, "reason", reason);
+	sched_event(s, kind.data, path.data, kvs.data);
+	rt_buf_free(&kvs);
+	rt_buf_free(&path);
+	rt_buf_free(&kind);
+}
+
+/* Commits a touch of `parent`'s mtime with the change `r` (insert or
+ * delete). Returns 0 or -errno; on error nothing is stored. */
+static int store_child_change(struct sched *s, struct sched_obj *parent,
+			      const struct store_row *r, int insert,
+			      int64_t now)
+{
+	struct store_row pr;
+	int rc;
+
+	rc = store_begin(s->store);
+	if (rc < 0)
+		return rc;
+	rc = insert ? store_insert(s->store, r) : store_delete(s->store, r);
+	if (rc == 0 && parent->type != SCHED_ROOT) {
+		obj_row(parent, &pr);
+		pr.updated_ms = now;
+		rc = store_update(s->store, &pr);
+	}
+	if (rc == 0)
+		rc = store_commit(s->store);
+	else
+		store_rollback(s->store);
+	return rc;
+}
+
+int sched_create(struct sched *s, struct sched_obj *parent, const char *name,
+		 struct sched_obj **out)
+{
+	enum sched_obj_type type = (enum sched_obj_type)(parent->type + 1);
+	int64_t now = rt_now_ms();
+	struct sched_obj tmp, *o = NULL;
+	struct rt_buf spec = {0}, kvs = {0};
+	struct store_row r;
+	int rc;
+
+	*out = NULL;
+	if (parent->type == SCHED_FUNCTION)
+		return -EPERM;
+	if (!rt_name_valid(name)) {
+		reject_child(s, parent, type, "mkdir", name, EINVAL,
+			     "names are 1 to 63 of [A-Za-z0-9._-], starting "
+			     "with a letter or digit");
+		return -EINVAL;
+	}
+	if (sched_child(parent, name) != NULL)
+		return -EEXIST;
+
+	/* Describe the new object for the store before it exists. */
+	memset(&tmp, 0, sizeof(tmp));
+	tmp.type = type;
+	tmp.parent = parent;
+	snprintf(tmp.name, sizeof(tmp.name), "%s", name);
+	tmp.created_ms = tmp.updated_ms = now;
+	obj_row(&tmp, &r);
+	if (type == SCHED_FUNCTION) {
+		struct sched_spec defaults;
+
+		sched_spec_init(&defaults);
+		rc = sched_spec_dump(&defaults, &spec);
+		if (rc < 0)
+			goto out;
+		r.spec = spec.data;
+		r.revision = 1;
+	}
+	rc = store_child_change(s, parent, &r, 1, now);
+	if (rc < 0)
+		goto out;
+	o = obj_new(s, type, parent, name, now, now);
+	if (o == NULL) {
+		/* Stored but not in memory: the next start will load it. */
+		rc = -ENOMEM;
+		goto out;
+	}
+	parent->updated_ms = now;
+	if (type == SCHED_FUNCTION) {
+		((struct sched_function *)o)->revision = 1;
+		rt_buf_kv(&kvs, "revision", "1");
+	}
+	obj_event(s, o, type == SCHED_TENANT	  ? "tenant.created"
+			: type == SCHED_NAMESPACE ? "namespace.created"
+						  : "function.created",
+		  kvs.data);
+	*out = o;
+out:
+	rt_buf_free(&spec);
+	rt_buf_free(&kvs);
+	return rc;
+}
+
+int sched_remove(struct sched *s, struct sched_obj *parent, const char *name)
+{
+	struct sched_obj *o = sched_child(parent, name);
+	int64_t now = rt_now_ms();
+	struct store_row r;
+	struct rt_buf path = {0};
+	const char *kind;
+	int rc;
+
+	if (o == NULL)
+		return -ENOENT;
+	if (o->type != SCHED_FUNCTION && o->children.count > 0) {
+		reject_child(s, parent, o->type, "rmdir", name, ENOTEMPTY,
+			     o->type == SCHED_TENANT ? "the tenant has namespaces"
+						     : "the namespace has functions");
+		return -ENOTEMPTY;
+	}
+	obj_row(o, &r);
+	rc = store_child_change(s, parent, &r, 0, now);
+	if (rc < 0)
+		return rc;
+	kind = o->type == SCHED_TENANT	    ? "tenant.deleted"
+	       : o->type == SCHED_NAMESPACE ? "namespace.deleted"
+					    : "function.deleted";
+	sched_obj_path(o, &path);
+	parent->updated_ms = now;
+	obj_drop(s, o);
+	sched_event(s, kind, path.data, NULL);
+	rt_buf_free(&path);
+	return 0;
+}
+
+/* ============================================================== attributes */
+
+/* Records the reason of a refused write in the function's error file and
+ * the journal. */
+static void reject_write(struct sched *s, struct sched_function *fn,
+			 enum sched_attr a, int err, const char *reason)
+{
+	struct rt_buf line = {0}, kvs = {0};
+	char when[32];
+
+	rt_format_time(rt_now_ms(), when);
+	rt_buf_printf(&line, "%s %s\n", when, reason);
+	if (line.data != NULL) {
+		free(fn->error);
+		fn->error = line.data; /* takes ownership */
+	}
+	rt_buf_kv(&kvs, "file", sched_attr_name(a));
+	rt_buf_kv(&kvs, "errno", rt_errno_name(err));
+	rt_buf_kv(&kvs, "reason", reason);
+	obj_event(s, &fn->obj, "function.rejected", kvs.data);
+	rt_buf_free(&kvs);
+}
+
+int sched_function_write(struct sched *s, struct sched_function *fn,
+			 enum sched_attr a, const char *buf, size_t len)
+{
+	struct rt_buf why = {0}, dump = {0}, kvs = {0}, changed = {0};
+	struct sched_spec next;
+	struct store_row r;
+	char rev[32];
+	int64_t now = rt_now_ms();
+	int rc;
+
+	if (!sched_attr_writable(a)) {
+		reject_write(s, fn, a, EACCES, "the file is read-only");
+		return -EACCES;
+	}
+	rc = sched_spec_copy(&next, &fn->spec);
+	if (rc < 0)
+		return rc;
+	rc = sched_spec_parse(&next, a, buf, len, &why);
+	if (rc == 0)
+		rc = sched_spec_check(&next, &why);
+	if (rc < 0) {
+		if (rc == -EINVAL)
+			reject_write(s, fn, a, EINVAL,
+				     why.data ? why.data : "invalid value");
+		goto out;
+	}
+	if (sched_spec_equal(&next, &fn->spec))
+		goto out; /* nothing to change, no new revision */
+
+	rc = sched_spec_dump(&next, &dump);
+	if (rc == 0)
+		rc = sched_spec_diff(&fn->spec, &next, &changed);
+	if (rc < 0)
+		goto out;
+	obj_row(&fn->obj, &r);
+	r.spec = dump.data;
+	r.revision = fn->revision + 1;
+	r.updated_ms = now;
+	rc = store_begin(s->store);
+	if (rc == 0)
+		rc = store_update(s->store, &r);
+	if (rc == 0)
+		rc = store_commit(s->store);
+	else
+		store_rollback(s->store);
+	if (rc < 0) {
+		reject_write(s, fn, a, EIO, "the store could not be written");
+		rc = -EIO;
+		goto out;
+	}
+
+	sched_spec_free(&fn->spec);
+	fn->spec = next;
+	sched_spec_init(&next); /* moved */
+	fn->revision++;
+	fn->obj.updated_ms = now;
+	snprintf(rev, sizeof(rev), "%llu", (unsigned long long)fn->revision);
+	rt_buf_kv(&kvs, "revision", rev);
+	rt_buf_kv(&kvs, "changed", changed.data);
+	obj_event(s, &fn->obj, "function.updated", kvs.data);
+out:
+	sched_spec_free(&next);
+	rt_buf_free(&why);
+	rt_buf_free(&dump);
+	rt_buf_free(&kvs);
+	rt_buf_free(&changed);
+	return rc;
+}
+
+int sched_function_render(const struct sched_function *fn, enum sched_attr a,
+			  struct rt_buf *out)
+{
+	switch (a) {
+	case SCHED_ATTR_REVISION:
+		return rt_buf_printf(out, "%llu\n",
+				     (unsigned long long)fn->revision);
+	case SCHED_ATTR_ERROR:
+		return fn->error ? rt_buf_puts(out, fn->error) : 0;
+	default:
+		return sched_spec_render(&fn->spec, a, out);
+	}
+}

@@ -1,0 +1,828 @@
+/*
+ * spec.c - a function's spec: defaults, parsing of attribute files and of
+ * `config` JSON, validation and rendering. Pure: no I/O, no global state,
+ * so every rule here is unit-tested and can be fuzzed.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched.h"
+
+/* ========================================================== attribute table */
+
+static const struct {
+	const char *name;
+	int writable;
+} attrs[SCHED_ATTR_COUNT] = {
+	[SCHED_ATTR_CONFIG] = {"config", 1},
+	[SCHED_ATTR_COMMAND] = {"command", 1},
+	[SCHED_ATTR_MODE] = {"mode", 1},
+	[SCHED_ATTR_FORMAT] = {"format", 1},
+	[SCHED_ATTR_PARALLELISM] = {"parallelism", 1},
+	[SCHED_ATTR_MAX_INSTANCES] = {"max_instances", 1},
+	[SCHED_ATTR_MEMORY] = {"memory", 1},
+	[SCHED_ATTR_TIMEOUT] = {"timeout", 1},
+	[SCHED_ATTR_IDLE_TIMEOUT] = {"idle_timeout", 1},
+	[SCHED_ATTR_ENV] = {"env", 1},
+	[SCHED_ATTR_CWD] = {"cwd", 1},
+	[SCHED_ATTR_TAGS] = {"tags", 1},
+	[SCHED_ATTR_TAGS_POLICY] = {"tags_policy", 1},
+	[SCHED_ATTR_RESTART_POLICY] = {"restart_policy", 1},
+	[SCHED_ATTR_REVISION] = {"revision", 0},
+	[SCHED_ATTR_ERROR] = {"error", 0},
+};
+
+const char *sched_attr_name(enum sched_attr a)
+{
+	return (unsigned)a < SCHED_ATTR_COUNT ? attrs[a].name : "?";
+}
+
+int sched_attr_writable(enum sched_attr a)
+{
+	return (unsigned)a < SCHED_ATTR_COUNT && attrs[a].writable;
+}
+
+/* The words of the enum-valued attributes, indexed by value. */
+static const char *const mode_words[] = {"daemon", "hot", "cold", NULL};
+static const char *const format_words[] = {"line", "json", NULL};
+static const char *const tags_policy_words[] = {"strict", "loose", NULL};
+static const char *const restart_words[] = {"always", "on-failure", "never",
+					     NULL};
+
+/* ================================================================ lifetime */
+
+void sched_spec_init(struct sched_spec *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->mode = SCHED_MODE_DAEMON;
+	s->format = SCHED_FORMAT_LINE;
+	s->parallelism = 1;
+	s->max_instances = 0;
+	s->memory = 128;
+	s->timeout = 30000;
+	s->idle_timeout = 30;
+	s->tags_policy = SCHED_TAGS_STRICT;
+	s->restart_policy = SCHED_RESTART_ALWAYS;
+}
+
+static void strv_free(char **v, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+void sched_spec_free(struct sched_spec *s)
+{
+	free(s->command);
+	free(s->cwd);
+	strv_free(s->env, s->nenv);
+	strv_free(s->tags, s->ntags);
+	sched_spec_init(s);
+}
+
+static int strv_copy(char ***dst, char *const *src, int n)
+{
+	int i;
+
+	*dst = NULL;
+	if (n == 0)
+		return 0;
+	*dst = calloc((size_t)n, sizeof(char *));
+	if (*dst == NULL)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		(*dst)[i] = strdup(src[i]);
+		if ((*dst)[i] == NULL) {
+			strv_free(*dst, i);
+			*dst = NULL;
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+static char *str_or_null_dup(const char *s)
+{
+	return s == NULL ? NULL : strdup(s);
+}
+
+int sched_spec_copy(struct sched_spec *dst, const struct sched_spec *src)
+{
+	int rc = 0;
+
+	*dst = *src;
+	dst->command = NULL;
+	dst->cwd = NULL;
+	dst->env = NULL;
+	dst->tags = NULL;
+	dst->command = str_or_null_dup(src->command);
+	dst->cwd = str_or_null_dup(src->cwd);
+	if ((src->command && !dst->command) || (src->cwd && !dst->cwd))
+		rc = -ENOMEM;
+	if (rc == 0)
+		rc = strv_copy(&dst->env, src->env, src->nenv);
+	if (rc == 0)
+		rc = strv_copy(&dst->tags, src->tags, src->ntags);
+	if (rc < 0) {
+		dst->nenv = dst->env ? dst->nenv : 0;
+		dst->ntags = 0;
+		sched_spec_free(dst);
+	}
+	return rc;
+}
+
+static int str_eq(const char *a, const char *b)
+{
+	return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
+static int strv_eq(char *const *a, int na, char *const *b, int nb)
+{
+	int i;
+
+	if (na != nb)
+		return 0;
+	for (i = 0; i < na; i++)
+		if (strcmp(a[i], b[i]) != 0)
+			return 0;
+	return 1;
+}
+
+/* Whether attribute `a` has the same value in both specs. */
+static int attr_eq(const struct sched_spec *x, const struct sched_spec *y,
+		   enum sched_attr a)
+{
+	switch (a) {
+	case SCHED_ATTR_COMMAND: return str_eq(x->command, y->command);
+	case SCHED_ATTR_MODE: return x->mode == y->mode;
+	case SCHED_ATTR_FORMAT: return x->format == y->format;
+	case SCHED_ATTR_PARALLELISM: return x->parallelism == y->parallelism;
+	case SCHED_ATTR_MAX_INSTANCES:
+		return x->max_instances == y->max_instances;
+	case SCHED_ATTR_MEMORY: return x->memory == y->memory;
+	case SCHED_ATTR_TIMEOUT: return x->timeout == y->timeout;
+	case SCHED_ATTR_IDLE_TIMEOUT: return x->idle_timeout == y->idle_timeout;
+	case SCHED_ATTR_ENV: return strv_eq(x->env, x->nenv, y->env, y->nenv);
+	case SCHED_ATTR_CWD: return str_eq(x->cwd, y->cwd);
+	case SCHED_ATTR_TAGS:
+		return strv_eq(x->tags, x->ntags, y->tags, y->ntags);
+	case SCHED_ATTR_TAGS_POLICY: return x->tags_policy == y->tags_policy;
+	case SCHED_ATTR_RESTART_POLICY:
+		return x->restart_policy == y->restart_policy;
+	default: return 1;
+	}
+}
+
+int sched_spec_equal(const struct sched_spec *a, const struct sched_spec *b)
+{
+	int i;
+
+	for (i = SCHED_ATTR_COMMAND; i <= SCHED_ATTR_RESTART_POLICY; i++)
+		if (!attr_eq(a, b, (enum sched_attr)i))
+			return 0;
+	return 1;
+}
+
+int sched_spec_diff(const struct sched_spec *a, const struct sched_spec *b,
+		    struct rt_buf *out)
+{
+	int i, rc = 0, first = 1;
+
+	for (i = SCHED_ATTR_COMMAND; i <= SCHED_ATTR_RESTART_POLICY && rc == 0;
+	     i++) {
+		if (attr_eq(a, b, (enum sched_attr)i))
+			continue;
+		rc = rt_buf_printf(out, "%s%s", first ? "" : ",",
+				   attrs[i].name);
+		first = 0;
+	}
+	return rc;
+}
+
+int sched_spec_max_instances(const struct sched_spec *s)
+{
+	if (s->max_instances > 0)
+		return s->max_instances;
+	return s->parallelism > 1 ? s->parallelism : 1;
+}
+
+/* ================================================================ validators
+ *
+ * Each validator takes a typed value, checks it, and on success stores it
+ * in the spec. The text parsers and the JSON parser both end here, so a
+ * value means the same whichever file it arrives through.
+ */
+
+static int bad(struct rt_buf *why, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static int bad(struct rt_buf *why, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (why != NULL) {
+		va_start(ap, fmt);
+		rt_buf_vprintf(why, fmt, ap);
+		va_end(ap);
+	}
+	return -EINVAL;
+}
+
+/* The inclusive range of each integer attribute. */
+static int int_range(enum sched_attr a, long long *lo, long long *hi)
+{
+	switch (a) {
+	case SCHED_ATTR_PARALLELISM:
+		*lo = 0, *hi = SCHED_PARALLELISM_MAX;
+		return 1;
+	case SCHED_ATTR_MAX_INSTANCES:
+		*lo = 1, *hi = SCHED_MAX_INSTANCES_MAX;
+		return 1;
+	case SCHED_ATTR_MEMORY:
+		*lo = 1, *hi = SCHED_MEMORY_MAX;
+		return 1;
+	case SCHED_ATTR_TIMEOUT:
+		*lo = 1, *hi = SCHED_TIMEOUT_MAX;
+		return 1;
+	case SCHED_ATTR_IDLE_TIMEOUT:
+		*lo = 0, *hi = SCHED_IDLE_TIMEOUT_MAX;
+		return 1;
+	default: return 0;
+	}
+}
+
+static int *int_field(struct sched_spec *s, enum sched_attr a)
+{
+	switch (a) {
+	case SCHED_ATTR_PARALLELISM: return &s->parallelism;
+	case SCHED_ATTR_MAX_INSTANCES: return &s->max_instances;
+	case SCHED_ATTR_MEMORY: return &s->memory;
+	case SCHED_ATTR_TIMEOUT: return &s->timeout;
+	case SCHED_ATTR_IDLE_TIMEOUT: return &s->idle_timeout;
+	default: return NULL;
+	}
+}
+
+static int set_int(struct sched_spec *s, enum sched_attr a, long long v,
+		   struct rt_buf *why)
+{
+	long long lo = 0, hi = 0;
+
+	int_range(a, &lo, &hi);
+	if (v < lo || v > hi)
+		return bad(why, "%s must be an integer from %lld to %lld, not %lld",
+			   attrs[a].name, lo, hi, v);
+	*int_field(s, a) = (int)v;
+	return 0;
+}
+
+static const char *const *enum_words(enum sched_attr a)
+{
+	switch (a) {
+	case SCHED_ATTR_MODE: return mode_words;
+	case SCHED_ATTR_FORMAT: return format_words;
+	case SCHED_ATTR_TAGS_POLICY: return tags_policy_words;
+	case SCHED_ATTR_RESTART_POLICY: return restart_words;
+	default: return NULL;
+	}
+}
+
+static int enum_get(const struct sched_spec *s, enum sched_attr a)
+{
+	switch (a) {
+	case SCHED_ATTR_MODE: return (int)s->mode;
+	case SCHED_ATTR_FORMAT: return (int)s->format;
+	case SCHED_ATTR_TAGS_POLICY: return (int)s->tags_policy;
+	case SCHED_ATTR_RESTART_POLICY: return (int)s->restart_policy;
+	default: return 0;
+	}
+}
+
+static int set_enum(struct sched_spec *s, enum sched_attr a, const char *word,
+		    size_t len, struct rt_buf *why)
+{
+	const char *const *w = enum_words(a);
+	int i;
+
+	for (i = 0; w[i] != NULL; i++) {
+		if (strlen(w[i]) != len || memcmp(w[i], word, len) != 0)
+			continue;
+		switch (a) {
+		case SCHED_ATTR_MODE: s->mode = (enum sched_mode)i; break;
+		case SCHED_ATTR_FORMAT: s->format = (enum sched_format)i; break;
+		case SCHED_ATTR_TAGS_POLICY:
+			s->tags_policy = (enum sched_tags_policy)i;
+			break;
+		default:
+			s->restart_policy = (enum sched_restart_policy)i;
+			break;
+		}
+		return 0;
+	}
+	bad(why, "%s must be one of", attrs[a].name);
+	for (i = 0; w[i] != NULL; i++)
+		bad(why, "%s %s", i ? " |" : "", w[i]);
+	return -EINVAL;
+}
+
+/* Text without NUL bytes or newlines, at most `max` bytes. */
+static int check_line(const char *name, const char *v, size_t len, size_t max,
+		      struct rt_buf *why)
+{
+	if (len > max)
+		return bad(why, "%s is longer than %zu bytes", name, max);
+	if (memchr(v, '\0', len) != NULL)
+		return bad(why, "%s contains a NUL byte", name);
+	if (memchr(v, '\n', len) != NULL)
+		return bad(why, "%s must be a single line", name);
+	return 0;
+}
+
+static int set_string(char **field, const char *v, size_t len)
+{
+	char *p = strndup(v, len);
+
+	if (p == NULL)
+		return -ENOMEM;
+	free(*field);
+	*field = p;
+	return 0;
+}
+
+static int set_command(struct sched_spec *s, const char *v, size_t len,
+		       struct rt_buf *why)
+{
+	int rc = check_line("command", v, len, SCHED_COMMAND_MAX, why);
+
+	return rc < 0 ? rc : set_string(&s->command, v, len);
+}
+
+static int set_cwd(struct sched_spec *s, const char *v, size_t len,
+		   struct rt_buf *why)
+{
+	int rc = check_line("cwd", v, len, SCHED_PATH_MAX, why);
+
+	if (rc < 0)
+		return rc;
+	if (len > 0 && v[0] != '/')
+		return bad(why, "cwd must be an absolute path or empty");
+	return set_string(&s->cwd, v, len);
+}
+
+static int env_key_valid(const char *k, size_t n)
+{
+	size_t i;
+
+	if (n == 0 || n > 255)
+		return 0;
+	for (i = 0; i < n; i++) {
+		char c = k[i];
+		int ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+			 c == '_' || (i > 0 && c >= '0' && c <= '9');
+
+		if (!ok)
+			return 0;
+	}
+	return 1;
+}
+
+/* Checks one KEY=VALUE entry against the ones before it. */
+static int check_env_entry(char *const *env, int n, const char *kv, size_t len,
+			   struct rt_buf *why)
+{
+	const char *eq = memchr(kv, '=', len);
+	size_t klen;
+	int i;
+
+	if (eq == NULL)
+		return bad(why, "env line \"%.*s\" is not KEY=VALUE",
+			   (int)(len > 64 ? 64 : len), kv);
+	klen = (size_t)(eq - kv);
+	if (!env_key_valid(kv, klen))
+		return bad(why, "env key \"%.*s\" is not a valid variable name",
+			   (int)(klen > 64 ? 64 : klen), kv);
+	if (klen >= 3 && memcmp(kv, "FN_", 3) == 0)
+		return bad(why, "env key %.*s: FN_ names are set by fnfs",
+			   (int)klen, kv);
+	if (len - klen - 1 > SCHED_ENV_VALUE_MAX)
+		return bad(why, "env value of %.*s is longer than %d bytes",
+			   (int)klen, kv, SCHED_ENV_VALUE_MAX);
+	if (memchr(kv, '\0', len) != NULL)
+		return bad(why, "env contains a NUL byte");
+	for (i = 0; i < n; i++)
+		if (strncmp(env[i], kv, klen + 1) == 0)
+			return bad(why, "env key %.*s is given twice", (int)klen,
+				   kv);
+	if (n >= SCHED_ENV_MAX)
+		return bad(why, "env has more than %d variables", SCHED_ENV_MAX);
+	return 0;
+}
+
+/* Appends a copy of `len` bytes to a string vector. */
+static int strv_push(char ***v, int *n, const char *p, size_t len)
+{
+	char **nv = realloc(*v, (size_t)(*n + 1) * sizeof(char *));
+
+	if (nv == NULL)
+		return -ENOMEM;
+	*v = nv;
+	nv[*n] = strndup(p, len);
+	if (nv[*n] == NULL)
+		return -ENOMEM;
+	(*n)++;
+	return 0;
+}
+
+static int tag_valid(const char *t, size_t n)
+{
+	char name[64];
+
+	if (n == 0 || n >= sizeof(name))
+		return 0;
+	memcpy(name, t, n);
+	name[n] = '\0';
+	return rt_name_valid(name);
+}
+
+/* Adds one tag; a repeated tag is dropped (the set is what matters). */
+static int add_tag(char ***tags, int *n, const char *t, size_t len,
+		   struct rt_buf *why)
+{
+	int i;
+
+	if (!tag_valid(t, len))
+		return bad(why,
+			   "tag \"%.*s\" must be 1 to 63 of [A-Za-z0-9._-], "
+			   "starting with a letter or digit",
+			   (int)(len > 64 ? 64 : len), t);
+	for (i = 0; i < *n; i++)
+		if (strlen((*tags)[i]) == len && memcmp((*tags)[i], t, len) == 0)
+			return 0;
+	if (*n >= SCHED_TAGS_MAX)
+		return bad(why, "more than %d tags", SCHED_TAGS_MAX);
+	return strv_push(tags, n, t, len);
+}
+
+/* ================================================================= parsing */
+
+/* Parses a decimal integer that is the whole of `v`. */
+static int parse_int(const char *v, size_t len, long long *out)
+{
+	long long x = 0;
+	size_t i;
+
+	if (len == 0 || len > 18)
+		return -EINVAL;
+	for (i = 0; i < len; i++) {
+		if (v[i] < '0' || v[i] > '9')
+			return -EINVAL;
+		x = x * 10 + (v[i] - '0');
+	}
+	*out = x;
+	return 0;
+}
+
+static int parse_env_text(struct sched_spec *s, const char *v, size_t len,
+			  struct rt_buf *why)
+{
+	char **env = NULL;
+	int n = 0, rc = 0;
+	size_t i = 0;
+
+	while (i < len && rc == 0) {
+		const char *nl = memchr(v + i, '\n', len - i);
+		size_t l = nl ? (size_t)(nl - (v + i)) : len - i;
+
+		rc = check_env_entry(env, n, v + i, l, why);
+		if (rc == 0)
+			rc = strv_push(&env, &n, v + i, l);
+		i += l + 1;
+	}
+	if (rc == 0) {
+		strv_free(s->env, s->nenv);
+		s->env = env;
+		s->nenv = n;
+	} else {
+		strv_free(env, n);
+	}
+	return rc;
+}
+
+static int parse_tags_text(struct sched_spec *s, const char *v, size_t len,
+			   struct rt_buf *why)
+{
+	char **tags = NULL;
+	int n = 0, rc = 0;
+	size_t i = 0;
+
+	while (i < len && rc == 0) {
+		size_t j = i;
+
+		if (v[i] == ' ') {
+			i++;
+			continue;
+		}
+		while (j < len && v[j] != ' ')
+			j++;
+		rc = add_tag(&tags, &n, v + i, j - i, why);
+		i = j;
+	}
+	if (rc == 0) {
+		strv_free(s->tags, s->ntags);
+		s->tags = tags;
+		s->ntags = n;
+	} else {
+		strv_free(tags, n);
+	}
+	return rc;
+}
+
+int sched_spec_parse(struct sched_spec *s, enum sched_attr a, const char *buf,
+		     size_t len, struct rt_buf *why)
+{
+	long long x;
+
+	if (a == SCHED_ATTR_CONFIG) {
+		struct sched_spec n;
+		int rc = sched_spec_from_json(&n, buf, len, why);
+
+		if (rc == 0) {
+			sched_spec_free(s);
+			*s = n;
+		}
+		return rc;
+	}
+	if (len > 0 && buf[len - 1] == '\n')
+		len--;
+	switch (a) {
+	case SCHED_ATTR_COMMAND: return set_command(s, buf, len, why);
+	case SCHED_ATTR_CWD: return set_cwd(s, buf, len, why);
+	case SCHED_ATTR_ENV: return parse_env_text(s, buf, len, why);
+	case SCHED_ATTR_TAGS:
+		if (memchr(buf, '\n', len) || memchr(buf, '\0', len))
+			return bad(why, "tags must be one line of words "
+					"separated by spaces");
+		return parse_tags_text(s, buf, len, why);
+	case SCHED_ATTR_MODE:
+	case SCHED_ATTR_FORMAT:
+	case SCHED_ATTR_TAGS_POLICY:
+	case SCHED_ATTR_RESTART_POLICY:
+		return set_enum(s, a, buf, len, why);
+	case SCHED_ATTR_PARALLELISM:
+	case SCHED_ATTR_MAX_INSTANCES:
+	case SCHED_ATTR_MEMORY:
+	case SCHED_ATTR_TIMEOUT:
+	case SCHED_ATTR_IDLE_TIMEOUT: {
+		long long lo = 0, hi = 0;
+
+		if (parse_int(buf, len, &x) == 0)
+			return set_int(s, a, x, why);
+		int_range(a, &lo, &hi);
+		return bad(why, "%s must be an integer from %lld to %lld, not \"%.*s\"",
+			   attrs[a].name, lo, hi, (int)(len > 32 ? 32 : len),
+			   buf);
+	}
+	default:
+		return bad(why, "%s is read-only", sched_attr_name(a));
+	}
+}
+
+/* Applies one JSON key to `s`. */
+static int json_set(struct sched_spec *s, const char *key, json_t *v,
+		    struct rt_buf *why)
+{
+	int i;
+
+	for (i = SCHED_ATTR_COMMAND; i <= SCHED_ATTR_RESTART_POLICY; i++)
+		if (strcmp(attrs[i].name, key) == 0)
+			break;
+	if (i > SCHED_ATTR_RESTART_POLICY)
+		return bad(why, "config: unknown key \"%s\"", key);
+	switch ((enum sched_attr)i) {
+	case SCHED_ATTR_COMMAND:
+	case SCHED_ATTR_CWD:
+		if (!json_is_string(v))
+			return bad(why, "config: %s must be a string", key);
+		return i == SCHED_ATTR_COMMAND
+			       ? set_command(s, json_string_value(v),
+					     json_string_length(v), why)
+			       : set_cwd(s, json_string_value(v),
+					 json_string_length(v), why);
+	case SCHED_ATTR_MODE:
+	case SCHED_ATTR_FORMAT:
+	case SCHED_ATTR_TAGS_POLICY:
+	case SCHED_ATTR_RESTART_POLICY:
+		if (!json_is_string(v))
+			return bad(why, "config: %s must be a string", key);
+		return set_enum(s, (enum sched_attr)i, json_string_value(v),
+				json_string_length(v), why);
+	case SCHED_ATTR_ENV: {
+		const char *k;
+		json_t *val;
+		struct rt_buf kv = {0};
+		int rc = 0;
+
+		if (!json_is_object(v))
+			return bad(why, "config: env must be an object of strings");
+		json_object_foreach(v, k, val)
+		{
+			if (!json_is_string(val)) {
+				rc = bad(why, "config: env.%s must be a string", k);
+				break;
+			}
+			rt_buf_reset(&kv);
+			if (rt_buf_printf(&kv, "%s=", k) < 0 ||
+			    rt_buf_append(&kv, json_string_value(val),
+					  json_string_length(val)) < 0) {
+				rc = -ENOMEM;
+				break;
+			}
+			if (strlen(k) == 0 || memchr(kv.data, '\n', kv.len)) {
+				rc = bad(why, "config: env.%s: keys and values are "
+					      "single lines", k);
+				break;
+			}
+			rc = check_env_entry(s->env, s->nenv, kv.data, kv.len,
+					     why);
+			if (rc == 0)
+				rc = strv_push(&s->env, &s->nenv, kv.data,
+					       kv.len);
+			if (rc < 0)
+				break;
+		}
+		rt_buf_free(&kv);
+		return rc;
+	}
+	case SCHED_ATTR_TAGS: {
+		size_t idx;
+		json_t *t;
+		int rc;
+
+		if (!json_is_array(v))
+			return bad(why, "config: tags must be an array of strings");
+		json_array_foreach(v, idx, t)
+		{
+			if (!json_is_string(t))
+				return bad(why, "config: tags must be strings");
+			rc = add_tag(&s->tags, &s->ntags, json_string_value(t),
+				     json_string_length(t), why);
+			if (rc < 0)
+				return rc;
+		}
+		return 0;
+	}
+	default:
+		if (!json_is_integer(v))
+			return bad(why, "config: %s must be an integer", key);
+		return set_int(s, (enum sched_attr)i, json_integer_value(v), why);
+	}
+}
+
+int sched_spec_from_json(struct sched_spec *s, const char *buf, size_t len,
+			 struct rt_buf *why)
+{
+	json_error_t jerr;
+	json_t *root, *v;
+	const char *key;
+	int rc = 0;
+
+	sched_spec_init(s);
+	root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (root == NULL)
+		return bad(why, "config: not valid JSON: %s (line %d, column %d)",
+			   jerr.text, jerr.line, jerr.column);
+	if (!json_is_object(root)) {
+		rc = bad(why, "config must be a JSON object");
+		goto out;
+	}
+	json_object_foreach(root, key, v)
+	{
+		rc = json_set(s, key, v, why);
+		if (rc < 0)
+			goto out;
+	}
+	rc = sched_spec_check(s, why);
+out:
+	json_decref(root);
+	if (rc < 0)
+		sched_spec_free(s);
+	return rc;
+}
+
+int sched_spec_check(const struct sched_spec *s, struct rt_buf *why)
+{
+	if (s->max_instances > 0 && s->parallelism > s->max_instances)
+		return bad(why,
+			   "parallelism %d is above max_instances %d; raise "
+			   "max_instances first",
+			   s->parallelism, s->max_instances);
+	return 0;
+}
+
+/* =============================================================== rendering */
+
+static json_t *spec_json(const struct sched_spec *s, int for_store)
+{
+	json_t *o = json_object(), *env = json_object(), *tags = json_array();
+	int i;
+
+	for (i = 0; i < s->nenv; i++) {
+		const char *eq = strchr(s->env[i], '=');
+		char key[256];
+		size_t kl = (size_t)(eq - s->env[i]);
+
+		memcpy(key, s->env[i], kl);
+		key[kl] = '\0';
+		json_object_set_new(env, key, json_string(eq + 1));
+	}
+	for (i = 0; i < s->ntags; i++)
+		json_array_append_new(tags, json_string(s->tags[i]));
+	json_object_set_new(o, "command", json_string(s->command ? s->command : ""));
+	json_object_set_new(o, "mode", json_string(mode_words[s->mode]));
+	json_object_set_new(o, "format", json_string(format_words[s->format]));
+	json_object_set_new(o, "parallelism", json_integer(s->parallelism));
+	if (!for_store || s->max_instances > 0)
+		json_object_set_new(o, "max_instances",
+				    json_integer(for_store
+							 ? s->max_instances
+							 : sched_spec_max_instances(s)));
+	json_object_set_new(o, "memory", json_integer(s->memory));
+	json_object_set_new(o, "timeout", json_integer(s->timeout));
+	json_object_set_new(o, "idle_timeout", json_integer(s->idle_timeout));
+	json_object_set_new(o, "env", env);
+	json_object_set_new(o, "cwd", json_string(s->cwd ? s->cwd : ""));
+	json_object_set_new(o, "tags", tags);
+	json_object_set_new(o, "tags_policy",
+			    json_string(tags_policy_words[s->tags_policy]));
+	json_object_set_new(o, "restart_policy",
+			    json_string(restart_words[s->restart_policy]));
+	return o;
+}
+
+static int append_json(struct rt_buf *out, json_t *o, size_t flags)
+{
+	char *text = json_dumps(o, flags);
+	int rc;
+
+	if (text == NULL)
+		return -ENOMEM;
+	rc = rt_buf_puts(out, text);
+	free(text);
+	return rc;
+}
+
+int sched_spec_dump(const struct sched_spec *s, struct rt_buf *out)
+{
+	json_t *o = spec_json(s, 1);
+	int rc = append_json(out, o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+
+	json_decref(o);
+	return rc;
+}
+
+int sched_spec_render(const struct sched_spec *s, enum sched_attr a,
+		      struct rt_buf *out)
+{
+	int i, rc = 0;
+
+	switch (a) {
+	case SCHED_ATTR_CONFIG: {
+		json_t *o = spec_json(s, 0);
+
+		rc = append_json(out, o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		json_decref(o);
+		return rc < 0 ? rc : rt_buf_puts(out, "\n");
+	}
+	case SCHED_ATTR_COMMAND:
+		return rt_buf_printf(out, "%s\n", s->command ? s->command : "");
+	case SCHED_ATTR_CWD:
+		return rt_buf_printf(out, "%s\n", s->cwd ? s->cwd : "");
+	case SCHED_ATTR_MODE:
+	case SCHED_ATTR_FORMAT:
+	case SCHED_ATTR_TAGS_POLICY:
+	case SCHED_ATTR_RESTART_POLICY:
+		return rt_buf_printf(out, "%s\n", enum_words(a)[enum_get(s, a)]);
+	case SCHED_ATTR_MAX_INSTANCES:
+		return rt_buf_printf(out, "%d\n", sched_spec_max_instances(s));
+	case SCHED_ATTR_PARALLELISM:
+	case SCHED_ATTR_MEMORY:
+	case SCHED_ATTR_TIMEOUT:
+	case SCHED_ATTR_IDLE_TIMEOUT:
+		return rt_buf_printf(out, "%d\n", *int_field((struct sched_spec *)s, a));
+	case SCHED_ATTR_ENV:
+		for (i = 0; i < s->nenv && rc == 0; i++)
+			rc = rt_buf_printf(out, "%s\n", s->env[i]);
+		return rc;
+	case SCHED_ATTR_TAGS:
+		for (i = 0; i < s->ntags && rc == 0; i++)
+			rc = rt_buf_printf(out, "%s%s", i ? " " : "", s->tags[i]);
+		return rc < 0 ? rc : rt_buf_puts(out, "\n");
+	default:
+		return -EINVAL;
+	}
+}

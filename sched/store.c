@@ -1,0 +1,301 @@
+/*
+ * store.c - the SQLite store: tenants, namespaces and functions.
+ *
+ * WAL mode with synchronous=FULL: a commit is on disk before the write(2)
+ * that caused it returns, so it survives kill -9 and a power cut.
+ * Statements are prepared once and reused.
+ */
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../runtime/rt.h"
+#include "store.h"
+
+enum {
+	ST_INS_T, ST_INS_N, ST_INS_F,
+	ST_UPD_T, ST_UPD_N, ST_UPD_F,
+	ST_DEL_T, ST_DEL_N, ST_DEL_F,
+	ST_COUNT
+};
+
+static const char *const sql_text[ST_COUNT] = {
+	[ST_INS_T] = "INSERT INTO tenants(name, created_ms, updated_ms) "
+		     "VALUES(?1, ?4, ?5)",
+	[ST_INS_N] = "INSERT INTO namespaces(tenant, name, created_ms, "
+		     "updated_ms) VALUES(?1, ?2, ?4, ?5)",
+	[ST_INS_F] = "INSERT INTO functions(tenant, namespace, name, "
+		     "created_ms, updated_ms, spec, revision) "
+		     "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+	[ST_UPD_T] = "UPDATE tenants SET updated_ms = ?5 WHERE name = ?1",
+	[ST_UPD_N] = "UPDATE namespaces SET updated_ms = ?5 "
+		     "WHERE tenant = ?1 AND name = ?2",
+	[ST_UPD_F] = "UPDATE functions SET updated_ms = ?5, spec = ?6, "
+		     "revision = ?7 WHERE tenant = ?1 AND namespace = ?2 "
+		     "AND name = ?3",
+	[ST_DEL_T] = "DELETE FROM tenants WHERE name = ?1",
+	[ST_DEL_N] = "DELETE FROM namespaces WHERE tenant = ?1 AND name = ?2",
+	[ST_DEL_F] = "DELETE FROM functions WHERE tenant = ?1 AND "
+		     "namespace = ?2 AND name = ?3",
+};
+
+/* Version 1 of the schema. Later versions add migrations after it. */
+static const char schema_v1[] =
+	"CREATE TABLE tenants("
+	"  name TEXT PRIMARY KEY,"
+	"  created_ms INTEGER NOT NULL,"
+	"  updated_ms INTEGER NOT NULL);"
+	"CREATE TABLE namespaces("
+	"  tenant TEXT NOT NULL,"
+	"  name TEXT NOT NULL,"
+	"  created_ms INTEGER NOT NULL,"
+	"  updated_ms INTEGER NOT NULL,"
+	"  PRIMARY KEY(tenant, name));"
+	"CREATE TABLE functions("
+	"  tenant TEXT NOT NULL,"
+	"  namespace TEXT NOT NULL,"
+	"  name TEXT NOT NULL,"
+	"  created_ms INTEGER NOT NULL,"
+	"  updated_ms INTEGER NOT NULL,"
+	"  spec TEXT NOT NULL,"
+	"  revision INTEGER NOT NULL,"
+	"  PRIMARY KEY(tenant, namespace, name));"
+	"CREATE TABLE settings("
+	"  key TEXT PRIMARY KEY,"
+	"  value TEXT NOT NULL);";
+
+struct store {
+	sqlite3 *db;
+	sqlite3_stmt *stmt[ST_COUNT]; /* prepared on open */
+};
+
+static int db_fail(struct store *st, const char *what)
+{
+	rt_log(RT_LOG_ERROR, "store: %s: %s", what, sqlite3_errmsg(st->db));
+	return -EIO;
+}
+
+static int exec(struct store *st, const char *sql)
+{
+	char *msg = NULL;
+
+	if (sqlite3_exec(st->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+		rt_log(RT_LOG_ERROR, "store: %s: %s", sql, msg ? msg : "?");
+		sqlite3_free(msg);
+		return -EIO;
+	}
+	return 0;
+}
+
+static int user_version(struct store *st, int *v)
+{
+	sqlite3_stmt *q = NULL;
+	int rc = -EIO;
+
+	if (sqlite3_prepare_v2(st->db, "PRAGMA user_version", -1, &q, NULL) !=
+	    SQLITE_OK)
+		goto out;
+	if (sqlite3_step(q) == SQLITE_ROW) {
+		*v = sqlite3_column_int(q, 0);
+		rc = 0;
+	}
+out:
+	sqlite3_finalize(q);
+	return rc < 0 ? db_fail(st, "user_version") : 0;
+}
+
+/* Brings the schema up to STORE_SCHEMA_VERSION in one transaction. */
+static int migrate(struct store *st)
+{
+	char sql[64];
+	int v = 0, rc;
+
+	rc = user_version(st, &v);
+	if (rc < 0)
+		return rc;
+	if (v == STORE_SCHEMA_VERSION)
+		return 0;
+	if (v > STORE_SCHEMA_VERSION) {
+		rt_log(RT_LOG_ERROR,
+		       "store: schema version %d is newer than this fnfs (%d)", v,
+		       STORE_SCHEMA_VERSION);
+		return -EPROTO;
+	}
+	rc = exec(st, "BEGIN IMMEDIATE");
+	if (rc < 0)
+		return rc;
+	if (v < 1)
+		rc = exec(st, schema_v1);
+	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d",
+		 STORE_SCHEMA_VERSION);
+	if (rc == 0)
+		rc = exec(st, sql);
+	if (rc == 0)
+		rc = exec(st, "COMMIT");
+	if (rc < 0)
+		exec(st, "ROLLBACK");
+	return rc;
+}
+
+int store_open(struct store **out, const char *path)
+{
+	struct store *st = calloc(1, sizeof(*st));
+	int i, rc = -ENOMEM;
+
+	if (st == NULL)
+		goto out;
+	if (sqlite3_open_v2(path, &st->db,
+			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+				    SQLITE_OPEN_NOMUTEX,
+			    NULL) != SQLITE_OK) {
+		rc = db_fail(st, path);
+		goto out;
+	}
+	sqlite3_busy_timeout(st->db, 2000);
+	rc = exec(st, "PRAGMA journal_mode = WAL");
+	if (rc == 0)
+		rc = exec(st, "PRAGMA synchronous = FULL");
+	if (rc == 0)
+		rc = migrate(st);
+	for (i = 0; i < ST_COUNT && rc == 0; i++)
+		if (sqlite3_prepare_v3(st->db, sql_text[i], -1,
+				       SQLITE_PREPARE_PERSISTENT, &st->stmt[i],
+				       NULL) != SQLITE_OK)
+			rc = db_fail(st, sql_text[i]);
+out:
+	if (rc < 0 && st != NULL) {
+		store_close(st);
+		st = NULL;
+	}
+	*out = st;
+	return rc;
+}
+
+void store_close(struct store *st)
+{
+	int i;
+
+	if (st == NULL)
+		return;
+	for (i = 0; i < ST_COUNT; i++)
+		sqlite3_finalize(st->stmt[i]);
+	sqlite3_close(st->db);
+	free(st);
+}
+
+static const char *col_text(sqlite3_stmt *q, int i)
+{
+	const unsigned char *t = sqlite3_column_text(q, i);
+
+	return t ? (const char *)t : "";
+}
+
+int store_load(struct store *st, int (*fn)(const struct store_row *, void *),
+	       void *arg)
+{
+	static const char *const q_text[] = {
+		"SELECT name, NULL, NULL, created_ms, updated_ms, NULL, 0 "
+		"FROM tenants ORDER BY name",
+		"SELECT tenant, name, NULL, created_ms, updated_ms, NULL, 0 "
+		"FROM namespaces ORDER BY tenant, name",
+		"SELECT tenant, namespace, name, created_ms, updated_ms, spec, "
+		"revision FROM functions ORDER BY tenant, namespace, name",
+	};
+	sqlite3_stmt *q = NULL;
+	int k, step, rc = 0;
+
+	for (k = 0; k < 3 && rc == 0; k++) {
+		if (sqlite3_prepare_v2(st->db, q_text[k], -1, &q, NULL) !=
+		    SQLITE_OK)
+			return db_fail(st, q_text[k]);
+		while (rc == 0 && (step = sqlite3_step(q)) == SQLITE_ROW) {
+			struct store_row r = {
+				.kind = (enum store_kind)k,
+				.tenant = col_text(q, 0),
+				.ns = k >= 1 ? col_text(q, 1) : NULL,
+				.name = k >= 2 ? col_text(q, 2) : NULL,
+				.created_ms = sqlite3_column_int64(q, 3),
+				.updated_ms = sqlite3_column_int64(q, 4),
+				.spec = k >= 2 ? col_text(q, 5) : NULL,
+				.revision = (uint64_t)sqlite3_column_int64(q, 6),
+			};
+			rc = fn(&r, arg);
+		}
+		if (rc == 0 && step != SQLITE_DONE)
+			rc = db_fail(st, "load");
+		sqlite3_finalize(q);
+		q = NULL;
+	}
+	return rc;
+}
+
+int store_begin(struct store *st)
+{
+	return exec(st, "BEGIN IMMEDIATE");
+}
+
+int store_commit(struct store *st)
+{
+	int rc = exec(st, "COMMIT");
+
+	if (rc < 0)
+		store_rollback(st);
+	return rc;
+}
+
+void store_rollback(struct store *st)
+{
+	if (!sqlite3_get_autocommit(st->db))
+		exec(st, "ROLLBACK");
+}
+
+/* Binds the row to the statement's numbered parameters and runs it. */
+static int run(struct store *st, int which, const struct store_row *r)
+{
+	sqlite3_stmt *q = st->stmt[which];
+	int step;
+
+	sqlite3_reset(q);
+	sqlite3_clear_bindings(q);
+	sqlite3_bind_text(q, 1, r->tenant, -1, SQLITE_STATIC);
+	if (r->ns)
+		sqlite3_bind_text(q, 2, r->ns, -1, SQLITE_STATIC);
+	if (r->name)
+		sqlite3_bind_text(q, 3, r->name, -1, SQLITE_STATIC);
+	/* A statement that does not use a parameter ignores its binding. */
+	if (sqlite3_bind_parameter_index(q, "?4"))
+		sqlite3_bind_int64(q, 4, r->created_ms);
+	if (sqlite3_bind_parameter_index(q, "?5"))
+		sqlite3_bind_int64(q, 5, r->updated_ms);
+	if (sqlite3_bind_parameter_index(q, "?6"))
+		sqlite3_bind_text(q, 6, r->spec ? r->spec : "{}", -1,
+				  SQLITE_STATIC);
+	if (sqlite3_bind_parameter_index(q, "?7"))
+		sqlite3_bind_int64(q, 7, (sqlite3_int64)r->revision);
+	step = sqlite3_step(q);
+	sqlite3_reset(q);
+	if (step == SQLITE_CONSTRAINT)
+		return -EEXIST;
+	if (step != SQLITE_DONE)
+		return db_fail(st, sql_text[which]);
+	if (sqlite3_changes(st->db) == 0)
+		return -ENOENT;
+	return 0;
+}
+
+int store_insert(struct store *st, const struct store_row *r)
+{
+	return run(st, ST_INS_T + (int)r->kind, r);
+}
+
+int store_update(struct store *st, const struct store_row *r)
+{
+	return run(st, ST_UPD_T + (int)r->kind, r);
+}
+
+int store_delete(struct store *st, const struct store_row *r)
+{
+	return run(st, ST_DEL_T + (int)r->kind, r);
+}

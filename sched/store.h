@@ -1,0 +1,62 @@
+/*
+ * store.h - durable state. The interface is small so that another backend
+ * (etcd, for several controllers) can stand behind it; SQLite is the
+ * embedded default.
+ */
+#ifndef FNFS_SCHED_STORE_H
+#define FNFS_SCHED_STORE_H
+
+#include <stdint.h>
+
+/* The schema version this code writes, kept in PRAGMA user_version. */
+#define STORE_SCHEMA_VERSION 1
+
+enum store_kind { STORE_TENANT, STORE_NAMESPACE, STORE_FUNCTION };
+
+/* One stored object. Strings are borrowed for the duration of a call. */
+struct store_row {
+	enum store_kind kind;
+	const char *tenant;    /* always set */
+	const char *ns;        /* namespace; NULL for a tenant */
+	const char *name;      /* function; NULL otherwise */
+	const char *spec;      /* function spec as compact JSON */
+	uint64_t revision;     /* function revision */
+	int64_t created_ms;
+	int64_t updated_ms;
+};
+
+struct store;
+
+/* Opens (creating or migrating) the database at `path`. Returns 0 or
+ * -errno (-EIO for SQLite errors, logged). */
+int store_open(struct store **out, const char *path);
+
+/* Closes the database. */
+void store_close(struct store *st);
+
+/* Calls `fn` for every row: all tenants, then all namespaces, then all
+ * functions, so parents come first. Stops at and returns fn's first
+ * non-zero result. */
+int store_load(struct store *st, int (*fn)(const struct store_row *, void *),
+	       void *arg);
+
+/* Opens a write transaction. Returns 0 or -EIO. */
+int store_begin(struct store *st);
+
+/* Commits it durably before returning. Returns 0 or -EIO (rolled back). */
+int store_commit(struct store *st);
+
+/* Abandons it. */
+void store_rollback(struct store *st);
+
+/* Inserts a row. Returns 0, -EEXIST or -EIO. */
+int store_insert(struct store *st, const struct store_row *r);
+
+/* Rewrites a row's updated_ms (and, for a function, spec and revision).
+ * Returns 0, -ENOENT or -EIO. */
+int store_update(struct store *st, const struct store_row *r);
+
+/* Deletes a row. Returns 0, -ENOENT or -EIO. */
+int store_delete(struct store *st, const struct store_row *r);
+
+#endif
