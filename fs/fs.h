@@ -30,7 +30,7 @@ enum fs_kind {
 	FS_TENANT_DIR,
 	FS_NS_DIR,
 	FS_FN_DIR,
-	FS_FN_ATTR,                                   /* + enum sched_attr */
+	FS_FN_ATTR, /* + enum sched_attr */
 	FS_KIND_COUNT = FS_FN_ATTR + SCHED_ATTR_COUNT
 };
 
@@ -42,17 +42,17 @@ struct fs_node {
 
 /* The mounted filesystem and its loop. One per process. */
 struct fs {
-	struct sched *sched;        /* the model; owned */
-	struct fuse_session *se;    /* owned */
-	uv_loop_t *loop;            /* not owned */
-	uv_poll_t poll;             /* on the FUSE device */
-	uv_signal_t sig[3];         /* SIGTERM, SIGINT, SIGHUP */
-	struct fuse_buf fbuf;       /* request buffer, reused */
-	uid_t uid;                  /* owner shown on every node */
+	struct sched *sched;	 /* the model; owned */
+	struct fuse_session *se; /* owned */
+	uv_loop_t *loop;	 /* not owned */
+	uv_poll_t poll;		 /* on the FUSE device */
+	uv_signal_t sig[3];	 /* SIGTERM, SIGINT, SIGHUP */
+	struct fuse_buf fbuf;	 /* request buffer, reused */
+	uid_t uid;		 /* owner shown on every node */
 	gid_t gid;
-	int64_t mount_ms;           /* time of mounting, for static files */
-	const char *mountpoint;     /* not owned */
-	int stopping;               /* set once shutdown began */
+	int64_t mount_ms;	/* time of mounting, for static files */
+	const char *mountpoint; /* not owned */
+	int stopping;		/* set once shutdown began */
 };
 
 /* Returns the inode number of `kind` of object `id`. */
@@ -93,8 +93,8 @@ extern const struct fuse_lowlevel_ops fs_ops;
 
 struct fs_options {
 	const char *mountpoint; /* required */
-	const char *datadir;    /* required */
-	int foreground;         /* -f */
+	const char *datadir;	/* required */
+	int foreground;		/* -f */
 };
 
 /* Runs `fnfs mount`: mounts, serves until unmounted or signalled, unmounts.

@@ -9,11 +9,10 @@
 
 #include "fs.h"
 
-static const char usage_text[] =
-	"usage:\n"
-	"  fnfs mount [-f] [--data DIR] MOUNTPOINT\n"
-	"  fnfs version\n"
-	"  fnfs help\n";
+static const char usage_text[] = "usage:\n"
+				 "  fnfs mount [-f] [--data DIR] MOUNTPOINT\n"
+				 "  fnfs version\n"
+				 "  fnfs help\n";
 
 static const char help_text[] =
 	"fnfs - a serverless-function runtime manager you drive through files\n"
@@ -25,7 +24,8 @@ static const char help_text[] =
 	"      root, else $XDG_DATA_HOME/fnfs or ~/.local/share/fnfs), the\n"
 	"      daemon's log in DIR/fnfs.log and its pid in DIR/fnfs.pid.\n"
 	"      SIGTERM, SIGINT or `fusermount3 -u MOUNTPOINT` unmount it.\n"
-	"      A dead mount left at MOUNTPOINT by a crash is cleaned up first.\n"
+	"      A dead mount left at MOUNTPOINT by a crash is cleaned up "
+	"first.\n"
 	"  fnfs version    prints the version\n"
 	"  fnfs help       prints this text\n"
 	"\n"
@@ -36,7 +36,8 @@ static const char help_text[] =
 	"    command mode format parallelism max_instances memory timeout\n"
 	"    idle_timeout env cwd tags tags_policy restart_policy\n"
 	"                                 one attribute each, read and write\n"
-	"    revision error               read-only: spec revision, last error\n"
+	"    revision error               read-only: spec revision, last "
+	"error\n"
 	"\n"
 	"Try:\n"
 	"  mkdir -p MNT/tenants/acme/prod/hello\n"
@@ -44,7 +45,8 @@ static const char help_text[] =
 	"  cat MNT/tenants/acme/prod/hello/config\n"
 	"  tail -f MNT/events\n"
 	"\n"
-	"Errors come back as errno: EINVAL for a bad value or name (the reason\n"
+	"Errors come back as errno: EINVAL for a bad value or name (the "
+	"reason\n"
 	"is in the function's error file and in events), EEXIST, ENOENT,\n"
 	"ENOTEMPTY. See docs/reference.md for every file.\n";
 
@@ -52,7 +54,7 @@ static const char help_text[] =
 static char *default_datadir(void)
 {
 	const char *xdg = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
-	struct rt_buf b = {0};
+	struct rt_buf b = { 0 };
 
 	if (geteuid() == 0)
 		rt_buf_puts(&b, "/var/lib/fnfs");
@@ -82,12 +84,12 @@ static void make_parents(const char *path)
 static int cmd_mount(int argc, char **argv)
 {
 	static const struct option longopts[] = {
-		{"data", required_argument, NULL, 'd'},
-		{"foreground", no_argument, NULL, 'f'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+		{ "data", required_argument, NULL, 'd' },
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
-	struct fs_options opt = {0};
+	struct fs_options opt = { 0 };
 	char *owned = NULL;
 	int c, rc;
 

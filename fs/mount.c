@@ -130,7 +130,8 @@ static int prepare_datadir(const char *dir, const char *mp, char out[PATH_MAX])
 	}
 	if (strncmp(out, mp, n) == 0 && (out[n] == '/' || out[n] == '\0')) {
 		fprintf(stderr,
-			"fnfs: the data directory %s lies inside the mountpoint\n",
+			"fnfs: the data directory %s lies inside the "
+			"mountpoint\n",
 			out);
 		return -EINVAL;
 	}
@@ -205,7 +206,8 @@ static void on_fuse(uv_poll_t *p, int status, int events)
 
 	(void)events;
 	if (status < 0) {
-		rt_log(RT_LOG_ERROR, "poll on /dev/fuse: %s", uv_strerror(status));
+		rt_log(RT_LOG_ERROR, "poll on /dev/fuse: %s",
+		       uv_strerror(status));
 		fs_stop(fs, "FUSE device error");
 		return;
 	}
@@ -235,12 +237,12 @@ static void on_signal(uv_signal_t *sig, int signum)
 static int serve(const char *mp, const char *datadir, int ready,
 		 const char *logpath)
 {
-	char *argv[] = {"fnfs", "-o",
-			"fsname=fnfs,subtype=fnfs,default_permissions", NULL};
+	char *argv[] = { "fnfs", "-o",
+			 "fsname=fnfs,subtype=fnfs,default_permissions", NULL };
 	struct fuse_args args = FUSE_ARGS_INIT(3, argv);
 	struct fs fs;
 	uv_loop_t loop;
-	static const int signums[3] = {SIGTERM, SIGINT, SIGHUP};
+	static const int signums[3] = { SIGTERM, SIGINT, SIGHUP };
 	int i, fd, rc, mounted = 0, loop_ok = 0;
 
 	memset(&fs, 0, sizeof(fs));
@@ -324,7 +326,7 @@ out:
 static int wait_ready(int rfd, pid_t child, const char *datadir)
 {
 	char buf[8];
-	struct pollfd p = {.fd = rfd, .events = POLLIN};
+	struct pollfd p = { .fd = rfd, .events = POLLIN };
 	int n, status;
 
 	n = poll(&p, 1, READY_TIMEOUT_MS);
@@ -347,7 +349,7 @@ int fs_mount_main(const struct fs_options *opt)
 {
 	char mp[PATH_MAX], datadir[PATH_MAX], logpath[PATH_MAX + 16];
 	char pidpath[PATH_MAX + 16];
-	int pipefd[2] = {-1, -1}, lockfd = -1, rc, devnull;
+	int pipefd[2] = { -1, -1 }, lockfd = -1, rc, devnull;
 	pid_t pid;
 
 	if (prepare_mountpoint(opt->mountpoint, mp) < 0)

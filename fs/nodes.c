@@ -15,14 +15,14 @@ static const struct {
 	enum fs_kind parent;
 	mode_t mode;
 } fixed[FS_KIND_COUNT] = {
-	[FS_ROOT_DIR] = {"", FS_NONE, S_IFDIR | 0755},
-	[FS_README] = {"README", FS_ROOT_DIR, S_IFREG | 0444},
-	[FS_VERSION] = {"version", FS_ROOT_DIR, S_IFREG | 0444},
-	[FS_EVENTS] = {"events", FS_ROOT_DIR, S_IFREG | 0444},
-	[FS_TENANTS_DIR] = {"tenants", FS_ROOT_DIR, S_IFDIR | 0755},
-	[FS_TENANT_DIR] = {NULL, FS_TENANTS_DIR, S_IFDIR | 0755},
-	[FS_NS_DIR] = {NULL, FS_TENANT_DIR, S_IFDIR | 0755},
-	[FS_FN_DIR] = {NULL, FS_NS_DIR, S_IFDIR | 0755},
+	[FS_ROOT_DIR] = { "", FS_NONE, S_IFDIR | 0755 },
+	[FS_README] = { "README", FS_ROOT_DIR, S_IFREG | 0444 },
+	[FS_VERSION] = { "version", FS_ROOT_DIR, S_IFREG | 0444 },
+	[FS_EVENTS] = { "events", FS_ROOT_DIR, S_IFREG | 0444 },
+	[FS_TENANTS_DIR] = { "tenants", FS_ROOT_DIR, S_IFDIR | 0755 },
+	[FS_TENANT_DIR] = { NULL, FS_TENANTS_DIR, S_IFDIR | 0755 },
+	[FS_NS_DIR] = { NULL, FS_TENANT_DIR, S_IFDIR | 0755 },
+	[FS_FN_DIR] = { NULL, FS_NS_DIR, S_IFDIR | 0755 },
 };
 
 static enum fs_kind kind_of_obj(const struct sched_obj *o)
@@ -101,10 +101,8 @@ static struct sched_obj *dir_objects(const struct fs_node *dir)
 	switch (dir->kind) {
 	case FS_TENANTS_DIR:
 	case FS_TENANT_DIR:
-	case FS_NS_DIR:
-		return dir->obj;
-	default:
-		return NULL;
+	case FS_NS_DIR: return dir->obj;
+	default: return NULL;
 	}
 }
 
@@ -145,7 +143,7 @@ static int each_obj(const char *key, void *value, void *arg)
 {
 	struct each_ctx *c = arg;
 	struct sched_obj *o = value;
-	struct fs_node n = {kind_of_obj(o), o};
+	struct fs_node n = { kind_of_obj(o), o };
 
 	return c->fn(key, &n, c->arg);
 }
@@ -154,13 +152,13 @@ int fs_children(struct fs *fs, const struct fs_node *dir,
 		int (*fn)(const char *name, const struct fs_node *n, void *arg),
 		void *arg)
 {
-	struct each_ctx c = {fn, arg};
+	struct each_ctx c = { fn, arg };
 	struct sched_obj *parent;
 	int k, rc;
 
 	(void)fs;
 	for (k = FS_README; k < FS_KIND_COUNT; k++) {
-		struct fs_node n = {(enum fs_kind)k, dir->obj};
+		struct fs_node n = { (enum fs_kind)k, dir->obj };
 
 		if (kind_parent((enum fs_kind)k) != dir->kind ||
 		    kind_name((enum fs_kind)k) == NULL)
@@ -185,8 +183,7 @@ static unsigned subdirs(const struct fs_node *n)
 	case FS_ROOT_DIR: return 1; /* tenants */
 	case FS_TENANTS_DIR:
 	case FS_TENANT_DIR:
-	case FS_NS_DIR:
-		return (unsigned)n->obj->children.count;
+	case FS_NS_DIR: return (unsigned)n->obj->children.count;
 	default: return 0;
 	}
 }
@@ -194,7 +191,7 @@ static unsigned subdirs(const struct fs_node *n)
 void fs_stat(struct fs *fs, const struct fs_node *n, struct stat *st)
 {
 	int64_t ms;
-	struct rt_buf b = {0};
+	struct rt_buf b = { 0 };
 
 	memset(st, 0, sizeof(*st));
 	st->st_ino = fs_ino(n->obj->id, n->kind);
@@ -244,9 +241,8 @@ int fs_write(struct fs *fs, const struct fs_node *n, const char *buf,
 	     size_t len)
 {
 	if (n->kind >= FS_FN_ATTR)
-		return sched_function_write(fs->sched,
-					    (struct sched_function *)n->obj,
-					    (enum sched_attr)(n->kind - FS_FN_ATTR),
-					    buf, len);
+		return sched_function_write(
+			fs->sched, (struct sched_function *)n->obj,
+			(enum sched_attr)(n->kind - FS_FN_ATTR), buf, len);
 	return -EACCES;
 }

@@ -15,7 +15,7 @@
  * change only through this filesystem, which the kernel sees; attributes
  * of the journal change on their own, so it is never cached. */
 #define ENTRY_TIMEOUT 1.0
-#define ATTR_TIMEOUT 1.0
+#define ATTR_TIMEOUT  1.0
 
 static struct fs *req_fs(fuse_req_t req)
 {
@@ -114,7 +114,8 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		rc = S_ISDIR(st.st_mode) ? -EISDIR : -EACCES;
 		goto out;
 	}
-	if (to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
+	if (to_set &
+	    (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
 		rc = -EPERM;
 		goto out;
 	}
@@ -237,11 +238,11 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 
 /* Per-open state of a file, which fi->fh points to. */
 struct handle {
-	struct fs_node node;  /* what was opened */
-	uint64_t id;          /* node.obj->id, to notice a removed object */
-	struct rt_buf snap;   /* the rendered content, for later offsets */
-	int rendered;         /* whether snap holds a rendering */
-	uint64_t skew;        /* events: offsets skipped since dropped */
+	struct fs_node node; /* what was opened */
+	uint64_t id;	     /* node.obj->id, to notice a removed object */
+	struct rt_buf snap;  /* the rendered content, for later offsets */
+	int rendered;	     /* whether snap holds a rendering */
+	uint64_t skew;	     /* events: offsets skipped since dropped */
 };
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -336,8 +337,9 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	fuse_reply_buf(req, h->snap.data + off,
-		       h->snap.len - (size_t)off < size ? h->snap.len - (size_t)off
-							: size);
+		       h->snap.len - (size_t)off < size
+			       ? h->snap.len - (size_t)off
+			       : size);
 }
 
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
@@ -428,7 +430,8 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino,
 		up.kind = FS_ROOT_DIR;
 	else if (n.kind == FS_TENANT_DIR || n.kind == FS_NS_DIR ||
 		 n.kind == FS_FN_DIR)
-		up = (struct fs_node){(enum fs_kind)(n.kind - 1), n.obj->parent};
+		up = (struct fs_node){ (enum fs_kind)(n.kind - 1),
+				       n.obj->parent };
 	rc = snap_add(".", &n, d);
 	if (rc == 0)
 		rc = snap_add("..", &up, d);
@@ -472,8 +475,9 @@ static void readdir_common(fuse_req_t req, size_t size, off_t off,
 			struct fuse_entry_param ep;
 
 			fill_entry(fs, &e->node, &ep);
-			len = fuse_add_direntry_plus(req, buf + used, size - used,
-						     e->name, &ep, (off_t)i + 1);
+			len = fuse_add_direntry_plus(req, buf + used,
+						     size - used, e->name, &ep,
+						     (off_t)i + 1);
 		} else {
 			struct stat st;
 

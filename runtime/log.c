@@ -11,10 +11,10 @@
 
 #include "rt.h"
 
-static int log_fd = 2;                        /* where lines go */
+static int log_fd = 2;				/* where lines go */
 static enum rt_log_level log_min = RT_LOG_INFO; /* lines below are dropped */
 
-static const char *const level_names[] = {"debug", "info", "warn", "error"};
+static const char *const level_names[] = { "debug", "info", "warn", "error" };
 
 void rt_log(enum rt_log_level level, const char *fmt, ...)
 {
@@ -25,8 +25,8 @@ void rt_log(enum rt_log_level level, const char *fmt, ...)
 	if (level < log_min)
 		return;
 	rt_format_time(rt_now_ms(), when);
-	n = snprintf(line, sizeof(line), "%s fnfs[%d] %s: ", when, (int)getpid(),
-		     level_names[level]);
+	n = snprintf(line, sizeof(line), "%s fnfs[%d] %s: ", when,
+		     (int)getpid(), level_names[level]);
 	va_start(ap, fmt);
 	m = vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
 	va_end(ap);

@@ -12,9 +12,9 @@
 
 struct rt_map_entry {
 	struct rt_map_entry *next; /* chain */
-	uint64_t hash;             /* of key, kept to rehash cheaply */
-	void *value;               /* not owned */
-	char key[];                /* owned copy, NUL-terminated */
+	uint64_t hash;		   /* of key, kept to rehash cheaply */
+	void *value;		   /* not owned */
+	char key[];		   /* owned copy, NUL-terminated */
 };
 
 /* FNV-1a, 64 bit. */
@@ -180,7 +180,8 @@ static int idmap_resize(struct rt_idmap *m, size_t n)
 
 		if (k == 0 || k == IDMAP_TOMB)
 			continue;
-		for (j = hash_id(k) & (n - 1); keys[j] != 0; j = (j + 1) & (n - 1))
+		for (j = hash_id(k) & (n - 1); keys[j] != 0;
+		     j = (j + 1) & (n - 1))
 			;
 		keys[j] = k;
 		values[j] = m->values[i];

@@ -85,8 +85,8 @@ void rt_log_set_level(enum rt_log_level level);
 struct rt_map_entry;
 struct rt_map {
 	struct rt_map_entry **slots; /* owned; chains of entries */
-	size_t nslots;               /* a power of two, or 0 */
-	size_t count;                /* entries stored */
+	size_t nslots;		     /* a power of two, or 0 */
+	size_t count;		     /* entries stored */
 };
 
 /* Returns the value stored under `key`, or NULL. */
@@ -110,10 +110,10 @@ void rt_map_free(struct rt_map *m);
 /* A hash map from 64-bit ids to pointers, same rules as rt_map. */
 struct rt_idmap {
 	uint64_t *keys; /* owned; 0 marks an empty slot, so 0 is not a key */
-	void **values;  /* owned */
-	size_t nslots;  /* a power of two, or 0 */
-	size_t count;   /* live entries */
-	size_t used;    /* live entries plus tombstones */
+	void **values;	/* owned */
+	size_t nslots;	/* a power of two, or 0 */
+	size_t count;	/* live entries */
+	size_t used;	/* live entries plus tombstones */
 };
 
 /* Returns the value stored under `id` (non-zero), or NULL. */

@@ -43,11 +43,13 @@ void events_append(struct events *ev, int64_t ms, const char *kind,
 	rt_format_time(ms, when);
 	if (rt_buf_printf(&ev->text, "%s %s %s%s\n", when, kind, object,
 			  kvs ? kvs : "") < 0) {
-		/* Out of memory: keep the journal whole rather than half a line. */
+		/* Out of memory: keep the journal whole rather than half a
+		 * line. */
 		ev->text.len = mark;
 		if (ev->text.data)
 			ev->text.data[mark] = '\0';
-		rt_log(RT_LOG_ERROR, "event lost (no memory): %s %s", kind, object);
+		rt_log(RT_LOG_ERROR, "event lost (no memory): %s %s", kind,
+		       object);
 		return;
 	}
 	ev->last_ms = ms;

@@ -12,8 +12,8 @@
  * the front once it holds more than `cap` bytes; offsets never change. */
 struct events {
 	struct rt_buf text; /* the kept lines */
-	uint64_t first;     /* absolute offset of text.data[0] */
-	size_t cap;         /* bytes kept at most (about) */
+	uint64_t first;	    /* absolute offset of text.data[0] */
+	size_t cap;	    /* bytes kept at most (about) */
 	int64_t last_ms;    /* time of the last line, epoch ms */
 };
 

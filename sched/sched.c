@@ -28,8 +28,8 @@ struct sched {
 	uint64_t next_id;      /* the id the next object gets */
 };
 
-static const char *const type_words[] = {"root", "tenant", "namespace",
-					 "function"};
+static const char *const type_words[] = { "root", "tenant", "namespace",
+					  "function" };
 
 /* ================================================================== objects */
 
@@ -149,7 +149,7 @@ void sched_event(struct sched *s, const char *kind, const char *object,
 static void obj_event(struct sched *s, const struct sched_obj *o,
 		      const char *kind, const char *kvs)
 {
-	struct rt_buf path = {0};
+	struct rt_buf path = { 0 };
 
 	sched_obj_path(o, &path);
 	sched_event(s, kind, path.data ? path.data : "-", kvs);
@@ -178,10 +178,11 @@ static int load_row(const struct store_row *r, void *arg)
 {
 	struct sched *s = arg;
 	struct sched_obj *t, *ns = NULL, *o;
-	struct rt_buf why = {0};
+	struct rt_buf why = { 0 };
 	const char *name;
 
-	t = r->kind == STORE_TENANT ? &s->root : sched_child(&s->root, r->tenant);
+	t = r->kind == STORE_TENANT ? &s->root
+				    : sched_child(&s->root, r->tenant);
 	if (t != NULL && r->kind == STORE_FUNCTION)
 		ns = sched_child(t, r->ns);
 	if (t == NULL || (r->kind == STORE_FUNCTION && ns == NULL)) {
@@ -189,7 +190,7 @@ static int load_row(const struct store_row *r, void *arg)
 		       r->tenant, r->ns ? r->ns : "");
 		return 0;
 	}
-	name = r->kind == STORE_TENANT	  ? r->tenant
+	name = r->kind == STORE_TENANT	    ? r->tenant
 	       : r->kind == STORE_NAMESPACE ? r->ns
 					    : r->name;
 	o = obj_new(s, (enum sched_obj_type)(r->kind + SCHED_TENANT),
@@ -215,7 +216,7 @@ static int load_row(const struct store_row *r, void *arg)
 int sched_open(struct sched **out, const char *datadir)
 {
 	struct sched *s = calloc(1, sizeof(*s));
-	struct rt_buf path = {0};
+	struct rt_buf path = { 0 };
 	int rc = -ENOMEM;
 
 	if (s == NULL)
@@ -257,14 +258,15 @@ void sched_close(struct sched *s)
 	free(s);
 }
 
-/* ============================================================ create, remove */
+/* ============================================================ create, remove
+ */
 
 /* Journals a refused request about a child of `parent`. */
 static void reject_child(struct sched *s, const struct sched_obj *parent,
 			 enum sched_obj_type type, const char *op,
 			 const char *name, int err, const char *reason)
 {
-	struct rt_buf kvs = {0}, path = {0}, kind = {0};
+	struct rt_buf kvs = { 0 }, path = { 0 }, kind = { 0 };
 
 	if (parent->type == SCHED_ROOT)
 		rt_buf_puts(&path, "-");
@@ -312,7 +314,7 @@ int sched_create(struct sched *s, struct sched_obj *parent, const char *name,
 	enum sched_obj_type type = (enum sched_obj_type)(parent->type + 1);
 	int64_t now = rt_now_ms();
 	struct sched_obj tmp, *o = NULL;
-	struct rt_buf spec = {0}, kvs = {0};
+	struct rt_buf spec = { 0 }, kvs = { 0 };
 	struct store_row r;
 	int rc;
 
@@ -359,9 +361,10 @@ int sched_create(struct sched *s, struct sched_obj *parent, const char *name,
 		((struct sched_function *)o)->revision = 1;
 		rt_buf_kv(&kvs, "revision", "1");
 	}
-	obj_event(s, o, type == SCHED_TENANT	  ? "tenant.created"
-			: type == SCHED_NAMESPACE ? "namespace.created"
-						  : "function.created",
+	obj_event(s, o,
+		  type == SCHED_TENANT	    ? "tenant.created"
+		  : type == SCHED_NAMESPACE ? "namespace.created"
+					    : "function.created",
 		  kvs.data);
 	*out = o;
 out:
@@ -375,7 +378,7 @@ int sched_remove(struct sched *s, struct sched_obj *parent, const char *name)
 	struct sched_obj *o = sched_child(parent, name);
 	int64_t now = rt_now_ms();
 	struct store_row r;
-	struct rt_buf path = {0};
+	struct rt_buf path = { 0 };
 	const char *kind;
 	int rc;
 
@@ -383,8 +386,9 @@ int sched_remove(struct sched *s, struct sched_obj *parent, const char *name)
 		return -ENOENT;
 	if (o->type != SCHED_FUNCTION && o->children.count > 0) {
 		reject_child(s, parent, o->type, "rmdir", name, ENOTEMPTY,
-			     o->type == SCHED_TENANT ? "the tenant has namespaces"
-						     : "the namespace has functions");
+			     o->type == SCHED_TENANT
+				     ? "the tenant has namespaces"
+				     : "the namespace has functions");
 		return -ENOTEMPTY;
 	}
 	obj_row(o, &r);
@@ -409,7 +413,7 @@ int sched_remove(struct sched *s, struct sched_obj *parent, const char *name)
 static void reject_write(struct sched *s, struct sched_function *fn,
 			 enum sched_attr a, int err, const char *reason)
 {
-	struct rt_buf line = {0}, kvs = {0};
+	struct rt_buf line = { 0 }, kvs = { 0 };
 	char when[32];
 
 	rt_format_time(rt_now_ms(), when);
@@ -428,7 +432,7 @@ static void reject_write(struct sched *s, struct sched_function *fn,
 int sched_function_write(struct sched *s, struct sched_function *fn,
 			 enum sched_attr a, const char *buf, size_t len)
 {
-	struct rt_buf why = {0}, dump = {0}, kvs = {0}, changed = {0};
+	struct rt_buf why = { 0 }, dump = { 0 }, kvs = { 0 }, changed = { 0 };
 	struct sched_spec next;
 	struct store_row r;
 	char rev[32];
@@ -503,7 +507,6 @@ int sched_function_render(const struct sched_function *fn, enum sched_attr a,
 				     (unsigned long long)fn->revision);
 	case SCHED_ATTR_ERROR:
 		return fn->error ? rt_buf_puts(out, fn->error) : 0;
-	default:
-		return sched_spec_render(&fn->spec, a, out);
+	default: return sched_spec_render(&fn->spec, a, out);
 	}
 }

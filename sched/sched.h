@@ -25,31 +25,31 @@ enum sched_restart_policy {
 };
 
 /* Limits of the numeric attributes (inclusive). */
-#define SCHED_PARALLELISM_MAX 1000
+#define SCHED_PARALLELISM_MAX	1000
 #define SCHED_MAX_INSTANCES_MAX 1000
-#define SCHED_MEMORY_MAX 1048576 /* MB */
-#define SCHED_TIMEOUT_MAX 3600000 /* ms */
-#define SCHED_IDLE_TIMEOUT_MAX 86400 /* s */
-#define SCHED_COMMAND_MAX 4096       /* bytes */
-#define SCHED_PATH_MAX 4096          /* bytes of cwd */
-#define SCHED_ENV_MAX 256            /* variables */
-#define SCHED_ENV_VALUE_MAX 4096     /* bytes per value */
-#define SCHED_TAGS_MAX 32            /* tags */
+#define SCHED_MEMORY_MAX	1048576 /* MB */
+#define SCHED_TIMEOUT_MAX	3600000 /* ms */
+#define SCHED_IDLE_TIMEOUT_MAX	86400	/* s */
+#define SCHED_COMMAND_MAX	4096	/* bytes */
+#define SCHED_PATH_MAX		4096	/* bytes of cwd */
+#define SCHED_ENV_MAX		256	/* variables */
+#define SCHED_ENV_VALUE_MAX	4096	/* bytes per value */
+#define SCHED_TAGS_MAX		32	/* tags */
 
 /* A function's spec: everything `config` carries. */
 struct sched_spec {
-	char *command;          /* owned; "" when unset */
+	char *command; /* owned; "" when unset */
 	enum sched_mode mode;
 	enum sched_format format;
-	int parallelism;        /* instances kept running */
-	int max_instances;      /* 0: follow parallelism (min 1) */
-	int memory;             /* MB per instance */
-	int timeout;            /* ms per call */
-	int idle_timeout;       /* s */
-	char **env;             /* owned array of owned "KEY=VALUE" */
+	int parallelism;   /* instances kept running */
+	int max_instances; /* 0: follow parallelism (min 1) */
+	int memory;	   /* MB per instance */
+	int timeout;	   /* ms per call */
+	int idle_timeout;  /* s */
+	char **env;	   /* owned array of owned "KEY=VALUE" */
 	int nenv;
-	char *cwd;              /* owned; "" means the worker's default */
-	char **tags;            /* owned array of owned tags, no duplicates */
+	char *cwd;   /* owned; "" means the worker's default */
+	char **tags; /* owned array of owned tags, no duplicates */
 	int ntags;
 	enum sched_tags_policy tags_policy;
 	enum sched_restart_policy restart_policy;
@@ -142,21 +142,21 @@ enum sched_obj_type {
  * they stay valid until the object is removed, so fs/ keeps ids, not
  * pointers, across requests. */
 struct sched_obj {
-	uint64_t id;                /* unique in this process, never reused */
+	uint64_t id; /* unique in this process, never reused */
 	enum sched_obj_type type;
-	char name[64];              /* "" for the root */
-	struct sched_obj *parent;   /* NULL for the root */
-	struct rt_map children;     /* name -> struct sched_obj * */
-	int64_t created_ms;         /* epoch ms */
-	int64_t updated_ms;         /* last change of it or its children */
+	char name[64];		  /* "" for the root */
+	struct sched_obj *parent; /* NULL for the root */
+	struct rt_map children;	  /* name -> struct sched_obj * */
+	int64_t created_ms;	  /* epoch ms */
+	int64_t updated_ms;	  /* last change of it or its children */
 };
 
 /* A function: a tree node with a spec. */
 struct sched_function {
-	struct sched_obj obj;    /* first, so a pointer converts both ways */
-	struct sched_spec spec;  /* the accepted spec */
-	uint64_t revision;       /* bumped by every accepted change */
-	char *error;             /* owned: last error line, NULL if none */
+	struct sched_obj obj;	/* first, so a pointer converts both ways */
+	struct sched_spec spec; /* the accepted spec */
+	uint64_t revision;	/* bumped by every accepted change */
+	char *error;		/* owned: last error line, NULL if none */
 };
 
 /* The id of the root object. */

@@ -16,22 +16,22 @@ static const struct {
 	const char *name;
 	int writable;
 } attrs[SCHED_ATTR_COUNT] = {
-	[SCHED_ATTR_CONFIG] = {"config", 1},
-	[SCHED_ATTR_COMMAND] = {"command", 1},
-	[SCHED_ATTR_MODE] = {"mode", 1},
-	[SCHED_ATTR_FORMAT] = {"format", 1},
-	[SCHED_ATTR_PARALLELISM] = {"parallelism", 1},
-	[SCHED_ATTR_MAX_INSTANCES] = {"max_instances", 1},
-	[SCHED_ATTR_MEMORY] = {"memory", 1},
-	[SCHED_ATTR_TIMEOUT] = {"timeout", 1},
-	[SCHED_ATTR_IDLE_TIMEOUT] = {"idle_timeout", 1},
-	[SCHED_ATTR_ENV] = {"env", 1},
-	[SCHED_ATTR_CWD] = {"cwd", 1},
-	[SCHED_ATTR_TAGS] = {"tags", 1},
-	[SCHED_ATTR_TAGS_POLICY] = {"tags_policy", 1},
-	[SCHED_ATTR_RESTART_POLICY] = {"restart_policy", 1},
-	[SCHED_ATTR_REVISION] = {"revision", 0},
-	[SCHED_ATTR_ERROR] = {"error", 0},
+	[SCHED_ATTR_CONFIG] = { "config", 1 },
+	[SCHED_ATTR_COMMAND] = { "command", 1 },
+	[SCHED_ATTR_MODE] = { "mode", 1 },
+	[SCHED_ATTR_FORMAT] = { "format", 1 },
+	[SCHED_ATTR_PARALLELISM] = { "parallelism", 1 },
+	[SCHED_ATTR_MAX_INSTANCES] = { "max_instances", 1 },
+	[SCHED_ATTR_MEMORY] = { "memory", 1 },
+	[SCHED_ATTR_TIMEOUT] = { "timeout", 1 },
+	[SCHED_ATTR_IDLE_TIMEOUT] = { "idle_timeout", 1 },
+	[SCHED_ATTR_ENV] = { "env", 1 },
+	[SCHED_ATTR_CWD] = { "cwd", 1 },
+	[SCHED_ATTR_TAGS] = { "tags", 1 },
+	[SCHED_ATTR_TAGS_POLICY] = { "tags_policy", 1 },
+	[SCHED_ATTR_RESTART_POLICY] = { "restart_policy", 1 },
+	[SCHED_ATTR_REVISION] = { "revision", 0 },
+	[SCHED_ATTR_ERROR] = { "error", 0 },
 };
 
 const char *sched_attr_name(enum sched_attr a)
@@ -45,11 +45,11 @@ int sched_attr_writable(enum sched_attr a)
 }
 
 /* The words of the enum-valued attributes, indexed by value. */
-static const char *const mode_words[] = {"daemon", "hot", "cold", NULL};
-static const char *const format_words[] = {"line", "json", NULL};
-static const char *const tags_policy_words[] = {"strict", "loose", NULL};
-static const char *const restart_words[] = {"always", "on-failure", "never",
-					     NULL};
+static const char *const mode_words[] = { "daemon", "hot", "cold", NULL };
+static const char *const format_words[] = { "line", "json", NULL };
+static const char *const tags_policy_words[] = { "strict", "loose", NULL };
+static const char *const restart_words[] = { "always", "on-failure", "never",
+					     NULL };
 
 /* ================================================================ lifetime */
 
@@ -243,12 +243,8 @@ static int int_range(enum sched_attr a, long long *lo, long long *hi)
 	case SCHED_ATTR_MAX_INSTANCES:
 		*lo = 1, *hi = SCHED_MAX_INSTANCES_MAX;
 		return 1;
-	case SCHED_ATTR_MEMORY:
-		*lo = 1, *hi = SCHED_MEMORY_MAX;
-		return 1;
-	case SCHED_ATTR_TIMEOUT:
-		*lo = 1, *hi = SCHED_TIMEOUT_MAX;
-		return 1;
+	case SCHED_ATTR_MEMORY: *lo = 1, *hi = SCHED_MEMORY_MAX; return 1;
+	case SCHED_ATTR_TIMEOUT: *lo = 1, *hi = SCHED_TIMEOUT_MAX; return 1;
 	case SCHED_ATTR_IDLE_TIMEOUT:
 		*lo = 0, *hi = SCHED_IDLE_TIMEOUT_MAX;
 		return 1;
@@ -275,7 +271,8 @@ static int set_int(struct sched_spec *s, enum sched_attr a, long long v,
 
 	int_range(a, &lo, &hi);
 	if (v < lo || v > hi)
-		return bad(why, "%s must be an integer from %lld to %lld, not %lld",
+		return bad(why,
+			   "%s must be an integer from %lld to %lld, not %lld",
 			   attrs[a].name, lo, hi, v);
 	*int_field(s, a) = (int)v;
 	return 0;
@@ -416,10 +413,11 @@ static int check_env_entry(char *const *env, int n, const char *kv, size_t len,
 		return bad(why, "env contains a NUL byte");
 	for (i = 0; i < n; i++)
 		if (strncmp(env[i], kv, klen + 1) == 0)
-			return bad(why, "env key %.*s is given twice", (int)klen,
-				   kv);
+			return bad(why, "env key %.*s is given twice",
+				   (int)klen, kv);
 	if (n >= SCHED_ENV_MAX)
-		return bad(why, "env has more than %d variables", SCHED_ENV_MAX);
+		return bad(why, "env has more than %d variables",
+			   SCHED_ENV_MAX);
 	return 0;
 }
 
@@ -461,7 +459,8 @@ static int add_tag(char ***tags, int *n, const char *t, size_t len,
 			   "starting with a letter or digit",
 			   (int)(len > 64 ? 64 : len), t);
 	for (i = 0; i < *n; i++)
-		if (strlen((*tags)[i]) == len && memcmp((*tags)[i], t, len) == 0)
+		if (strlen((*tags)[i]) == len &&
+		    memcmp((*tags)[i], t, len) == 0)
 			return 0;
 	if (*n >= SCHED_TAGS_MAX)
 		return bad(why, "more than %d tags", SCHED_TAGS_MAX);
@@ -571,8 +570,7 @@ int sched_spec_parse(struct sched_spec *s, enum sched_attr a, const char *buf,
 	case SCHED_ATTR_MODE:
 	case SCHED_ATTR_FORMAT:
 	case SCHED_ATTR_TAGS_POLICY:
-	case SCHED_ATTR_RESTART_POLICY:
-		return set_enum(s, a, buf, len, why);
+	case SCHED_ATTR_RESTART_POLICY: return set_enum(s, a, buf, len, why);
 	case SCHED_ATTR_PARALLELISM:
 	case SCHED_ATTR_MAX_INSTANCES:
 	case SCHED_ATTR_MEMORY:
@@ -583,12 +581,12 @@ int sched_spec_parse(struct sched_spec *s, enum sched_attr a, const char *buf,
 		if (parse_int(buf, len, &x) == 0)
 			return set_int(s, a, x, why);
 		int_range(a, &lo, &hi);
-		return bad(why, "%s must be an integer from %lld to %lld, not \"%.*s\"",
-			   attrs[a].name, lo, hi, (int)(len > 32 ? 32 : len),
-			   buf);
+		return bad(
+			why,
+			"%s must be an integer from %lld to %lld, not \"%.*s\"",
+			attrs[a].name, lo, hi, (int)(len > 32 ? 32 : len), buf);
 	}
-	default:
-		return bad(why, "%s is read-only", sched_attr_name(a));
+	default: return bad(why, "%s is read-only", sched_attr_name(a));
 	}
 }
 
@@ -624,15 +622,16 @@ static int json_set(struct sched_spec *s, const char *key, json_t *v,
 	case SCHED_ATTR_ENV: {
 		const char *k;
 		json_t *val;
-		struct rt_buf kv = {0};
+		struct rt_buf kv = { 0 };
 		int rc = 0;
 
 		if (!json_is_object(v))
-			return bad(why, "config: env must be an object of strings");
-		json_object_foreach(v, k, val)
-		{
+			return bad(why,
+				   "config: env must be an object of strings");
+		json_object_foreach (v, k, val) {
 			if (!json_is_string(val)) {
-				rc = bad(why, "config: env.%s must be a string", k);
+				rc = bad(why, "config: env.%s must be a string",
+					 k);
 				break;
 			}
 			rt_buf_reset(&kv);
@@ -643,8 +642,10 @@ static int json_set(struct sched_spec *s, const char *key, json_t *v,
 				break;
 			}
 			if (strlen(k) == 0 || memchr(kv.data, '\n', kv.len)) {
-				rc = bad(why, "config: env.%s: keys and values are "
-					      "single lines", k);
+				rc = bad(why,
+					 "config: env.%s: keys and values are "
+					 "single lines",
+					 k);
 				break;
 			}
 			rc = check_env_entry(s->env, s->nenv, kv.data, kv.len,
@@ -664,9 +665,9 @@ static int json_set(struct sched_spec *s, const char *key, json_t *v,
 		int rc;
 
 		if (!json_is_array(v))
-			return bad(why, "config: tags must be an array of strings");
-		json_array_foreach(v, idx, t)
-		{
+			return bad(why,
+				   "config: tags must be an array of strings");
+		json_array_foreach (v, idx, t) {
 			if (!json_is_string(t))
 				return bad(why, "config: tags must be strings");
 			rc = add_tag(&s->tags, &s->ntags, json_string_value(t),
@@ -679,7 +680,8 @@ static int json_set(struct sched_spec *s, const char *key, json_t *v,
 	default:
 		if (!json_is_integer(v))
 			return bad(why, "config: %s must be an integer", key);
-		return set_int(s, (enum sched_attr)i, json_integer_value(v), why);
+		return set_int(s, (enum sched_attr)i, json_integer_value(v),
+			       why);
 	}
 }
 
@@ -694,14 +696,14 @@ int sched_spec_from_json(struct sched_spec *s, const char *buf, size_t len,
 	sched_spec_init(s);
 	root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (root == NULL)
-		return bad(why, "config: not valid JSON: %s (line %d, column %d)",
+		return bad(why,
+			   "config: not valid JSON: %s (line %d, column %d)",
 			   jerr.text, jerr.line, jerr.column);
 	if (!json_is_object(root)) {
 		rc = bad(why, "config must be a JSON object");
 		goto out;
 	}
-	json_object_foreach(root, key, v)
-	{
+	json_object_foreach (root, key, v) {
 		rc = json_set(s, key, v, why);
 		if (rc < 0)
 			goto out;
@@ -742,15 +744,16 @@ static json_t *spec_json(const struct sched_spec *s, int for_store)
 	}
 	for (i = 0; i < s->ntags; i++)
 		json_array_append_new(tags, json_string(s->tags[i]));
-	json_object_set_new(o, "command", json_string(s->command ? s->command : ""));
+	json_object_set_new(o, "command",
+			    json_string(s->command ? s->command : ""));
 	json_object_set_new(o, "mode", json_string(mode_words[s->mode]));
 	json_object_set_new(o, "format", json_string(format_words[s->format]));
 	json_object_set_new(o, "parallelism", json_integer(s->parallelism));
 	if (!for_store || s->max_instances > 0)
-		json_object_set_new(o, "max_instances",
-				    json_integer(for_store
-							 ? s->max_instances
-							 : sched_spec_max_instances(s)));
+		json_object_set_new(
+			o, "max_instances",
+			json_integer(for_store ? s->max_instances
+					       : sched_spec_max_instances(s)));
 	json_object_set_new(o, "memory", json_integer(s->memory));
 	json_object_set_new(o, "timeout", json_integer(s->timeout));
 	json_object_set_new(o, "idle_timeout", json_integer(s->idle_timeout));
@@ -806,23 +809,25 @@ int sched_spec_render(const struct sched_spec *s, enum sched_attr a,
 	case SCHED_ATTR_FORMAT:
 	case SCHED_ATTR_TAGS_POLICY:
 	case SCHED_ATTR_RESTART_POLICY:
-		return rt_buf_printf(out, "%s\n", enum_words(a)[enum_get(s, a)]);
+		return rt_buf_printf(out, "%s\n",
+				     enum_words(a)[enum_get(s, a)]);
 	case SCHED_ATTR_MAX_INSTANCES:
 		return rt_buf_printf(out, "%d\n", sched_spec_max_instances(s));
 	case SCHED_ATTR_PARALLELISM:
 	case SCHED_ATTR_MEMORY:
 	case SCHED_ATTR_TIMEOUT:
 	case SCHED_ATTR_IDLE_TIMEOUT:
-		return rt_buf_printf(out, "%d\n", *int_field((struct sched_spec *)s, a));
+		return rt_buf_printf(out, "%d\n",
+				     *int_field((struct sched_spec *)s, a));
 	case SCHED_ATTR_ENV:
 		for (i = 0; i < s->nenv && rc == 0; i++)
 			rc = rt_buf_printf(out, "%s\n", s->env[i]);
 		return rc;
 	case SCHED_ATTR_TAGS:
 		for (i = 0; i < s->ntags && rc == 0; i++)
-			rc = rt_buf_printf(out, "%s%s", i ? " " : "", s->tags[i]);
+			rc = rt_buf_printf(out, "%s%s", i ? " " : "",
+					   s->tags[i]);
 		return rc < 0 ? rc : rt_buf_puts(out, "\n");
-	default:
-		return -EINVAL;
+	default: return -EINVAL;
 	}
 }

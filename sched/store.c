@@ -15,9 +15,15 @@
 #include "store.h"
 
 enum {
-	ST_INS_T, ST_INS_N, ST_INS_F,
-	ST_UPD_T, ST_UPD_N, ST_UPD_F,
-	ST_DEL_T, ST_DEL_N, ST_DEL_F,
+	ST_INS_T,
+	ST_INS_N,
+	ST_INS_F,
+	ST_UPD_T,
+	ST_UPD_N,
+	ST_UPD_F,
+	ST_DEL_T,
+	ST_DEL_N,
+	ST_DEL_F,
 	ST_COUNT
 };
 
@@ -42,29 +48,28 @@ static const char *const sql_text[ST_COUNT] = {
 };
 
 /* Version 1 of the schema. Later versions add migrations after it. */
-static const char schema_v1[] =
-	"CREATE TABLE tenants("
-	"  name TEXT PRIMARY KEY,"
-	"  created_ms INTEGER NOT NULL,"
-	"  updated_ms INTEGER NOT NULL);"
-	"CREATE TABLE namespaces("
-	"  tenant TEXT NOT NULL,"
-	"  name TEXT NOT NULL,"
-	"  created_ms INTEGER NOT NULL,"
-	"  updated_ms INTEGER NOT NULL,"
-	"  PRIMARY KEY(tenant, name));"
-	"CREATE TABLE functions("
-	"  tenant TEXT NOT NULL,"
-	"  namespace TEXT NOT NULL,"
-	"  name TEXT NOT NULL,"
-	"  created_ms INTEGER NOT NULL,"
-	"  updated_ms INTEGER NOT NULL,"
-	"  spec TEXT NOT NULL,"
-	"  revision INTEGER NOT NULL,"
-	"  PRIMARY KEY(tenant, namespace, name));"
-	"CREATE TABLE settings("
-	"  key TEXT PRIMARY KEY,"
-	"  value TEXT NOT NULL);";
+static const char schema_v1[] = "CREATE TABLE tenants("
+				"  name TEXT PRIMARY KEY,"
+				"  created_ms INTEGER NOT NULL,"
+				"  updated_ms INTEGER NOT NULL);"
+				"CREATE TABLE namespaces("
+				"  tenant TEXT NOT NULL,"
+				"  name TEXT NOT NULL,"
+				"  created_ms INTEGER NOT NULL,"
+				"  updated_ms INTEGER NOT NULL,"
+				"  PRIMARY KEY(tenant, name));"
+				"CREATE TABLE functions("
+				"  tenant TEXT NOT NULL,"
+				"  namespace TEXT NOT NULL,"
+				"  name TEXT NOT NULL,"
+				"  created_ms INTEGER NOT NULL,"
+				"  updated_ms INTEGER NOT NULL,"
+				"  spec TEXT NOT NULL,"
+				"  revision INTEGER NOT NULL,"
+				"  PRIMARY KEY(tenant, namespace, name));"
+				"CREATE TABLE settings("
+				"  key TEXT PRIMARY KEY,"
+				"  value TEXT NOT NULL);";
 
 struct store {
 	sqlite3 *db;
@@ -119,8 +124,8 @@ static int migrate(struct store *st)
 		return 0;
 	if (v > STORE_SCHEMA_VERSION) {
 		rt_log(RT_LOG_ERROR,
-		       "store: schema version %d is newer than this fnfs (%d)", v,
-		       STORE_SCHEMA_VERSION);
+		       "store: schema version %d is newer than this fnfs (%d)",
+		       v, STORE_SCHEMA_VERSION);
 		return -EPROTO;
 	}
 	rc = exec(st, "BEGIN IMMEDIATE");
@@ -219,7 +224,8 @@ int store_load(struct store *st, int (*fn)(const struct store_row *, void *),
 				.created_ms = sqlite3_column_int64(q, 3),
 				.updated_ms = sqlite3_column_int64(q, 4),
 				.spec = k >= 2 ? col_text(q, 5) : NULL,
-				.revision = (uint64_t)sqlite3_column_int64(q, 6),
+				.revision = (uint64_t)sqlite3_column_int64(q,
+									   6),
 			};
 			rc = fn(&r, arg);
 		}

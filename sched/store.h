@@ -16,11 +16,11 @@ enum store_kind { STORE_TENANT, STORE_NAMESPACE, STORE_FUNCTION };
 /* One stored object. Strings are borrowed for the duration of a call. */
 struct store_row {
 	enum store_kind kind;
-	const char *tenant;    /* always set */
-	const char *ns;        /* namespace; NULL for a tenant */
-	const char *name;      /* function; NULL otherwise */
-	const char *spec;      /* function spec as compact JSON */
-	uint64_t revision;     /* function revision */
+	const char *tenant; /* always set */
+	const char *ns;	    /* namespace; NULL for a tenant */
+	const char *name;   /* function; NULL otherwise */
+	const char *spec;   /* function spec as compact JSON */
+	uint64_t revision;  /* function revision */
 	int64_t created_ms;
 	int64_t updated_ms;
 };
