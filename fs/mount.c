@@ -108,14 +108,37 @@ static int prepare_mountpoint(const char *mp, char out[PATH_MAX])
 	return 0;
 }
 
+/* Whether `path` is `dir` or lies below it. */
+static int path_within(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	return strncmp(path, dir, n) == 0 &&
+	       (path[n] == '/' || path[n] == '\0' || n == 1);
+}
+
+static int refuse_inside(const char *dir)
+{
+	fprintf(stderr, "fnfs: the data directory %s lies inside the mountpoint\n",
+		dir);
+	return -EINVAL;
+}
+
 /* Creates the data directory if needed and resolves it into `out`. It
  * must not lie inside the mountpoint: the daemon would then reach its own
- * filesystem and deadlock. */
+ * filesystem and deadlock. The path is checked as written before anything
+ * touches it, and again once symlinks are resolved. */
 static int prepare_datadir(const char *dir, const char *mp, char out[PATH_MAX])
 {
-	size_t n = strlen(mp);
+	char cwd[PATH_MAX], abs[2 * PATH_MAX + 2];
 	int rc;
 
+	if (dir[0] != '/' && getcwd(cwd, sizeof(cwd)) != NULL)
+		snprintf(abs, sizeof(abs), "%s/%s", cwd, dir);
+	else
+		snprintf(abs, sizeof(abs), "%s", dir);
+	if (path_within(abs, mp))
+		return refuse_inside(abs);
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
 		rc = -errno;
 		fprintf(stderr, "fnfs: data directory %s: %s\n", dir,
@@ -128,13 +151,8 @@ static int prepare_datadir(const char *dir, const char *mp, char out[PATH_MAX])
 			strerror(errno));
 		return rc;
 	}
-	if (strncmp(out, mp, n) == 0 && (out[n] == '/' || out[n] == '\0')) {
-		fprintf(stderr,
-			"fnfs: the data directory %s lies inside the "
-			"mountpoint\n",
-			out);
-		return -EINVAL;
-	}
+	if (path_within(out, mp))
+		return refuse_inside(out);
 	return 0;
 }
 

@@ -1,0 +1,71 @@
+/*
+ * main.c - the unit-test runner: runs every registered test in a child
+ * process with a time limit and prints one TAP-like line per test.
+ *
+ *   unit-tests [NAME-SUBSTRING]
+ */
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "unit.h"
+
+#define TEST_TIMEOUT_S 20
+
+static struct unit_test *tests;
+static int failures;
+
+void unit_register(struct unit_test *t)
+{
+	struct unit_test **pp = &tests;
+
+	/* Keep the order of definition within a file. */
+	while (*pp != NULL)
+		pp = &(*pp)->next;
+	*pp = t;
+}
+
+void unit_fail(const char *file, int line, const char *expr)
+{
+	fprintf(stderr, "  %s:%d: check failed: %s\n", file, line, expr);
+	failures++;
+}
+
+int main(int argc, char **argv)
+{
+	struct unit_test *t;
+	int n = 0, failed = 0, status;
+
+	for (t = tests; t != NULL; t = t->next) {
+		pid_t pid;
+
+		if (argc > 1 && strstr(t->name, argv[1]) == NULL)
+			continue;
+		n++;
+		fflush(NULL);
+		pid = fork();
+		if (pid == 0) {
+			alarm(TEST_TIMEOUT_S);
+			t->fn();
+			exit(failures ? 1 : 0);
+		}
+		if (pid < 0 || waitpid(pid, &status, 0) < 0) {
+			perror("unit: fork/wait");
+			return 2;
+		}
+		if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+			printf("ok %d - unit %s\n", n, t->name);
+		} else {
+			failed++;
+			if (WIFSIGNALED(status))
+				fprintf(stderr, "  killed by signal %d%s\n",
+					WTERMSIG(status),
+					WTERMSIG(status) == SIGALRM
+						? " (timeout)"
+						: "");
+			printf("not ok %d - unit %s\n", n, t->name);
+		}
+	}
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,137 @@
+/*
+ * test_runtime.c - buffers, names, quoting, time and the hash maps.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "../../runtime/rt.h"
+#include "unit.h"
+
+TEST(names)
+{
+	char long64[65];
+
+	CHECK(rt_name_valid("acme"));
+	CHECK(rt_name_valid("a"));
+	CHECK(rt_name_valid("9-lives_v1.2"));
+	CHECK(!rt_name_valid(""));
+	CHECK(!rt_name_valid("-x"));
+	CHECK(!rt_name_valid(".hidden"));
+	CHECK(!rt_name_valid("_x"));
+	CHECK(!rt_name_valid("a b"));
+	CHECK(!rt_name_valid("a/b"));
+	CHECK(!rt_name_valid("caf\xc3\xa9"));
+	memset(long64, 'a', 64);
+	long64[64] = '\0';
+	CHECK(!rt_name_valid(long64));
+	long64[63] = '\0';
+	CHECK(rt_name_valid(long64));
+}
+
+TEST(kv_quoting)
+{
+	struct rt_buf b = { 0 };
+
+	rt_buf_kv(&b, "a", "plain");
+	rt_buf_kv(&b, "b", "two words");
+	rt_buf_kv(&b, "c", "");
+	rt_buf_kv(&b, "d", "q\"b\\n\nt\t\x01");
+	CHECK_STR(b.data, " a=plain b=\"two words\" c=\"\" "
+			  "d=\"q\\\"b\\\\n\\nt\\t\\x01\"");
+	rt_buf_free(&b);
+}
+
+TEST(buf_printf_grows)
+{
+	struct rt_buf b = { 0 };
+	int i;
+
+	for (i = 0; i < 1000; i++)
+		CHECK(rt_buf_printf(&b, "%04d", i) == 0);
+	CHECK(b.len == 4000);
+	CHECK(strncmp(b.data + 3996, "0999", 4) == 0);
+	CHECK(b.data[b.len] == '\0');
+	rt_buf_reset(&b);
+	CHECK(b.len == 0 && b.data[0] == '\0');
+	rt_buf_free(&b);
+}
+
+TEST(time_format)
+{
+	char out[32];
+
+	rt_format_time(1795885200123LL, out);
+	CHECK_STR(out, "2026-11-28T17:00:00.123Z");
+	rt_format_time(0, out);
+	CHECK_STR(out, "1970-01-01T00:00:00.000Z");
+}
+
+TEST(map_basics)
+{
+	struct rt_map m = { 0 };
+	char key[32];
+	int i, v[5000];
+
+	for (i = 0; i < 5000; i++) {
+		v[i] = i;
+		snprintf(key, sizeof(key), "k%d", i);
+		CHECK(rt_map_put(&m, key, &v[i]) == 0);
+	}
+	CHECK(rt_map_put(&m, "k7", &v[0]) == -EEXIST);
+	CHECK(m.count == 5000);
+	for (i = 0; i < 5000; i += 7) {
+		snprintf(key, sizeof(key), "k%d", i);
+		CHECK(rt_map_get(&m, key) == &v[i]);
+	}
+	CHECK(rt_map_del(&m, "k42") == &v[42]);
+	CHECK(rt_map_get(&m, "k42") == NULL);
+	CHECK(rt_map_del(&m, "k42") == NULL);
+	CHECK(m.count == 4999);
+	rt_map_free(&m);
+}
+
+static int count_cb(const char *key, void *value, void *arg)
+{
+	(void)key;
+	(void)value;
+	(*(int *)arg)++;
+	return 0;
+}
+
+TEST(map_each)
+{
+	struct rt_map m = { 0 };
+	int n = 0, x;
+
+	rt_map_put(&m, "a", &x);
+	rt_map_put(&m, "b", &x);
+	rt_map_put(&m, "c", &x);
+	CHECK(rt_map_each(&m, count_cb, &n) == 0);
+	CHECK(n == 3);
+	rt_map_free(&m);
+}
+
+TEST(idmap_basics)
+{
+	struct rt_idmap m = { 0 };
+	static int v;
+	uint64_t i;
+
+	for (i = 1; i <= 20000; i++)
+		CHECK(rt_idmap_put(&m, i, &v) == 0);
+	CHECK(rt_idmap_put(&m, 5, &v) == -EEXIST);
+	CHECK(rt_idmap_put(&m, 0, &v) == -EINVAL);
+	for (i = 1; i <= 20000; i += 2)
+		rt_idmap_del(&m, i);
+	CHECK(m.count == 10000);
+	CHECK(rt_idmap_get(&m, 3) == NULL);
+	CHECK(rt_idmap_get(&m, 4) == &v);
+	/* Re-adding after removal reuses tombstones without duplicates. */
+	CHECK(rt_idmap_put(&m, 3, &v) == 0);
+	CHECK(rt_idmap_put(&m, 4, &v) == -EEXIST);
+	for (i = 20001; i <= 40000; i++)
+		CHECK(rt_idmap_put(&m, i, &v) == 0);
+	CHECK(rt_idmap_get(&m, 40000) == &v);
+	CHECK(rt_idmap_get(&m, 40001) == NULL);
+	rt_idmap_free(&m);
+}

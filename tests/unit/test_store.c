@@ -1,0 +1,238 @@
+/*
+ * test_store.c - the SQLite store, the event journal and the model on top
+ * of them, each against a fresh temporary directory.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "../../sched/events.h"
+#include "../../sched/sched.h"
+#include "../../sched/store.h"
+#include "unit.h"
+
+static char tmp_path[64];
+
+static void tmp_remove(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp_path);
+	if (system(cmd) != 0)
+		fprintf(stderr, "  could not remove %s\n", tmp_path);
+}
+
+/* Makes a fresh temporary directory, removed when the test's process
+ * exits; returns its path. One per test. */
+static const char *tmpdir(void)
+{
+	snprintf(tmp_path, sizeof(tmp_path), "/tmp/fnfs-unit.XXXXXX");
+	if (mkdtemp(tmp_path) == NULL)
+		return "/nonexistent";
+	atexit(tmp_remove);
+	return tmp_path;
+}
+
+struct rows {
+	int n;
+	char last[128];
+	uint64_t revision;
+};
+
+static int collect(const struct store_row *r, void *arg)
+{
+	struct rows *c = arg;
+
+	c->n++;
+	snprintf(c->last, sizeof(c->last), "%d:%s/%s/%s:%s", (int)r->kind,
+		 r->tenant, r->ns ? r->ns : "-", r->name ? r->name : "-",
+		 r->spec ? r->spec : "-");
+	c->revision = r->revision;
+	return 0;
+}
+
+TEST(store_roundtrip)
+{
+	const char *dir = tmpdir();
+	char path[128];
+	struct store *st;
+	struct rows c = { 0 };
+	struct store_row t = {
+		STORE_TENANT, "acme", NULL, NULL, NULL, 0, 1, 1
+	};
+	struct store_row n = {
+		STORE_NAMESPACE, "acme", "prod", NULL, NULL, 0, 1, 1
+	};
+	struct store_row f = { STORE_FUNCTION, "acme", "prod", "fn",
+			       "{}",	       1,      1,      1 };
+
+	snprintf(path, sizeof(path), "%s/fnfs.db", dir);
+	CHECK(store_open(&st, path) == 0);
+	CHECK(store_begin(st) == 0);
+	CHECK(store_insert(st, &t) == 0);
+	CHECK(store_insert(st, &n) == 0);
+	CHECK(store_insert(st, &f) == 0);
+	CHECK(store_commit(st) == 0);
+	CHECK(store_insert(st, &f) == -EEXIST);
+	f.spec = "{\"memory\":64}";
+	f.revision = 2;
+	CHECK(store_update(st, &f) == 0);
+	store_close(st);
+
+	CHECK(store_open(&st, path) == 0);
+	CHECK(store_load(st, collect, &c) == 0);
+	CHECK(c.n == 3);
+	CHECK_STR(c.last, "2:acme/prod/fn:{\"memory\":64}");
+	CHECK(c.revision == 2);
+	CHECK(store_delete(st, &f) == 0);
+	CHECK(store_delete(st, &f) == -ENOENT);
+	f.name = "nope";
+	CHECK(store_update(st, &f) == -ENOENT);
+	store_close(st);
+}
+
+TEST(store_rollback_keeps_nothing)
+{
+	const char *dir = tmpdir();
+	char path[128];
+	struct store *st;
+	struct rows c = { 0 };
+	struct store_row t = {
+		STORE_TENANT, "acme", NULL, NULL, NULL, 0, 1, 1
+	};
+
+	snprintf(path, sizeof(path), "%s/fnfs.db", dir);
+	CHECK(store_open(&st, path) == 0);
+	CHECK(store_begin(st) == 0);
+	CHECK(store_insert(st, &t) == 0);
+	store_rollback(st);
+	CHECK(store_load(st, collect, &c) == 0);
+	CHECK(c.n == 0);
+	store_close(st);
+}
+
+TEST(store_refuses_newer_schema)
+{
+	const char *dir = tmpdir();
+	char cmd[256], path[128];
+	struct store *st = NULL;
+
+	snprintf(path, sizeof(path), "%s/fnfs.db", dir);
+	CHECK(store_open(&st, path) == 0);
+	store_close(st);
+	snprintf(cmd, sizeof(cmd), "sqlite3 %s 'PRAGMA user_version = 99'",
+		 path);
+	CHECK(system(cmd) == 0);
+	CHECK(store_open(&st, path) == -EPROTO);
+	CHECK(st == NULL);
+}
+
+TEST(events_offsets_and_trim)
+{
+	struct events ev;
+	const char *p;
+	uint64_t first, end_before;
+	size_t n;
+	int i;
+
+	events_init(&ev, 1000);
+	events_append(&ev, 0, "function.created", "a/b/c", " revision=1");
+	n = events_at(&ev, 0, &p, &first);
+	CHECK(n == ev.text.len && first == 0);
+	CHECK(strncmp(p,
+		      "1970-01-01T00:00:00.000Z function.created a/b/c "
+		      "revision=1\n",
+		      n) == 0);
+	for (i = 0; i < 100; i++)
+		events_append(&ev, 1000, "x.y", "obj", NULL);
+	end_before = ev.first + ev.text.len;
+	/* Trimmed: the front moved, offsets of kept text did not. */
+	CHECK(ev.first > 0);
+	CHECK(ev.text.len <= 1000);
+	CHECK(events_at(&ev, 0, &p, &first) == 0 && first == ev.first);
+	n = events_at(&ev, ev.first, &p, &first);
+	CHECK(n == ev.text.len);
+	CHECK(p[n - 1] == '\n');
+	CHECK(strncmp(p, "1970", 4) == 0); /* starts on a line */
+	CHECK(events_at(&ev, end_before, &p, &first) == 0);
+	events_close(&ev);
+}
+
+TEST(sched_tree_and_persistence)
+{
+	const char *dir = tmpdir();
+	struct sched *s;
+	struct sched_obj *root, *t, *n, *f, *x;
+	struct sched_function *fn;
+	struct rt_buf out = { 0 };
+
+	CHECK(sched_open(&s, dir) == 0);
+	root = sched_find(s, SCHED_ROOT_ID);
+	CHECK(sched_create(s, root, "acme", &t) == 0);
+	CHECK(sched_create(s, root, "acme", &x) == -EEXIST);
+	CHECK(sched_create(s, root, "bad name", &x) == -EINVAL);
+	CHECK(sched_create(s, t, "prod", &n) == 0);
+	CHECK(sched_create(s, n, "fn", &f) == 0);
+	CHECK(sched_create(s, f, "deeper", &x) == -EPERM);
+	fn = (struct sched_function *)f;
+	CHECK(fn->revision == 1);
+	CHECK(sched_function_write(s, fn, SCHED_ATTR_MEMORY, "64\n", 3) == 0);
+	CHECK(fn->revision == 2);
+	/* Same value: accepted, no new revision. */
+	CHECK(sched_function_write(s, fn, SCHED_ATTR_MEMORY, "64\n", 3) == 0);
+	CHECK(fn->revision == 2);
+	CHECK(sched_function_write(s, fn, SCHED_ATTR_MEMORY, "x", 1) ==
+	      -EINVAL);
+	CHECK(fn->spec.memory == 64 && fn->revision == 2);
+	CHECK(fn->error != NULL && strstr(fn->error, "memory") != NULL);
+	CHECK(sched_function_write(s, fn, SCHED_ATTR_REVISION, "9", 1) ==
+	      -EACCES);
+	CHECK(sched_remove(s, root, "acme") == -ENOTEMPTY);
+	CHECK(sched_remove(s, root, "nope") == -ENOENT);
+	sched_close(s);
+
+	CHECK(sched_open(&s, dir) == 0);
+	root = sched_find(s, SCHED_ROOT_ID);
+	t = sched_child(root, "acme");
+	CHECK(t != NULL);
+	n = t ? sched_child(t, "prod") : NULL;
+	f = n ? sched_child(n, "fn") : NULL;
+	CHECK(f != NULL);
+	if (f != NULL) {
+		fn = (struct sched_function *)f;
+		CHECK(fn->revision == 2 && fn->spec.memory == 64);
+		CHECK(sched_find(s, f->id) == f);
+		CHECK(sched_obj_path(f, &out) == 0);
+		CHECK_STR(out.data, "acme/prod/fn");
+		CHECK(sched_remove(s, n, "fn") == 0);
+		CHECK(sched_find(s, f->id) == NULL);
+	}
+	CHECK(sched_remove(s, t, "prod") == 0);
+	CHECK(sched_remove(s, root, "acme") == 0);
+	rt_buf_free(&out);
+	sched_close(s);
+}
+
+TEST(sched_journal_lines)
+{
+	const char *dir = tmpdir();
+	struct sched *s;
+	struct sched_obj *root, *t, *x;
+	const char *p;
+	uint64_t first;
+	size_t n;
+	char *text;
+
+	CHECK(sched_open(&s, dir) == 0);
+	root = sched_find(s, SCHED_ROOT_ID);
+	CHECK(sched_create(s, root, "acme", &t) == 0);
+	CHECK(sched_create(s, t, "-bad", &x) == -EINVAL);
+	n = sched_events_at(s, 0, &p, &first);
+	CHECK(n == sched_events_end(s));
+	text = strndup(p, n);
+	CHECK(strstr(text, " tenant.created acme\n") != NULL);
+	CHECK(strstr(text, " namespace.rejected acme op=mkdir name=-bad "
+			   "errno=EINVAL reason=") != NULL);
+	free(text);
+	sched_close(s);
+}
