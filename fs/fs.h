@@ -82,7 +82,7 @@ int fs_node_dynamic(const struct fs_node *n);
 /* Appends the content of file `n` to `out`. Returns 0 or -errno. */
 int fs_render(struct fs *fs, const struct fs_node *n, struct rt_buf *out);
 
-/* Applies a write of `len` bytes to file `n`. Returns 0 or -errno. */
+/* Applies the value `buf` to file `n`. Returns 0 or -errno. */
 int fs_write(struct fs *fs, const struct fs_node *n, const char *buf,
 	     size_t len);
 

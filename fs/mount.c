@@ -119,7 +119,8 @@ static int path_within(const char *path, const char *dir)
 
 static int refuse_inside(const char *dir)
 {
-	fprintf(stderr, "fnfs: the data directory %s lies inside the mountpoint\n",
+	fprintf(stderr,
+		"fnfs: the data directory %s lies inside the mountpoint\n",
 		dir);
 	return -EINVAL;
 }

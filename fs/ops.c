@@ -243,6 +243,7 @@ struct handle {
 	struct rt_buf snap;  /* the rendered content, for later offsets */
 	int rendered;	     /* whether snap holds a rendering */
 	uint64_t skew;	     /* events: offsets skipped since dropped */
+	struct rt_buf value; /* bytes written in this open, in order */
 };
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -342,6 +343,10 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			       : size);
 }
 
+/* A write(2) applies the whole value written through this open so far:
+ * shells write a multi-line value a line at a time, and each line must
+ * not replace the ones before it. A write at offset 0, or not following
+ * the previous one, starts a new value. */
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		     size_t size, off_t off, struct fuse_file_info *fi)
 {
@@ -350,13 +355,19 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 	int rc;
 
 	(void)ino;
-	(void)off;
 	if (sched_find(fs->sched, h->id) != h->node.obj) {
-		fuse_reply_err(req, ENOENT);
-		return;
+		rc = -ENOENT;
+		goto out;
 	}
-	/* Each write(2) is one whole command, applied before it returns. */
-	rc = fs_write(fs, &h->node, buf, size);
+	if (off == 0 || (uint64_t)off != h->value.len)
+		rt_buf_reset(&h->value);
+	rc = rt_buf_append(&h->value, buf, size);
+	if (rc < 0)
+		goto out;
+	rc = fs_write(fs, &h->node, h->value.data, h->value.len);
+	if (rc < 0) /* a refused value does not spoil the next write */
+		rt_buf_reset(&h->value);
+out:
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
 	else
@@ -370,6 +381,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino,
 
 	(void)ino;
 	rt_buf_free(&h->snap);
+	rt_buf_free(&h->value);
 	free(h);
 	fuse_reply_err(req, 0);
 }

@@ -193,10 +193,10 @@ int sched_create(struct sched *s, struct sched_obj *parent, const char *name,
  * empty. Returns 0, -ENOENT, -ENOTEMPTY or -EIO. */
 int sched_remove(struct sched *s, struct sched_obj *parent, const char *name);
 
-/* Applies a write of `len` bytes to attribute `a` of `fn`: parse, check,
- * store, bump the revision, journal. A write that changes nothing succeeds
- * without a new revision. Returns 0 or -EINVAL/-EACCES/-EIO; on error
- * nothing changes but `fn->error` and the journal, which say why. */
+/* Applies the value `buf` (`len` bytes) to attribute `a` of `fn`: parse,
+ * check, store, bump the revision, journal. A write that changes nothing
+ * succeeds without a new revision. Returns 0 or -EINVAL/-EACCES/-EIO; on
+ * error nothing changes but `fn->error` and the journal, which say why. */
 int sched_function_write(struct sched *s, struct sched_function *fn,
 			 enum sched_attr a, const char *buf, size_t len);
 
