@@ -335,6 +335,7 @@ out:
 			rt_log(RT_LOG_WARN, "loop closed with live handles");
 	}
 	free(fs.fbuf.mem);
+	fuse_opt_free_args(&args); /* libfuse may have grown them */
 	sched_close(fs.sched);
 	if (mounted)
 		rt_log(RT_LOG_INFO, "unmounted %s", mp);

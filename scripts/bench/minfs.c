@@ -327,6 +327,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	s.se = fuse_session_new(&args, &ops, sizeof(ops), &s);
+	fuse_opt_free_args(&args);
 	if (s.se == NULL)
 		return 1;
 	if (fuse_session_mount(s.se, argv[1]) != 0) {

@@ -199,13 +199,15 @@ TEST(sched_tree_and_persistence)
 	f = n ? sched_child(n, "fn") : NULL;
 	CHECK(f != NULL);
 	if (f != NULL) {
+		uint64_t id = f->id;
+
 		fn = (struct sched_function *)f;
 		CHECK(fn->revision == 2 && fn->spec.memory == 64);
 		CHECK(sched_find(s, f->id) == f);
 		CHECK(sched_obj_path(f, &out) == 0);
 		CHECK_STR(out.data, "acme/prod/fn");
 		CHECK(sched_remove(s, n, "fn") == 0);
-		CHECK(sched_find(s, f->id) == NULL);
+		CHECK(sched_find(s, id) == NULL);
 	}
 	CHECK(sched_remove(s, t, "prod") == 0);
 	CHECK(sched_remove(s, root, "acme") == 0);
