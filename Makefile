@@ -71,13 +71,13 @@ deps:
 	./scripts/install-deps
 
 run: deps
-	$(MAKE) fnfs
+	$(MAKE) --no-print-directory fnfs
 	@mkdir -p mnt
 	@./scripts/demo-banner
 	./fnfs mount -f --data ./.fnfs-demo ./mnt
 
 test: deps
-	$(MAKE) fnfs $(B)/unit-tests
+	$(MAKE) --no-print-directory fnfs $(B)/unit-tests
 	./tests/run $(B)/unit-tests
 
 unit: $(B)/unit-tests
@@ -88,13 +88,13 @@ integration: fnfs
 
 lint:
 	clang-format --dry-run --Werror fs/*.[ch] sched/*.[ch] runtime/*.[ch] \
-		tests/unit/*.[ch] scripts/bench/*.c
+		tests/unit/*.[ch] $(wildcard scripts/bench/*.c)
 	cppcheck --quiet --error-exitcode=1 --std=c11 --inline-suppr \
 		--enable=warning,portability,performance \
 		--suppress=missingIncludeSystem \
 		fs sched runtime tests/unit
 	shellcheck -x scripts/install-deps scripts/demo-banner tests/run \
-		tests/integration/*.sh scripts/bench/fs-latency .ci/run
+		tests/integration/*.sh .ci/run $(wildcard scripts/bench/fs-latency)
 
 install: fnfs
 	install -D -m 0755 fnfs $(DESTDIR)$(PREFIX)/bin/fnfs
