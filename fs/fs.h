@@ -75,6 +75,9 @@ int fs_children(struct fs *fs, const struct fs_node *dir,
 /* Fills `st` for node `n`. */
 void fs_stat(struct fs *fs, const struct fs_node *n, struct stat *st);
 
+/* The type and permission bits of node `n`. */
+mode_t fs_node_mode(const struct fs_node *n);
+
 /* Whether reads of `n` are rendered per open (direct_io) rather than
  * constant text the page cache may keep. */
 int fs_node_dynamic(const struct fs_node *n);

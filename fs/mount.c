@@ -225,9 +225,13 @@ static void on_fuse(uv_poll_t *p, int status, int events)
 
 	(void)events;
 	if (status < 0) {
-		rt_log(RT_LOG_ERROR, "poll on /dev/fuse: %s",
-		       uv_strerror(status));
-		fs_stop(fs, "FUSE device error");
+		/* The kernel ends the device with an error condition when the
+		 * filesystem is unmounted; libuv reports that as EBADF. */
+		if (status != UV_EBADF)
+			rt_log(RT_LOG_ERROR, "poll on /dev/fuse: %s",
+			       uv_strerror(status));
+		fs_stop(fs, status == UV_EBADF ? "unmounted"
+					       : "FUSE device error");
 		return;
 	}
 	for (i = 0; i < REQUESTS_PER_WAKEUP && !fs->stopping; i++) {

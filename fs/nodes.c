@@ -171,6 +171,11 @@ int fs_children(struct fs *fs, const struct fs_node *dir,
 	return parent ? rt_map_each(&parent->children, each_obj, &c) : 0;
 }
 
+mode_t fs_node_mode(const struct fs_node *n)
+{
+	return kind_mode(n->kind);
+}
+
 int fs_node_dynamic(const struct fs_node *n)
 {
 	return n->kind != FS_README && n->kind != FS_VERSION;

@@ -251,15 +251,15 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct fs *fs = req_fs(req);
 	struct handle *h = NULL;
 	struct fs_node n;
-	struct stat st;
+	mode_t mode;
 	int acc = fi->flags & O_ACCMODE, rc = fs_resolve(fs, ino, &n);
 
 	if (rc < 0)
 		goto out;
-	fs_stat(fs, &n, &st);
+	mode = fs_node_mode(&n);
 	/* Root passes the kernel's permission checks; refuse here too. */
-	if ((acc != O_RDONLY && !(st.st_mode & S_IWUSR)) ||
-	    (acc != O_WRONLY && !(st.st_mode & S_IRUSR))) {
+	if ((acc != O_RDONLY && !(mode & S_IWUSR)) ||
+	    (acc != O_WRONLY && !(mode & S_IRUSR))) {
 		rc = -EACCES;
 		goto out;
 	}
