@@ -1,0 +1,131 @@
+/*
+ * wire.c - framing of controller <-> worker messages.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wire.h"
+
+static int proto(struct rt_buf *why, const char *reason)
+{
+	if (why != NULL)
+		rt_buf_puts(why, reason);
+	return -EPROTO;
+}
+
+int rt_wire_decode(const char *buf, size_t len, struct rt_msg *msg,
+		   size_t *used, struct rt_buf *why)
+{
+	const unsigned char *p = (const unsigned char *)buf;
+	json_error_t jerr;
+	json_t *h, *bl, *type;
+	uint32_t hlen;
+	long long blen;
+
+	memset(msg, 0, sizeof(*msg));
+	if (len < 4)
+		return 0;
+	hlen = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+	       (uint32_t)p[2] << 8 | (uint32_t)p[3];
+	if (hlen < 2 || hlen > RT_WIRE_HEADER_MAX)
+		return proto(why, "frame header length out of range");
+	if (len - 4 < hlen)
+		return 0;
+	h = json_loadb(buf + 4, hlen, JSON_REJECT_DUPLICATES, &jerr);
+	if (h == NULL)
+		return proto(why, "frame header is not JSON");
+	type = json_object_get(h, "type");
+	if (!json_is_object(h) || !json_is_string(type)) {
+		json_decref(h);
+		return proto(why, "frame header has no type");
+	}
+	bl = json_object_get(h, "body_len");
+	blen = bl == NULL	     ? 0
+	       : json_is_integer(bl) ? json_integer_value(bl)
+				     : -1;
+	if (blen < 0 || blen > (long long)RT_WIRE_BODY_MAX) {
+		json_decref(h);
+		return proto(why, "frame body length out of range");
+	}
+	if (len - 4 - hlen < (size_t)blen) {
+		json_decref(h);
+		return 0;
+	}
+	if (bl != NULL) {
+		msg->body = malloc((size_t)blen + 1);
+		if (msg->body == NULL) {
+			json_decref(h);
+			return -ENOMEM;
+		}
+		memcpy(msg->body, buf + 4 + hlen, (size_t)blen);
+		msg->body[blen] = '\0';
+		msg->body_len = (size_t)blen;
+	}
+	msg->header = h;
+	msg->type = json_string_value(type);
+	*used = 4 + hlen + (size_t)blen;
+	return 1;
+}
+
+void rt_msg_free(struct rt_msg *msg)
+{
+	json_decref(msg->header);
+	free(msg->body);
+	memset(msg, 0, sizeof(*msg));
+}
+
+int rt_wire_encode(struct rt_buf *out, json_t *header, const void *body,
+		   size_t body_len)
+{
+	unsigned char len[4];
+	size_t mark = out->len, hlen;
+	char *text;
+	int rc;
+
+	if (!json_is_string(json_object_get(header, "type")) ||
+	    body_len > RT_WIRE_BODY_MAX)
+		return -EINVAL;
+	if (body_len > 0 || body != NULL)
+		json_object_set_new(header, "body_len",
+				    json_integer((json_int_t)body_len));
+	text = json_dumps(header, JSON_COMPACT);
+	if (text == NULL)
+		return -ENOMEM;
+	hlen = strlen(text);
+	if (hlen > RT_WIRE_HEADER_MAX) {
+		free(text);
+		return -EINVAL;
+	}
+	len[0] = (unsigned char)(hlen >> 24);
+	len[1] = (unsigned char)(hlen >> 16);
+	len[2] = (unsigned char)(hlen >> 8);
+	len[3] = (unsigned char)hlen;
+	rc = rt_buf_append(out, len, 4);
+	if (rc == 0)
+		rc = rt_buf_append(out, text, hlen);
+	if (rc == 0 && body_len > 0)
+		rc = rt_buf_append(out, body, body_len);
+	free(text);
+	if (rc < 0) {
+		out->len = mark;
+		if (out->data)
+			out->data[mark] = '\0';
+	}
+	return rc;
+}
+
+long long rt_msg_int(const struct rt_msg *m, const char *key, long long dflt)
+{
+	json_t *v = json_object_get(m->header, key);
+
+	return json_is_integer(v) ? json_integer_value(v) : dflt;
+}
+
+const char *rt_msg_str(const struct rt_msg *m, const char *key)
+{
+	json_t *v = json_object_get(m->header, key);
+
+	return json_is_string(v) ? json_string_value(v) : NULL;
+}
