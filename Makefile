@@ -51,7 +51,7 @@ all: fnfs
 # ./fnfs is a copy of the last variant built, relinked when the variant
 # changes (the stamp records which one it is).
 fnfs: $(B)/fnfs build/.variant
-	cp $(B)/fnfs $@
+	cp $(B)/fnfs $@.tmp && mv -f $@.tmp $@
 
 build/.variant: FORCE
 	@mkdir -p build

@@ -30,7 +30,33 @@ enum fs_kind {
 	FS_TENANT_DIR,
 	FS_NS_DIR,
 	FS_FN_DIR,
-	FS_FN_ATTR, /* + enum sched_attr */
+	FS_FN_STATE,
+	FS_FN_RESTART,
+	FS_FN_STATUS,
+	FS_FN_LOG,
+	FS_INSTANCES_DIR,
+	FS_INST_DIR,
+	FS_INST_STATE,
+	FS_INST_RESTART,
+	FS_INST_STATUS,
+	FS_INST_STATS,
+	FS_INST_PID,
+	FS_INST_LOG,
+	FS_INST_WORKER, /* symlink to workers/<id> */
+	FS_WORKERS_DIR,
+	FS_POOL_SIZE,
+	FS_WORKER_DIR,
+	FS_WORKER_STATE,
+	FS_WORKER_MEMORY,
+	FS_WORKER_FREE,
+	FS_WORKER_TAGS,
+	FS_WORKER_NAMESPACES,
+	FS_WORKER_PID,
+	FS_WORKER_STATUS,
+	FS_WORKER_STATS,
+	FS_ASSIGN_DIR,
+	FS_ASSIGN_LINK, /* symlink to an instance directory */
+	FS_FN_ATTR,	/* + enum sched_attr */
 	FS_KIND_COUNT = FS_FN_ATTR + SCHED_ATTR_COUNT
 };
 
@@ -52,6 +78,7 @@ struct fs {
 	gid_t gid;
 	int64_t mount_ms;	/* time of mounting, for static files */
 	const char *mountpoint; /* not owned */
+	int mounted;		/* the kernel mount is in place */
 	int stopping;		/* set once shutdown began */
 };
 
@@ -82,12 +109,26 @@ mode_t fs_node_mode(const struct fs_node *n);
  * constant text the page cache may keep. */
 int fs_node_dynamic(const struct fs_node *n);
 
-/* Appends the content of file `n` to `out`. Returns 0 or -errno. */
-int fs_render(struct fs *fs, const struct fs_node *n, struct rt_buf *out);
+/* Whether writes of one open add up to one value (env, config). */
+int fs_node_multiline(const struct fs_node *n);
 
-/* Applies the value `buf` to file `n`. Returns 0 or -errno. */
+/* The directory `n` appears in, for "..". */
+struct fs_node fs_parent(struct fs *fs, const struct fs_node *n);
+
+/* Appends the content of file `n` to `out`. Returns 0, -errno, or
+ * SCHED_LATER when `done(arg, err)` will be called once `out` is complete
+ * (`*wait` then allows cancelling). */
+int fs_render(struct fs *fs, const struct fs_node *n, struct rt_buf *out,
+	      sched_done_fn done, void *arg, struct sched_wait **wait);
+
+/* Applies the value `buf` to file `n`. Returns 0, -errno, or SCHED_LATER
+ * as fs_render. */
 int fs_write(struct fs *fs, const struct fs_node *n, const char *buf,
-	     size_t len);
+	     size_t len, sched_done_fn done, void *arg,
+	     struct sched_wait **wait);
+
+/* Appends the target of symlink `n`. Returns 0 or -errno. */
+int fs_readlink(struct fs *fs, const struct fs_node *n, struct rt_buf *out);
 
 /* The low-level operations table. */
 extern const struct fuse_lowlevel_ops fs_ops;
@@ -98,6 +139,8 @@ struct fs_options {
 	const char *mountpoint; /* required */
 	const char *datadir;	/* required */
 	int foreground;		/* -f */
+	int workers;		/* --workers, or -1 */
+	int worker_memory;	/* --worker-memory MB, or 0 */
 };
 
 /* Runs `fnfs mount`: mounts, serves until unmounted or signalled, unmounts.

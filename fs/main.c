@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../runtime/worker.h"
 #include "fs.h"
 
 static const char usage_text[] = "usage:\n"
@@ -17,7 +18,8 @@ static const char usage_text[] = "usage:\n"
 static const char help_text[] =
 	"fnfs - a serverless-function runtime manager you drive through files\n"
 	"\n"
-	"  fnfs mount [-f] [--data DIR] MOUNTPOINT\n"
+	"  fnfs mount [-f] [--data DIR] [--workers N] [--worker-memory MB] "
+	"MOUNTPOINT\n"
 	"      Mounts the control tree at MOUNTPOINT. Returns once the\n"
 	"      filesystem is ready; -f stays in the foreground and logs to\n"
 	"      stderr. State lives in DIR/fnfs.db (default: /var/lib/fnfs as\n"
@@ -42,7 +44,10 @@ static const char help_text[] =
 	"Try:\n"
 	"  mkdir -p MNT/tenants/acme/prod/hello\n"
 	"  echo 'sleep 1000' > MNT/tenants/acme/prod/hello/command\n"
-	"  cat MNT/tenants/acme/prod/hello/config\n"
+	"  echo 3 > MNT/tenants/acme/prod/hello/parallelism\n"
+	"  cat MNT/tenants/acme/prod/hello/instances/*/pid\n"
+	"  echo 1 > MNT/tenants/acme/prod/hello/instances/0/restart\n"
+	"  ls -l MNT/workers/*/assignments\n"
 	"  tail -f MNT/events\n"
 	"\n"
 	"Errors come back as errno: EINVAL for a bad value or name (the "
@@ -85,19 +90,41 @@ static int cmd_mount(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "data", required_argument, NULL, 'd' },
+		{ "workers", required_argument, NULL, 'w' },
+		{ "worker-memory", required_argument, NULL, 'm' },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct fs_options opt = { 0 };
-	char *owned = NULL;
+	char *owned = NULL, *end;
+	long v;
 	int c, rc;
+
+	opt.workers = -1;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+fhd:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'f': opt.foreground = 1; break;
 		case 'd': opt.datadir = optarg; break;
+		case 'w':
+		case 'm':
+			v = strtol(optarg, &end, 10);
+			if (*optarg == '\0' || *end != '\0' ||
+			    v < (c == 'w' ? 0 : 1) ||
+			    v > (c == 'w' ? 256 : 1L << 30)) {
+				fprintf(stderr, "fnfs mount: --%s wants %s\n",
+					c == 'w' ? "workers" : "worker-memory",
+					c == 'w' ? "a count from 0 to 256"
+						 : "MB, a positive integer");
+				return 2;
+			}
+			if (c == 'w')
+				opt.workers = (int)v;
+			else
+				opt.worker_memory = (int)v;
+			break;
 		case 'h': fputs(help_text, stdout); return 0;
 		default: fputs(usage_text, stderr); return 2;
 		}
@@ -124,6 +151,8 @@ int main(int argc, char **argv)
 
 	if (strcmp(cmd, "mount") == 0)
 		return cmd_mount(argc - 1, argv + 1);
+	if (strcmp(cmd, "worker") == 0)
+		return rt_worker_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
 		printf("fnfs %s\n", FNFS_VERSION);
 		return 0;

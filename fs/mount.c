@@ -38,8 +38,23 @@ static int mounted_as(const char *path, const char *type)
 	if (f == NULL)
 		return 0;
 	while (!found && fgets(line, sizeof(line), f) != NULL) {
+		char *r, *w;
+
 		if (sscanf(line, "%*s %4095s %255s", mnt, fstype) != 2)
 			continue;
+		/* Spaces and such are written as octal escapes ("\040"). */
+		for (r = w = mnt; *r; w++) {
+			if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' &&
+			    r[2] >= '0' && r[2] <= '7' && r[3] >= '0' &&
+			    r[3] <= '7') {
+				*w = (char)((r[1] - '0') * 64 +
+					    (r[2] - '0') * 8 + (r[3] - '0'));
+				r += 4;
+			} else {
+				*w = *r++;
+			}
+		}
+		*w = '\0';
 		found = strcmp(mnt, path) == 0 && strcmp(fstype, type) == 0;
 	}
 	fclose(f);
@@ -132,6 +147,7 @@ static int refuse_inside(const char *dir)
 static int prepare_datadir(const char *dir, const char *mp, char out[PATH_MAX])
 {
 	char cwd[PATH_MAX], abs[2 * PATH_MAX + 2];
+	struct stat st;
 	int rc;
 
 	if (dir[0] != '/' && getcwd(cwd, sizeof(cwd)) != NULL)
@@ -154,6 +170,11 @@ static int prepare_datadir(const char *dir, const char *mp, char out[PATH_MAX])
 	}
 	if (path_within(out, mp))
 		return refuse_inside(out);
+	if (stat(out, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "fnfs: data directory %s is not a directory\n",
+			out);
+		return -ENOTDIR;
+	}
 	return 0;
 }
 
@@ -166,8 +187,11 @@ static int lock_datadir(const char *dir)
 
 	snprintf(path, sizeof(path), "%s/lock", dir);
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
+	if (fd < 0) {
+		rc = -errno;
+		fprintf(stderr, "fnfs: %s: %s\n", path, strerror(errno));
+		return rc;
+	}
 	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
 		return fd;
 	rc = -errno;
@@ -204,18 +228,32 @@ static int write_pidfile(const char *dir)
 
 /* ============================================================= the loop */
 
-static void fs_stop(struct fs *fs, const char *why)
+static void on_sched_down(void *arg)
 {
+	struct fs *fs = arg;
 	int i;
 
+	for (i = 0; i < 3; i++)
+		uv_close((uv_handle_t *)&fs->sig[i], NULL);
+	rt_log(RT_LOG_INFO, "every instance and local worker stopped");
+}
+
+/* Unmounts at once, then stops every instance and local worker; the loop
+ * ends when they are gone (bounded by the stop grace period). */
+static void fs_stop(struct fs *fs, const char *why)
+{
 	if (fs->stopping)
 		return;
 	fs->stopping = 1;
 	rt_log(RT_LOG_INFO, "stopping: %s", why);
 	uv_poll_stop(&fs->poll);
 	uv_close((uv_handle_t *)&fs->poll, NULL);
-	for (i = 0; i < 3; i++)
-		uv_close((uv_handle_t *)&fs->sig[i], NULL);
+	if (fs->mounted) {
+		fuse_session_unmount(fs->se);
+		fs->mounted = 0;
+		rt_log(RT_LOG_INFO, "unmounted %s", fs->mountpoint);
+	}
+	sched_shutdown(fs->sched, on_sched_down, fs);
 }
 
 static void on_fuse(uv_poll_t *p, int status, int events)
@@ -230,8 +268,8 @@ static void on_fuse(uv_poll_t *p, int status, int events)
 		if (status != UV_EBADF)
 			rt_log(RT_LOG_ERROR, "poll on /dev/fuse: %s",
 			       uv_strerror(status));
-		fs_stop(fs, status == UV_EBADF ? "unmounted"
-					       : "FUSE device error");
+		fs_stop(fs,
+			status == UV_EBADF ? "unmounted" : "FUSE device error");
 		return;
 	}
 	for (i = 0; i < REQUESTS_PER_WAKEUP && !fs->stopping; i++) {
@@ -258,7 +296,7 @@ static void on_signal(uv_signal_t *sig, int signum)
  * -1 in the foreground; it is closed once the mount is up, and stderr then
  * goes to `logpath` (when not NULL). */
 static int serve(const char *mp, const char *datadir, int ready,
-		 const char *logpath)
+		 const char *logpath, const struct fs_options *opt)
 {
 	char *argv[] = { "fnfs", "-o",
 			 "fsname=fnfs,subtype=fnfs,default_permissions", NULL };
@@ -266,7 +304,10 @@ static int serve(const char *mp, const char *datadir, int ready,
 	struct fs fs;
 	uv_loop_t loop;
 	static const int signums[3] = { SIGTERM, SIGINT, SIGHUP };
-	int i, fd, rc, mounted = 0, loop_ok = 0;
+	struct sched_options so = { opt->workers, opt->worker_memory, NULL };
+	char self[PATH_MAX];
+	ssize_t n;
+	int i, fd, rc, loop_ok = 0;
 
 	memset(&fs, 0, sizeof(fs));
 	fs.uid = getuid();
@@ -294,9 +335,21 @@ static int serve(const char *mp, const char *datadir, int ready,
 		rc = -EIO;
 		goto out;
 	}
-	mounted = 1;
+	fs.mounted = 1;
 	fd = fuse_session_fd(fs.se);
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	/* Workers must not inherit it: a worker holding the device would
+	 * keep a crashed controller's mount half alive. */
+	fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) | FD_CLOEXEC);
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	self[n > 0 ? n : 0] = '\0';
+	so.self = self;
+	rc = sched_start(fs.sched, &loop, &so);
+	if (rc < 0) {
+		rt_log(RT_LOG_ERROR, "cannot start serving workers: %s",
+		       strerror(-rc));
+		goto out;
+	}
 	rc = uv_poll_init(&loop, &fs.poll, fd);
 	if (rc == 0) {
 		fs.poll.data = &fs;
@@ -329,11 +382,16 @@ static int serve(const char *mp, const char *datadir, int ready,
 	rc = uv_run(&loop, UV_RUN_DEFAULT);
 	rc = rc < 0 ? rc : 0;
 out:
-	if (mounted)
+	if (fs.mounted)
 		fuse_session_unmount(fs.se);
 	if (fs.se != NULL)
 		fuse_session_destroy(fs.se);
 	if (loop_ok) {
+		if (rc < 0 && !fs.stopping && fs.sched != NULL) {
+			/* A start that failed half-way: stop what began. */
+			fs.stopping = 1;
+			sched_shutdown(fs.sched, NULL, NULL);
+		}
 		uv_run(&loop, UV_RUN_NOWAIT); /* let closed handles finish */
 		if (uv_loop_close(&loop) != 0)
 			rt_log(RT_LOG_WARN, "loop closed with live handles");
@@ -341,8 +399,6 @@ out:
 	free(fs.fbuf.mem);
 	fuse_opt_free_args(&args); /* libfuse may have grown them */
 	sched_close(fs.sched);
-	if (mounted)
-		rt_log(RT_LOG_INFO, "unmounted %s", mp);
 	return rc;
 }
 
@@ -356,9 +412,13 @@ static int wait_ready(int rfd, pid_t child, const char *datadir)
 	n = poll(&p, 1, READY_TIMEOUT_MS);
 	if (n == 0) {
 		fprintf(stderr,
-			"fnfs: the mount was not ready within %d s; see "
-			"%s/fnfs.log\n",
+			"fnfs: the mount was not ready within %d s; stopping "
+			"it; "
+			"see %s/fnfs.log\n",
 			READY_TIMEOUT_MS / 1000, datadir);
+		/* A daemon that comes up after we said it failed would
+		 * surprise everyone: it stops (and unmounts) now. */
+		kill(child, SIGTERM);
 		return 1;
 	}
 	n = (int)read(rfd, buf, sizeof(buf));
@@ -415,7 +475,9 @@ int fs_mount_main(const struct fs_options *opt)
 			close(devnull);
 		}
 	}
-	rc = serve(mp, datadir, pipefd[1], opt->foreground ? NULL : logpath);
+	signal(SIGPIPE, SIG_IGN); /* a worker that hangs up is a read error */
+	rc = serve(mp, datadir, pipefd[1], opt->foreground ? NULL : logpath,
+		   opt);
 	snprintf(pidpath, sizeof(pidpath), "%s/fnfs.pid", datadir);
 	unlink(pidpath);
 	close(lockfd);

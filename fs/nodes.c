@@ -7,54 +7,120 @@
 
 #include "fs.h"
 
+/* Flags of a kind. */
+#define NODE_NOSIZE 1 /* content comes from workers: size shown as 0 */
+#define NODE_STATIC 2 /* constant content the page cache may keep */
+
 /* The fixed entries of the tree: name, the directory kind they live in,
- * and their mode. Object directories (tenants, namespaces, functions) are
- * not here; they come from the model. */
+ * their mode, the type of object they belong to, and the sched file they
+ * show. Object directories have no name here: they come from the model. */
 static const struct {
 	const char *name;
 	enum fs_kind parent;
 	mode_t mode;
-} fixed[FS_KIND_COUNT] = {
-	[FS_ROOT_DIR] = { "", FS_NONE, S_IFDIR | 0755 },
-	[FS_README] = { "README", FS_ROOT_DIR, S_IFREG | 0444 },
-	[FS_VERSION] = { "version", FS_ROOT_DIR, S_IFREG | 0444 },
-	[FS_EVENTS] = { "events", FS_ROOT_DIR, S_IFREG | 0444 },
-	[FS_TENANTS_DIR] = { "tenants", FS_ROOT_DIR, S_IFDIR | 0755 },
-	[FS_TENANT_DIR] = { NULL, FS_TENANTS_DIR, S_IFDIR | 0755 },
-	[FS_NS_DIR] = { NULL, FS_TENANT_DIR, S_IFDIR | 0755 },
-	[FS_FN_DIR] = { NULL, FS_NS_DIR, S_IFDIR | 0755 },
+	enum sched_obj_type type;
+	int file; /* enum sched_file, or -1 */
+	int flags;
+} kinds[FS_FN_ATTR] = {
+	[FS_ROOT_DIR] = { "", FS_NONE, S_IFDIR | 0755, SCHED_ROOT, -1, 0 },
+	[FS_README] = { "README", FS_ROOT_DIR, S_IFREG | 0444, SCHED_ROOT, -1,
+			NODE_STATIC },
+	[FS_VERSION] = { "version", FS_ROOT_DIR, S_IFREG | 0444, SCHED_ROOT, -1,
+			 NODE_STATIC },
+	[FS_EVENTS] = { "events", FS_ROOT_DIR, S_IFREG | 0444, SCHED_ROOT, -1,
+			0 },
+	[FS_TENANTS_DIR] = { "tenants", FS_ROOT_DIR, S_IFDIR | 0755, SCHED_ROOT,
+			     -1, 0 },
+	[FS_TENANT_DIR] = { NULL, FS_TENANTS_DIR, S_IFDIR | 0755, SCHED_TENANT,
+			    -1, 0 },
+	[FS_NS_DIR] = { NULL, FS_TENANT_DIR, S_IFDIR | 0755, SCHED_NAMESPACE,
+			-1, 0 },
+	[FS_FN_DIR] = { NULL, FS_NS_DIR, S_IFDIR | 0755, SCHED_FUNCTION, -1,
+			0 },
+	[FS_FN_STATE] = { "state", FS_FN_DIR, S_IFREG | 0644, SCHED_FUNCTION,
+			  SCHED_FN_STATE, 0 },
+	[FS_FN_RESTART] = { "restart", FS_FN_DIR, S_IFREG | 0200,
+			    SCHED_FUNCTION, SCHED_FN_RESTART, 0 },
+	[FS_FN_STATUS] = { "status", FS_FN_DIR, S_IFREG | 0444, SCHED_FUNCTION,
+			   SCHED_FN_STATUS, 0 },
+	[FS_FN_LOG] = { "log", FS_FN_DIR, S_IFREG | 0444, SCHED_FUNCTION,
+			SCHED_FN_LOG, NODE_NOSIZE },
+	[FS_INSTANCES_DIR] = { "instances", FS_FN_DIR, S_IFDIR | 0755,
+			       SCHED_FUNCTION, -1, 0 },
+	[FS_INST_DIR] = { NULL, FS_INSTANCES_DIR, S_IFDIR | 0755,
+			  SCHED_INSTANCE, -1, 0 },
+	[FS_INST_STATE] = { "state", FS_INST_DIR, S_IFREG | 0644,
+			    SCHED_INSTANCE, SCHED_INST_STATE, 0 },
+	[FS_INST_RESTART] = { "restart", FS_INST_DIR, S_IFREG | 0200,
+			      SCHED_INSTANCE, SCHED_INST_RESTART, 0 },
+	[FS_INST_STATUS] = { "status", FS_INST_DIR, S_IFREG | 0444,
+			     SCHED_INSTANCE, SCHED_INST_STATUS, 0 },
+	[FS_INST_STATS] = { "stats", FS_INST_DIR, S_IFREG | 0444,
+			    SCHED_INSTANCE, SCHED_INST_STATS, 0 },
+	[FS_INST_PID] = { "pid", FS_INST_DIR, S_IFREG | 0444, SCHED_INSTANCE,
+			  SCHED_INST_PID, 0 },
+	[FS_INST_LOG] = { "log", FS_INST_DIR, S_IFREG | 0444, SCHED_INSTANCE,
+			  SCHED_INST_LOG, NODE_NOSIZE },
+	[FS_INST_WORKER] = { "worker", FS_INST_DIR, S_IFLNK | 0777,
+			     SCHED_INSTANCE, -1, 0 },
+	[FS_WORKERS_DIR] = { "workers", FS_ROOT_DIR, S_IFDIR | 0755, SCHED_POOL,
+			     -1, 0 },
+	[FS_POOL_SIZE] = { "pool_size", FS_WORKERS_DIR, S_IFREG | 0644,
+			   SCHED_POOL, SCHED_POOL_SIZE, 0 },
+	[FS_WORKER_DIR] = { NULL, FS_WORKERS_DIR, S_IFDIR | 0755, SCHED_WORKER,
+			    -1, 0 },
+	[FS_WORKER_STATE] = { "state", FS_WORKER_DIR, S_IFREG | 0444,
+			      SCHED_WORKER, SCHED_WORKER_STATE, 0 },
+	[FS_WORKER_MEMORY] = { "memory", FS_WORKER_DIR, S_IFREG | 0444,
+			       SCHED_WORKER, SCHED_WORKER_MEMORY, 0 },
+	[FS_WORKER_FREE] = { "free", FS_WORKER_DIR, S_IFREG | 0444,
+			     SCHED_WORKER, SCHED_WORKER_FREE, 0 },
+	[FS_WORKER_TAGS] = { "tags", FS_WORKER_DIR, S_IFREG | 0444,
+			     SCHED_WORKER, SCHED_WORKER_TAGS, 0 },
+	[FS_WORKER_NAMESPACES] = { "namespaces", FS_WORKER_DIR, S_IFREG | 0444,
+				   SCHED_WORKER, SCHED_WORKER_NAMESPACES, 0 },
+	[FS_WORKER_PID] = { "pid", FS_WORKER_DIR, S_IFREG | 0444, SCHED_WORKER,
+			    SCHED_WORKER_PID, 0 },
+	[FS_WORKER_STATUS] = { "status", FS_WORKER_DIR, S_IFREG | 0444,
+			       SCHED_WORKER, SCHED_WORKER_STATUS, 0 },
+	[FS_WORKER_STATS] = { "stats", FS_WORKER_DIR, S_IFREG | 0444,
+			      SCHED_WORKER, SCHED_WORKER_STATS, 0 },
+	[FS_ASSIGN_DIR] = { "assignments", FS_WORKER_DIR, S_IFDIR | 0755,
+			    SCHED_WORKER, -1, 0 },
+	[FS_ASSIGN_LINK] = { NULL, FS_ASSIGN_DIR, S_IFLNK | 0777,
+			     SCHED_INSTANCE, -1, 0 },
 };
 
-static enum fs_kind kind_of_obj(const struct sched_obj *o)
+static int is_attr(enum fs_kind k)
 {
-	switch (o->type) {
-	case SCHED_TENANT: return FS_TENANT_DIR;
-	case SCHED_NAMESPACE: return FS_NS_DIR;
-	case SCHED_FUNCTION: return FS_FN_DIR;
-	default: return FS_ROOT_DIR;
-	}
+	return k >= FS_FN_ATTR && k < FS_KIND_COUNT;
 }
 
 static const char *kind_name(enum fs_kind k)
 {
-	if (k >= FS_FN_ATTR)
+	if (is_attr(k))
 		return sched_attr_name((enum sched_attr)(k - FS_FN_ATTR));
-	return fixed[k].name;
+	return kinds[k].name;
 }
 
 static enum fs_kind kind_parent(enum fs_kind k)
 {
-	return k >= FS_FN_ATTR ? FS_FN_DIR : fixed[k].parent;
+	return is_attr(k) ? FS_FN_DIR : kinds[k].parent;
 }
 
 static mode_t kind_mode(enum fs_kind k)
 {
-	if (k >= FS_FN_ATTR)
+	if (is_attr(k))
 		return S_IFREG |
 		       (sched_attr_writable((enum sched_attr)(k - FS_FN_ATTR))
 				? 0644
 				: 0444);
-	return fixed[k].mode;
+	return kinds[k].mode;
+}
+
+static enum sched_obj_type kind_type(enum fs_kind k)
+{
+	return is_attr(k) ? SCHED_FUNCTION : kinds[k].type;
 }
 
 fuse_ino_t fs_ino(uint64_t id, enum fs_kind kind)
@@ -64,20 +130,6 @@ fuse_ino_t fs_ino(uint64_t id, enum fs_kind kind)
 	return (fuse_ino_t)(id << 8 | (uint64_t)kind);
 }
 
-/* Whether `kind` belongs to an object of `type`. */
-static int kind_fits(enum fs_kind kind, enum sched_obj_type type)
-{
-	switch (kind) {
-	case FS_TENANT_DIR: return type == SCHED_TENANT;
-	case FS_NS_DIR: return type == SCHED_NAMESPACE;
-	case FS_NONE: return 0;
-	default:
-		if (kind == FS_FN_DIR || kind >= FS_FN_ATTR)
-			return type == SCHED_FUNCTION;
-		return type == SCHED_ROOT;
-	}
-}
-
 int fs_resolve(struct fs *fs, fuse_ino_t ino, struct fs_node *out)
 {
 	enum fs_kind kind = ino == FUSE_ROOT_ID ? FS_ROOT_DIR
@@ -85,34 +137,65 @@ int fs_resolve(struct fs *fs, fuse_ino_t ino, struct fs_node *out)
 	uint64_t id = ino == FUSE_ROOT_ID ? SCHED_ROOT_ID : ino >> 8;
 	struct sched_obj *o;
 
-	if (kind >= FS_KIND_COUNT)
+	if (kind == FS_NONE || kind >= FS_KIND_COUNT)
 		return -ENOENT;
 	o = sched_find(fs->sched, id);
-	if (o == NULL || !kind_fits(kind, o->type))
+	if (o == NULL || o->type != kind_type(kind))
+		return -ENOENT;
+	/* An instance's link to its worker exists while it has one. */
+	if (kind == FS_INST_WORKER &&
+	    ((struct sched_instance *)o)->worker == NULL)
 		return -ENOENT;
 	out->kind = kind;
 	out->obj = o;
 	return 0;
 }
 
-/* The object whose model children appear in directory `dir`, or NULL. */
-static struct sched_obj *dir_objects(const struct fs_node *dir)
+/* The map of model objects listed in directory `dir`, and the kind of
+ * node they appear as; NULL when it lists none. */
+static struct rt_map *dir_map(struct fs *fs, const struct fs_node *dir,
+			      enum fs_kind *kind)
 {
 	switch (dir->kind) {
-	case FS_TENANTS_DIR:
-	case FS_TENANT_DIR:
-	case FS_NS_DIR: return dir->obj;
+	case FS_TENANTS_DIR: *kind = FS_TENANT_DIR; break;
+	case FS_TENANT_DIR: *kind = FS_NS_DIR; break;
+	case FS_NS_DIR: *kind = FS_FN_DIR; break;
+	case FS_INSTANCES_DIR: *kind = FS_INST_DIR; break;
+	case FS_WORKERS_DIR: *kind = FS_WORKER_DIR; break;
+	case FS_ASSIGN_DIR:
+		*kind = FS_ASSIGN_LINK;
+		return &((struct sched_worker *)dir->obj)->assignments;
 	default: return NULL;
 	}
+	(void)fs;
+	return &dir->obj->children;
+}
+
+/* The object a fixed child of `dir` belongs to. */
+static struct sched_obj *fixed_obj(struct fs *fs, const struct fs_node *dir,
+				   enum fs_kind k)
+{
+	if (kind_type(k) == SCHED_POOL && dir->obj->type == SCHED_ROOT)
+		return sched_pool(fs->sched);
+	return dir->obj;
+}
+
+/* Whether fixed child `k` exists for its object now. */
+static int fixed_present(const struct fs_node *n)
+{
+	if (n->kind == FS_INST_WORKER)
+		return ((struct sched_instance *)n->obj)->worker != NULL;
+	return 1;
 }
 
 int fs_child(struct fs *fs, const struct fs_node *dir, const char *name,
 	     struct fs_node *out)
 {
-	struct sched_obj *parent, *o;
+	struct rt_map *map;
+	struct sched_obj *o;
+	enum fs_kind ck = FS_NONE;
 	int k;
 
-	(void)fs;
 	if (!S_ISDIR(kind_mode(dir->kind)))
 		return -ENOTDIR;
 	for (k = FS_README; k < FS_KIND_COUNT; k++) {
@@ -121,15 +204,15 @@ int fs_child(struct fs *fs, const struct fs_node *dir, const char *name,
 		if (kind_parent((enum fs_kind)k) == dir->kind && kn &&
 		    strcmp(kn, name) == 0) {
 			out->kind = (enum fs_kind)k;
-			out->obj = dir->obj;
-			return 0;
+			out->obj = fixed_obj(fs, dir, (enum fs_kind)k);
+			return fixed_present(out) ? 0 : -ENOENT;
 		}
 	}
-	parent = dir_objects(dir);
-	o = parent ? sched_child(parent, name) : NULL;
+	map = dir_map(fs, dir, &ck);
+	o = map ? rt_map_get(map, name) : NULL;
 	if (o == NULL)
 		return -ENOENT;
-	out->kind = kind_of_obj(o);
+	out->kind = ck;
 	out->obj = o;
 	return 0;
 }
@@ -137,13 +220,13 @@ int fs_child(struct fs *fs, const struct fs_node *dir, const char *name,
 struct each_ctx {
 	int (*fn)(const char *name, const struct fs_node *n, void *arg);
 	void *arg;
+	enum fs_kind kind;
 };
 
 static int each_obj(const char *key, void *value, void *arg)
 {
 	struct each_ctx *c = arg;
-	struct sched_obj *o = value;
-	struct fs_node n = { kind_of_obj(o), o };
+	struct fs_node n = { c->kind, value };
 
 	return c->fn(key, &n, c->arg);
 }
@@ -152,23 +235,51 @@ int fs_children(struct fs *fs, const struct fs_node *dir,
 		int (*fn)(const char *name, const struct fs_node *n, void *arg),
 		void *arg)
 {
-	struct each_ctx c = { fn, arg };
-	struct sched_obj *parent;
+	struct each_ctx c = { fn, arg, FS_NONE };
+	struct rt_map *map;
 	int k, rc;
 
-	(void)fs;
 	for (k = FS_README; k < FS_KIND_COUNT; k++) {
-		struct fs_node n = { (enum fs_kind)k, dir->obj };
+		struct fs_node n;
 
 		if (kind_parent((enum fs_kind)k) != dir->kind ||
 		    kind_name((enum fs_kind)k) == NULL)
+			continue;
+		n.kind = (enum fs_kind)k;
+		n.obj = fixed_obj(fs, dir, n.kind);
+		if (!fixed_present(&n))
 			continue;
 		rc = fn(kind_name((enum fs_kind)k), &n, arg);
 		if (rc != 0)
 			return rc;
 	}
-	parent = dir_objects(dir);
-	return parent ? rt_map_each(&parent->children, each_obj, &c) : 0;
+	map = dir_map(fs, dir, &c.kind);
+	return map ? rt_map_each(map, each_obj, &c) : 0;
+}
+
+int fs_node_multiline(const struct fs_node *n)
+{
+	return n->kind == FS_FN_ATTR + SCHED_ATTR_ENV ||
+	       n->kind == FS_FN_ATTR + SCHED_ATTR_CONFIG;
+}
+
+struct fs_node fs_parent(struct fs *fs, const struct fs_node *n)
+{
+	struct fs_node up = { kind_parent(n->kind), n->obj };
+
+	switch (n->kind) {
+	case FS_ROOT_DIR: up = *n; break;
+	case FS_WORKERS_DIR:
+		up.obj = sched_find(fs->sched, SCHED_ROOT_ID);
+		break;
+	case FS_TENANT_DIR:
+	case FS_NS_DIR:
+	case FS_FN_DIR:
+	case FS_INST_DIR:
+	case FS_WORKER_DIR: up.obj = n->obj->parent; break;
+	default: break;
+	}
+	return up;
 }
 
 mode_t fs_node_mode(const struct fs_node *n)
@@ -178,25 +289,41 @@ mode_t fs_node_mode(const struct fs_node *n)
 
 int fs_node_dynamic(const struct fs_node *n)
 {
-	return n->kind != FS_README && n->kind != FS_VERSION;
+	return is_attr(n->kind) || !(kinds[n->kind].flags & NODE_STATIC);
 }
 
 /* Subdirectories of a directory, for its link count. */
-static unsigned subdirs(const struct fs_node *n)
+static unsigned subdirs(struct fs *fs, const struct fs_node *n)
 {
-	switch (n->kind) {
-	case FS_ROOT_DIR: return 1; /* tenants */
-	case FS_TENANTS_DIR:
-	case FS_TENANT_DIR:
-	case FS_NS_DIR: return (unsigned)n->obj->children.count;
-	default: return 0;
-	}
+	enum fs_kind ck;
+	struct rt_map *map;
+	unsigned fixed = 0;
+	int k;
+
+	for (k = FS_README; k < FS_FN_ATTR; k++)
+		if (kinds[k].parent == n->kind && kinds[k].name != NULL &&
+		    S_ISDIR(kinds[k].mode))
+			fixed++;
+	map = dir_map(fs, n, &ck);
+	if (map != NULL && S_ISDIR(kind_mode(ck)))
+		fixed += (unsigned)map->count;
+	return fixed;
+}
+
+int fs_readlink(struct fs *fs, const struct fs_node *n, struct rt_buf *out)
+{
+	(void)fs;
+	if (n->kind != FS_INST_WORKER && n->kind != FS_ASSIGN_LINK)
+		return -EINVAL;
+	return sched_link_target((struct sched_instance *)n->obj,
+				 n->kind == FS_INST_WORKER, out);
 }
 
 void fs_stat(struct fs *fs, const struct fs_node *n, struct stat *st)
 {
 	int64_t ms;
 	struct rt_buf b = { 0 };
+	struct sched_wait *w = NULL;
 
 	memset(st, 0, sizeof(*st));
 	st->st_ino = fs_ino(n->obj->id, n->kind);
@@ -205,17 +332,26 @@ void fs_stat(struct fs *fs, const struct fs_node *n, struct stat *st)
 	st->st_gid = fs->gid;
 	st->st_blksize = 4096;
 	if (S_ISDIR(st->st_mode)) {
-		st->st_nlink = 2 + subdirs(n);
+		st->st_nlink = 2 + subdirs(fs, n);
+	} else if (S_ISLNK(st->st_mode)) {
+		st->st_nlink = 1;
+		if (fs_readlink(fs, n, &b) == 0)
+			st->st_size = (off_t)b.len;
 	} else {
 		st->st_nlink = 1;
 		if (n->kind == FS_EVENTS)
 			st->st_size = (off_t)sched_events_end(fs->sched);
-		else if (fs_render(fs, n, &b) == 0)
+		else if (!is_attr(n->kind) &&
+			 ((kinds[n->kind].flags & NODE_NOSIZE) ||
+			  !(st->st_mode & 0444)))
+			st->st_size = 0;
+		else if (fs_render(fs, n, &b, NULL, NULL, &w) == 0)
 			st->st_size = (off_t)b.len;
 	}
 	if (n->kind == FS_EVENTS)
 		ms = sched_events_mtime(fs->sched);
-	else if (n->obj->type == SCHED_ROOT && n->kind != FS_TENANTS_DIR)
+	else if ((n->obj->type == SCHED_ROOT && n->kind != FS_TENANTS_DIR) ||
+		 n->obj->type == SCHED_POOL)
 		ms = fs->mount_ms;
 	else
 		ms = n->obj->updated_ms;
@@ -227,27 +363,40 @@ void fs_stat(struct fs *fs, const struct fs_node *n, struct stat *st)
 	rt_buf_free(&b);
 }
 
-int fs_render(struct fs *fs, const struct fs_node *n, struct rt_buf *out)
+int fs_render(struct fs *fs, const struct fs_node *n, struct rt_buf *out,
+	      sched_done_fn done, void *arg, struct sched_wait **wait)
 {
-	(void)fs;
+	*wait = NULL;
+	if (is_attr(n->kind))
+		return sched_function_render(
+			(struct sched_function *)n->obj,
+			(enum sched_attr)(n->kind - FS_FN_ATTR), out);
 	switch (n->kind) {
 	case FS_README: return rt_buf_puts(out, fs_readme);
 	case FS_VERSION: return rt_buf_puts(out, "fnfs " FNFS_VERSION "\n");
-	default:
-		if (n->kind >= FS_FN_ATTR)
-			return sched_function_render(
-				(struct sched_function *)n->obj,
-				(enum sched_attr)(n->kind - FS_FN_ATTR), out);
-		return -EISDIR;
+	default: break;
 	}
+	if (kinds[n->kind].file < 0 || !(kinds[n->kind].mode & 0444))
+		return -EISDIR;
+	if (done == NULL && (kinds[n->kind].flags & NODE_NOSIZE))
+		return -EAGAIN; /* needs the workers; never synchronously */
+	return sched_file_read(fs->sched, n->obj,
+			       (enum sched_file)kinds[n->kind].file, out, done,
+			       arg, wait);
 }
 
 int fs_write(struct fs *fs, const struct fs_node *n, const char *buf,
-	     size_t len)
+	     size_t len, sched_done_fn done, void *arg,
+	     struct sched_wait **wait)
 {
-	if (n->kind >= FS_FN_ATTR)
+	*wait = NULL;
+	if (is_attr(n->kind))
 		return sched_function_write(
 			fs->sched, (struct sched_function *)n->obj,
 			(enum sched_attr)(n->kind - FS_FN_ATTR), buf, len);
-	return -EACCES;
+	if (kinds[n->kind].file < 0 || !(kinds[n->kind].mode & 0200))
+		return -EACCES;
+	return sched_file_write(fs->sched, n->obj,
+				(enum sched_file)kinds[n->kind].file, buf, len,
+				done, arg, wait);
 }

@@ -243,8 +243,15 @@ struct handle {
 	struct rt_buf snap;  /* the rendered content, for later offsets */
 	int rendered;	     /* whether snap holds a rendering */
 	uint64_t skew;	     /* events: offsets skipped since dropped */
-	struct rt_buf value; /* bytes written in this open, in order */
+	struct rt_buf value; /* multi-line files: the value written so far */
+	int multi;	     /* env or config: writes of one open add up */
+	int append;	     /* opened with O_APPEND */
+	int refused;	     /* a piece of this value was refused */
 };
+
+/* The most bytes a multi-line value may take, below the kernel's largest
+ * write so that one write(2) reaches us whole. */
+#define MULTI_MAX (256u << 10)
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
@@ -270,6 +277,14 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	h->node = n;
 	h->id = n.obj->id;
+	h->multi = fs_node_multiline(&n);
+	h->append = (fi->flags & O_APPEND) != 0;
+	if (h->multi && h->append && acc != O_RDONLY) {
+		/* `echo K=V >> env` adds to what is there. */
+		struct sched_wait *w;
+
+		fs_render(fs, &n, &h->value, NULL, NULL, &w);
+	}
 	fi->fh = (uint64_t)(uintptr_t)h;
 	if (fs_node_dynamic(&n))
 		fi->direct_io = 1;
@@ -306,11 +321,78 @@ static void read_events(fuse_req_t req, struct handle *h, size_t size,
 	fuse_reply_buf(req, p, n < size ? n : size);
 }
 
+/* A read or write whose reply waits for workers. */
+struct pending {
+	fuse_req_t req;
+	struct fs *fs;
+	struct handle *h;
+	struct sched_wait *wait;
+	size_t size; /* of the read, or of the write to acknowledge */
+	off_t off;   /* of the read */
+	int is_read;
+};
+
+static void reply_snapshot(fuse_req_t req, struct handle *h, size_t size,
+			   off_t off)
+{
+	if ((size_t)off >= h->snap.len) {
+		fuse_reply_buf(req, NULL, 0);
+		return;
+	}
+	fuse_reply_buf(req, h->snap.data + off,
+		       h->snap.len - (size_t)off < size
+			       ? h->snap.len - (size_t)off
+			       : size);
+}
+
+static void on_done(void *arg, int err)
+{
+	struct pending *p = arg;
+
+	if (err != 0)
+		fuse_reply_err(p->req, err);
+	else if (p->is_read) {
+		p->h->rendered = 1;
+		reply_snapshot(p->req, p->h, p->size, p->off);
+	} else
+		fuse_reply_write(p->req, p->size);
+	free(p);
+}
+
+/* Ctrl-C on a waiting reader or writer: the wait ends with EINTR; what
+ * was asked of the workers goes on. */
+static void on_interrupt(fuse_req_t req, void *arg)
+{
+	struct pending *p = arg;
+
+	sched_wait_cancel(p->fs->sched, p->wait);
+	fuse_reply_err(req, EINTR);
+	free(p);
+}
+
+static struct pending *pending_new(fuse_req_t req, struct fs *fs,
+				   struct handle *h, size_t size, off_t off,
+				   int is_read)
+{
+	struct pending *p = calloc(1, sizeof(*p));
+
+	if (p != NULL) {
+		p->req = req;
+		p->fs = fs;
+		p->h = h;
+		p->size = size;
+		p->off = off;
+		p->is_read = is_read;
+	}
+	return p;
+}
+
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
 	struct fs *fs = req_fs(req);
 	struct handle *h = fh_handle(fi);
+	struct pending *p;
 	int rc;
 
 	(void)ino;
@@ -324,34 +406,43 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 	/* Render once per open; a read from offset 0 starts over, as a
 	 * monitoring agent that rereads a kept-open file expects. */
-	if (!h->rendered || off == 0) {
-		rt_buf_reset(&h->snap);
-		rc = fs_render(fs, &h->node, &h->snap);
-		if (rc < 0) {
-			fuse_reply_err(req, -rc);
-			return;
-		}
-		h->rendered = 1;
-	}
-	if ((size_t)off >= h->snap.len) {
-		fuse_reply_buf(req, NULL, 0);
+	if (h->rendered && off != 0) {
+		reply_snapshot(req, h, size, off);
 		return;
 	}
-	fuse_reply_buf(req, h->snap.data + off,
-		       h->snap.len - (size_t)off < size
-			       ? h->snap.len - (size_t)off
-			       : size);
+	rt_buf_reset(&h->snap);
+	p = pending_new(req, fs, h, size, off, 1);
+	if (p == NULL) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	rc = fs_render(fs, &h->node, &h->snap, on_done, p, &p->wait);
+	if (rc == SCHED_LATER) {
+		fuse_req_interrupt_func(req, on_interrupt, p);
+		return;
+	}
+	free(p);
+	if (rc < 0) {
+		fuse_reply_err(req, -rc);
+		return;
+	}
+	h->rendered = 1;
+	reply_snapshot(req, h, size, off);
 }
 
-/* A write(2) applies the whole value written through this open so far:
- * shells write a multi-line value a line at a time, and each line must
- * not replace the ones before it. A write at offset 0, or not following
- * the previous one, starts a new value. */
+/* A write(2) is one whole value, applied before it returns. The
+ * multi-line files (env, config) are the exception: shells write them a
+ * line per write(2), so the writes of one open add up, and each applies
+ * the value written so far. Once a piece is refused, the rest of that
+ * value is refused too, so a script sees the failure. */
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		     size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct fs *fs = req_fs(req);
 	struct handle *h = fh_handle(fi);
+	struct pending *p;
+	const char *value = buf;
+	size_t len = size;
 	int rc;
 
 	(void)ino;
@@ -359,14 +450,43 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		rc = -ENOENT;
 		goto out;
 	}
-	if (off == 0 || (uint64_t)off != h->value.len)
-		rt_buf_reset(&h->value);
-	rc = rt_buf_append(&h->value, buf, size);
-	if (rc < 0)
+	if (h->multi) {
+		if (off == 0 && !h->append) {
+			rt_buf_reset(&h->value);
+			h->refused = 0;
+		}
+		if (h->refused) {
+			rc = -EINVAL;
+			goto out;
+		}
+		if (h->value.len + size > MULTI_MAX) {
+			rc = -EINVAL;
+			h->refused = 1;
+			goto out;
+		}
+		rc = rt_buf_append(&h->value, buf, size);
+		if (rc < 0)
+			goto out;
+		value = h->value.data;
+		len = h->value.len;
+	} else if (size > MULTI_MAX) {
+		rc = -EINVAL;
 		goto out;
-	rc = fs_write(fs, &h->node, h->value.data, h->value.len);
-	if (rc < 0) /* a refused value does not spoil the next write */
-		rt_buf_reset(&h->value);
+	}
+	p = pending_new(req, fs, h, size, off, 0);
+	if (p == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	rc = fs_write(fs, &h->node, value, len, on_done, p, &p->wait);
+	if (rc == SCHED_LATER) {
+		/* Replied once the processes have done what was asked. */
+		fuse_req_interrupt_func(req, on_interrupt, p);
+		return;
+	}
+	free(p);
+	if (rc < 0 && h->multi)
+		h->refused = 1;
 out:
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
@@ -386,12 +506,30 @@ static void op_release(fuse_req_t req, fuse_ino_t ino,
 	fuse_reply_err(req, 0);
 }
 
+static void op_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	struct fs *fs = req_fs(req);
+	struct rt_buf target = { 0 };
+	struct fs_node n;
+	int rc = fs_resolve(fs, ino, &n);
+
+	if (rc == 0)
+		rc = fs_readlink(fs, &n, &target);
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_readlink(req, target.data);
+	rt_buf_free(&target);
+}
+
 /* ======================================================== directories */
 
-/* One directory entry of a snapshot. */
+/* One directory entry of a snapshot. The object is kept by id, never by
+ * pointer: it may be removed before the entry is read. */
 struct dirent_snap {
-	char name[64];
-	struct fs_node node;
+	char name[256];
+	enum fs_kind kind;
+	uint64_t id;
 };
 
 /* Per-open state of a directory: its entries, taken at opendir, so that
@@ -415,7 +553,8 @@ static int snap_add(const char *name, const struct fs_node *n, void *arg)
 		d->cap = cap;
 	}
 	snprintf(d->ents[d->n].name, sizeof(d->ents[d->n].name), "%s", name);
-	d->ents[d->n].node = *n;
+	d->ents[d->n].kind = n->kind;
+	d->ents[d->n].id = n->obj->id;
 	d->n++;
 	return 0;
 }
@@ -435,15 +574,7 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino,
 		rc = -ENOMEM;
 		goto out;
 	}
-	/* "..": tenants/ belongs to the root object; an object directory's
-	 * parent directory belongs to the parent object. */
-	up = n;
-	if (n.kind == FS_TENANTS_DIR)
-		up.kind = FS_ROOT_DIR;
-	else if (n.kind == FS_TENANT_DIR || n.kind == FS_NS_DIR ||
-		 n.kind == FS_FN_DIR)
-		up = (struct fs_node){ (enum fs_kind)(n.kind - 1),
-				       n.obj->parent };
+	up = fs_parent(fs, &n);
 	rc = snap_add(".", &n, d);
 	if (rc == 0)
 		rc = snap_add("..", &up, d);
@@ -478,24 +609,25 @@ static void readdir_common(fuse_req_t req, size_t size, off_t off,
 	}
 	for (i = (size_t)off; i < d->n; i++) {
 		struct dirent_snap *e = &d->ents[i];
+		struct fs_node node;
 		size_t len;
 
 		/* An object removed since opendir is skipped. */
-		if (sched_find(fs->sched, e->node.obj->id) != e->node.obj)
+		node.kind = e->kind;
+		node.obj = sched_find(fs->sched, e->id);
+		if (node.obj == NULL)
 			continue;
 		if (plus) {
 			struct fuse_entry_param ep;
 
-			fill_entry(fs, &e->node, &ep);
+			fill_entry(fs, &node, &ep);
 			len = fuse_add_direntry_plus(req, buf + used,
 						     size - used, e->name, &ep,
 						     (off_t)i + 1);
 		} else {
 			struct stat st;
 
-			memset(&st, 0, sizeof(st));
-			st.st_ino = fs_ino(e->node.obj->id, e->node.kind);
-			fs_stat(fs, &e->node, &st);
+			fs_stat(fs, &node, &st);
 			len = fuse_add_direntry(req, buf + used, size - used,
 						e->name, &st, (off_t)i + 1);
 		}
@@ -545,6 +677,7 @@ const struct fuse_lowlevel_ops fs_ops = {
 	.symlink = op_symlink,
 	.link = op_link,
 	.rename = op_rename,
+	.readlink = op_readlink,
 	.open = op_open,
 	.read = op_read,
 	.write = op_write,

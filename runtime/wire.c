@@ -87,9 +87,13 @@ int rt_wire_encode(struct rt_buf *out, json_t *header, const void *body,
 	if (!json_is_string(json_object_get(header, "type")) ||
 	    body_len > RT_WIRE_BODY_MAX)
 		return -EINVAL;
+	/* Always set: a header reused from an earlier message must not
+	 * carry that message's body length. */
 	if (body_len > 0 || body != NULL)
 		json_object_set_new(header, "body_len",
 				    json_integer((json_int_t)body_len));
+	else
+		json_object_del(header, "body_len");
 	text = json_dumps(header, JSON_COMPACT);
 	if (text == NULL)
 		return -ENOMEM;

@@ -13,33 +13,26 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "events.h"
-#include "sched.h"
-#include "store.h"
+#include "internal.h"
 
 /* Journal size kept in memory. */
 #define EVENTS_CAP (4u << 20)
 
-struct sched {
-	struct store *store;   /* owned */
-	struct events events;  /* the journal */
-	struct rt_idmap index; /* id -> struct sched_obj *, all but the root */
-	struct sched_obj root; /* the tree's root; children are tenants */
-	uint64_t next_id;      /* the id the next object gets */
-};
-
-static const char *const type_words[] = { "root", "tenant", "namespace",
-					  "function" };
+static const char *const type_words[] = { "root",     "tenant",	  "namespace",
+					  "function", "instance", "pool",
+					  "worker" };
 
 /* ================================================================== objects */
 
-static struct sched_obj *obj_new(struct sched *s, enum sched_obj_type type,
+struct sched_obj *sched__obj_new(struct sched *s, enum sched_obj_type type,
 				 struct sched_obj *parent, const char *name,
 				 int64_t created, int64_t updated)
 {
 	struct sched_obj *o;
-	size_t size = type == SCHED_FUNCTION ? sizeof(struct sched_function)
-					     : sizeof(struct sched_obj);
+	size_t size = type == SCHED_FUNCTION   ? sizeof(struct sched_function)
+		      : type == SCHED_INSTANCE ? sizeof(struct sched_instance)
+		      : type == SCHED_WORKER   ? sizeof(struct sched_worker)
+					       : sizeof(struct sched_obj);
 
 	o = calloc(1, size);
 	if (o == NULL)
@@ -52,14 +45,19 @@ static struct sched_obj *obj_new(struct sched *s, enum sched_obj_type type,
 	o->updated_ms = updated;
 	if (type == SCHED_FUNCTION)
 		sched_spec_init(&((struct sched_function *)o)->spec);
-	if (rt_map_put(&parent->children, name, o) < 0 ||
-	    rt_idmap_put(&s->index, o->id, o) < 0) {
+	if (rt_map_put(&parent->children, name, o) < 0) {
+		free(o);
+		return NULL;
+	}
+	if (rt_idmap_put(&s->index, o->id, o) < 0) {
 		rt_map_del(&parent->children, name);
 		free(o);
 		return NULL;
 	}
 	return o;
 }
+
+#define obj_new sched__obj_new
 
 static void obj_free(struct sched_obj *o)
 {
@@ -68,13 +66,16 @@ static void obj_free(struct sched_obj *o)
 
 		sched_spec_free(&fn->spec);
 		free(fn->error);
+	} else if (o->type == SCHED_INSTANCE) {
+		sched__instance_free((struct sched_instance *)o);
+	} else if (o->type == SCHED_WORKER) {
+		sched__worker_free((struct sched_worker *)o);
 	}
 	rt_map_free(&o->children);
 	free(o);
 }
 
-/* Unlinks `o` from its parent and the index, then frees it. */
-static void obj_drop(struct sched *s, struct sched_obj *o)
+void sched__obj_drop(struct sched *s, struct sched_obj *o)
 {
 	rt_map_del(&o->parent->children, o->name);
 	rt_idmap_del(&s->index, o->id);
@@ -92,10 +93,17 @@ static int free_tree_cb(const char *key, void *value, void *arg)
 	return 0;
 }
 
+struct sched_obj *sched_pool(struct sched *s)
+{
+	return &s->pool;
+}
+
 struct sched_obj *sched_find(struct sched *s, uint64_t id)
 {
 	if (id == SCHED_ROOT_ID)
 		return &s->root;
+	if (id == SCHED_POOL_ID)
+		return &s->pool;
 	return rt_idmap_get(&s->index, id);
 }
 
@@ -108,7 +116,8 @@ int sched_obj_path(const struct sched_obj *o, struct rt_buf *out)
 {
 	int rc = 0;
 
-	if (o->parent != NULL && o->parent->type != SCHED_ROOT) {
+	if (o->parent != NULL && o->parent->type != SCHED_ROOT &&
+	    o->parent->type != SCHED_POOL) {
 		rc = sched_obj_path(o->parent, out);
 		if (rc == 0)
 			rc = rt_buf_puts(out, "/");
@@ -145,9 +154,8 @@ void sched_event(struct sched *s, const char *kind, const char *object,
 	events_append(&s->events, rt_now_ms(), kind, object, kvs);
 }
 
-/* Journals `kind` for object `o`. */
-static void obj_event(struct sched *s, const struct sched_obj *o,
-		      const char *kind, const char *kvs)
+void sched__event(struct sched *s, const struct sched_obj *o, const char *kind,
+		  const char *kvs)
 {
 	struct rt_buf path = { 0 };
 
@@ -193,6 +201,10 @@ static int load_row(const struct store_row *r, void *arg)
 	name = r->kind == STORE_TENANT	    ? r->tenant
 	       : r->kind == STORE_NAMESPACE ? r->ns
 					    : r->name;
+	if (!rt_name_valid(name)) {
+		rt_log(RT_LOG_WARN, "store: bad name \"%s\"; skipped", name);
+		return 0;
+	}
 	o = obj_new(s, (enum sched_obj_type)(r->kind + SCHED_TENANT),
 		    r->kind == STORE_FUNCTION ? ns : t, name, r->created_ms,
 		    r->updated_ms);
@@ -202,6 +214,8 @@ static int load_row(const struct store_row *r, void *arg)
 		struct sched_function *fn = (struct sched_function *)o;
 
 		fn->revision = r->revision;
+		fn->run_revision = r->run_revision ? r->run_revision
+						   : r->revision;
 		if (sched_spec_from_json(&fn->spec, r->spec, strlen(r->spec),
 					 &why) < 0) {
 			rt_log(RT_LOG_ERROR, "store: %s/%s/%s: bad spec: %s",
@@ -222,10 +236,14 @@ int sched_open(struct sched **out, const char *datadir)
 	if (s == NULL)
 		goto out;
 	events_init(&s->events, EVENTS_CAP);
-	s->next_id = SCHED_ROOT_ID + 1;
+	s->next_id = SCHED_POOL_ID + 1;
 	s->root.id = SCHED_ROOT_ID;
 	s->root.type = SCHED_ROOT;
 	s->root.created_ms = s->root.updated_ms = rt_now_ms();
+	s->pool.id = SCHED_POOL_ID;
+	s->pool.type = SCHED_POOL;
+	s->pool.created_ms = s->pool.updated_ms = s->root.created_ms;
+	s->datadir = strdup(datadir);
 	if (mkdir(datadir, 0700) < 0 && errno != EEXIST) {
 		rc = -errno;
 		rt_log(RT_LOG_ERROR, "mkdir %s: %s", datadir, strerror(errno));
@@ -236,6 +254,7 @@ int sched_open(struct sched **out, const char *datadir)
 	rc = store_open(&s->store, path.data);
 	if (rc == 0)
 		rc = store_load(s->store, load_row, s);
+	/* Instances and workers are loaded by sched_start. */
 out:
 	rt_buf_free(&path);
 	if (rc < 0) {
@@ -250,8 +269,12 @@ void sched_close(struct sched *s)
 {
 	if (s == NULL)
 		return;
+	/* Instances first: they are in workers' assignment maps. */
 	rt_map_each(&s->root.children, free_tree_cb, NULL);
 	rt_map_free(&s->root.children);
+	rt_map_each(&s->pool.children, free_tree_cb, NULL);
+	rt_map_free(&s->pool.children);
+	free(s->datadir);
 	rt_idmap_free(&s->index);
 	store_close(s->store);
 	events_close(&s->events);
@@ -346,6 +369,7 @@ int sched_create(struct sched *s, struct sched_obj *parent, const char *name,
 			goto out;
 		r.spec = spec.data;
 		r.revision = 1;
+		r.run_revision = 1;
 	}
 	rc = store_child_change(s, parent, &r, 1, now);
 	if (rc < 0)
@@ -359,13 +383,14 @@ int sched_create(struct sched *s, struct sched_obj *parent, const char *name,
 	parent->updated_ms = now;
 	if (type == SCHED_FUNCTION) {
 		((struct sched_function *)o)->revision = 1;
+		((struct sched_function *)o)->run_revision = 1;
 		rt_buf_kv(&kvs, "revision", "1");
 	}
-	obj_event(s, o,
-		  type == SCHED_TENANT	    ? "tenant.created"
-		  : type == SCHED_NAMESPACE ? "namespace.created"
-					    : "function.created",
-		  kvs.data);
+	sched__event(s, o,
+		     type == SCHED_TENANT      ? "tenant.created"
+		     : type == SCHED_NAMESPACE ? "namespace.created"
+					       : "function.created",
+		     kvs.data);
 	*out = o;
 out:
 	rt_buf_free(&spec);
@@ -392,6 +417,12 @@ int sched_remove(struct sched *s, struct sched_obj *parent, const char *name)
 		return -ENOTEMPTY;
 	}
 	obj_row(o, &r);
+	if (o->type == SCHED_FUNCTION) {
+		/* Its instances are stopped and forgotten with it. */
+		rc = sched__instances_drop(s, (struct sched_function *)o);
+		if (rc < 0)
+			return rc;
+	}
 	rc = store_child_change(s, parent, &r, 0, now);
 	if (rc < 0)
 		return rc;
@@ -400,7 +431,7 @@ int sched_remove(struct sched *s, struct sched_obj *parent, const char *name)
 					    : "function.deleted";
 	sched_obj_path(o, &path);
 	parent->updated_ms = now;
-	obj_drop(s, o);
+	sched__obj_drop(s, o);
 	sched_event(s, kind, path.data, NULL);
 	rt_buf_free(&path);
 	return 0;
@@ -408,24 +439,28 @@ int sched_remove(struct sched *s, struct sched_obj *parent, const char *name)
 
 /* ============================================================== attributes */
 
-/* Records the reason of a refused write in the function's error file and
- * the journal. */
-static void reject_write(struct sched *s, struct sched_function *fn,
-			 enum sched_attr a, int err, const char *reason)
+void sched__reject(struct sched *s, struct sched_function *fn, const char *file,
+		   int err, const char *reason)
 {
 	struct rt_buf line = { 0 }, kvs = { 0 };
 	char when[32];
+	size_t i;
 
 	rt_format_time(rt_now_ms(), when);
 	rt_buf_printf(&line, "%s %s\n", when, reason);
+	/* One line, and nothing a terminal would act on: control bytes the
+	 * user wrote, quoted back in the reason, become '?'. */
+	for (i = 0; line.data != NULL && i + 1 < line.len; i++)
+		if ((unsigned char)line.data[i] < ' ' || line.data[i] == 0x7f)
+			line.data[i] = '?';
 	if (line.data != NULL) {
 		free(fn->error);
 		fn->error = line.data; /* takes ownership */
 	}
-	rt_buf_kv(&kvs, "file", sched_attr_name(a));
+	rt_buf_kv(&kvs, "file", file);
 	rt_buf_kv(&kvs, "errno", rt_errno_name(err));
 	rt_buf_kv(&kvs, "reason", reason);
-	obj_event(s, &fn->obj, "function.rejected", kvs.data);
+	sched__event(s, &fn->obj, "function.rejected", kvs.data);
 	rt_buf_free(&kvs);
 }
 
@@ -440,7 +475,8 @@ int sched_function_write(struct sched *s, struct sched_function *fn,
 	int rc;
 
 	if (!sched_attr_writable(a)) {
-		reject_write(s, fn, a, EACCES, "the file is read-only");
+		sched__reject(s, fn, sched_attr_name(a), EACCES,
+			      "the file is read-only");
 		return -EACCES;
 	}
 	rc = sched_spec_copy(&next, &fn->spec);
@@ -451,8 +487,8 @@ int sched_function_write(struct sched *s, struct sched_function *fn,
 		rc = sched_spec_check(&next, &why);
 	if (rc < 0) {
 		if (rc == -EINVAL)
-			reject_write(s, fn, a, EINVAL,
-				     why.data ? why.data : "invalid value");
+			sched__reject(s, fn, sched_attr_name(a), EINVAL,
+				      why.data ? why.data : "invalid value");
 		goto out;
 	}
 	if (sched_spec_equal(&next, &fn->spec))
@@ -466,6 +502,9 @@ int sched_function_write(struct sched *s, struct sched_function *fn,
 	obj_row(&fn->obj, &r);
 	r.spec = dump.data;
 	r.revision = fn->revision + 1;
+	r.run_revision = sched_spec_needs_restart(&fn->spec, &next)
+				 ? r.revision
+				 : fn->run_revision;
 	r.updated_ms = now;
 	rc = store_begin(s->store);
 	if (rc == 0)
@@ -475,7 +514,8 @@ int sched_function_write(struct sched *s, struct sched_function *fn,
 	else
 		store_rollback(s->store);
 	if (rc < 0) {
-		reject_write(s, fn, a, EIO, "the store could not be written");
+		sched__reject(s, fn, sched_attr_name(a), EIO,
+			      "the store could not be written");
 		rc = -EIO;
 		goto out;
 	}
@@ -484,11 +524,13 @@ int sched_function_write(struct sched *s, struct sched_function *fn,
 	fn->spec = next;
 	sched_spec_init(&next); /* moved */
 	fn->revision++;
+	fn->run_revision = r.run_revision;
 	fn->obj.updated_ms = now;
 	snprintf(rev, sizeof(rev), "%llu", (unsigned long long)fn->revision);
 	rt_buf_kv(&kvs, "revision", rev);
 	rt_buf_kv(&kvs, "changed", changed.data);
-	obj_event(s, &fn->obj, "function.updated", kvs.data);
+	sched__event(s, &fn->obj, "function.updated", kvs.data);
+	sched__reconcile(s, fn);
 out:
 	sched_spec_free(&next);
 	rt_buf_free(&why);

@@ -35,6 +35,8 @@ enum sched_restart_policy {
 #define SCHED_ENV_MAX		256	/* variables */
 #define SCHED_ENV_VALUE_MAX	4096	/* bytes per value */
 #define SCHED_TAGS_MAX		32	/* tags */
+#define SCHED_TAGS_TEXT_MAX	4096	/* bytes written to `tags` */
+#define SCHED_ENV_TOTAL_MAX	65536	/* bytes of env in all */
 
 /* A function's spec: everything `config` carries. */
 struct sched_spec {
@@ -124,6 +126,12 @@ int sched_spec_render(const struct sched_spec *s, enum sched_attr a,
  * max_instances follows parallelism. Returns 0 or -ENOMEM. */
 int sched_spec_dump(const struct sched_spec *s, struct rt_buf *out);
 
+/* Whether going from spec `a` to `b` changes what an instance's process
+ * is (command, mode, format, memory, env, cwd, restart_policy), so that
+ * running instances must restart. Scaling and call settings do not. */
+int sched_spec_needs_restart(const struct sched_spec *a,
+			     const struct sched_spec *b);
+
 /* Appends to `out` the comma-separated names of the attributes that differ
  * between `a` and `b` ("memory,tags"). Returns 0 or -ENOMEM. */
 int sched_spec_diff(const struct sched_spec *a, const struct sched_spec *b,
@@ -135,7 +143,10 @@ enum sched_obj_type {
 	SCHED_ROOT,
 	SCHED_TENANT,
 	SCHED_NAMESPACE,
-	SCHED_FUNCTION
+	SCHED_FUNCTION,
+	SCHED_INSTANCE, /* below a function */
+	SCHED_POOL,	/* the workers/ directory */
+	SCHED_WORKER	/* below the pool */
 };
 
 /* A node of the tenant tree. fs/ reads these fields and never writes them;
@@ -156,11 +167,68 @@ struct sched_function {
 	struct sched_obj obj;	/* first, so a pointer converts both ways */
 	struct sched_spec spec; /* the accepted spec */
 	uint64_t revision;	/* bumped by every accepted change */
+	uint64_t run_revision;	/* of the last change that needs running
+				 * instances restarted */
 	char *error;		/* owned: last error line, NULL if none */
 };
 
-/* The id of the root object. */
+/* The id of the root object, and of the pool of workers. */
 #define SCHED_ROOT_ID 1
+#define SCHED_POOL_ID 2
+
+/* States of an instance (spec 4). */
+enum sched_instance_state {
+	SCHED_PENDING,
+	SCHED_STARTING,
+	SCHED_RUNNING,
+	SCHED_BACKOFF,
+	SCHED_STOPPING,
+	SCHED_STOPPED,
+	SCHED_FAILED,
+	SCHED_LOST
+};
+
+struct sched_worker;
+
+/* An instance of a function: what is wanted (desired_run, persisted with
+ * its assignment) and what its worker last reported. */
+struct sched_instance {
+	struct sched_obj obj; /* name "N"; parent: the function */
+	int n;
+	int desired_run;	     /* 1: start, 0: stop (persisted) */
+	struct sched_worker *worker; /* assignment, or NULL (persisted) */
+	enum sched_instance_state state;
+	int pid;		/* 0: none */
+	uint64_t revision;	/* the revision it runs or last ran */
+	uint64_t sent_revision; /* revision of the last start sent */
+	int sent_stop;		/* a stop was sent and not yet done */
+	int64_t started_ms;
+	long long restarts_total;  /* restarts seen by its workers */
+	long long worker_restarts; /* the worker's count at its last report */
+	char last_exit[32];	   /* "status:1", "signal:9", "oom", "" */
+	char reason[256];	   /* why it is in its state */
+	char *exits;		   /* owned: status lines of recent exits */
+	double cpu_seconds;
+	long long rss_bytes;
+};
+
+/* A worker, local (started by the pool) or started by hand. */
+struct sched_worker {
+	struct sched_obj obj; /* name: the worker id; parent: the pool */
+	int memory_mb;
+	char *tags;	  /* owned: space separated */
+	char *namespaces; /* owned: space separated tenant/ns */
+	int local;	  /* started by the pool */
+	int pid;
+	int online;		   /* registered and connected */
+	int leaving;		   /* told to shut down */
+	int cgroups;		   /* enforces memory with cgroups */
+	int64_t since_ms;	   /* of its current state */
+	int64_t heartbeat_mono;	   /* last heartbeat, monotonic ms */
+	int used_mb;		   /* memory of the instances assigned */
+	struct rt_map assignments; /* "t:ns:fn:N" -> struct sched_instance */
+	void *conn;		   /* private to the controller */
+};
 
 struct sched;
 
@@ -171,6 +239,9 @@ int sched_open(struct sched **out, const char *datadir);
 
 /* Frees everything. Committed state is already on disk. */
 void sched_close(struct sched *s);
+
+/* Returns the pool object, whose children are the workers. */
+struct sched_obj *sched_pool(struct sched *s);
 
 /* Returns the object with `id`, or NULL if there is none (any more). */
 struct sched_obj *sched_find(struct sched *s, uint64_t id);
@@ -203,6 +274,93 @@ int sched_function_write(struct sched *s, struct sched_function *fn,
 /* Appends the file text of attribute `a` of `fn` to `out`. */
 int sched_function_render(const struct sched_function *fn, enum sched_attr a,
 			  struct rt_buf *out);
+
+/* ================================================== files of objects */
+
+/* Files of functions, instances, workers and the pool beyond the spec
+ * attributes. */
+enum sched_file {
+	SCHED_FN_STATE,
+	SCHED_FN_RESTART,
+	SCHED_FN_STATUS,
+	SCHED_FN_LOG,
+	SCHED_INST_STATE,
+	SCHED_INST_RESTART,
+	SCHED_INST_STATUS,
+	SCHED_INST_STATS,
+	SCHED_INST_PID,
+	SCHED_INST_LOG,
+	SCHED_WORKER_STATE,
+	SCHED_WORKER_MEMORY,
+	SCHED_WORKER_FREE,
+	SCHED_WORKER_TAGS,
+	SCHED_WORKER_NAMESPACES,
+	SCHED_WORKER_PID,
+	SCHED_WORKER_STATUS,
+	SCHED_WORKER_STATS,
+	SCHED_POOL_SIZE,
+	SCHED_FILE_COUNT
+};
+
+/* A write or read that completes later; owned by sched. */
+struct sched_wait;
+
+/* Called once when a waiting write or read completes: `err` is 0 or a
+ * positive errno. Not called after sched_wait_cancel. */
+typedef void (*sched_done_fn)(void *arg, int err);
+
+/* sched_file_write and sched_file_read return this when `done` will be
+ * called later. */
+#define SCHED_LATER 1
+
+/* Applies a write to file `f` of `o`. Returns 0 when done, SCHED_LATER
+ * when the change waits for processes (a restart returns once the new
+ * process is spawned, a stop once it has exited; bounded) and `done` will
+ * be called, or -EINVAL/-EIO/... with the reason journalled. `*wait` is
+ * set for sched_wait_cancel. */
+int sched_file_write(struct sched *s, struct sched_obj *o, enum sched_file f,
+		     const char *buf, size_t len, sched_done_fn done, void *arg,
+		     struct sched_wait **wait);
+
+/* Renders file `f` of `o` into `out`. Returns 0 when `out` is complete, or
+ * SCHED_LATER when the content comes from workers: `done` is called once
+ * `out` is complete (it must stay valid until then or the cancel). */
+int sched_file_read(struct sched *s, struct sched_obj *o, enum sched_file f,
+		    struct rt_buf *out, sched_done_fn done, void *arg,
+		    struct sched_wait **wait);
+
+/* Gives up waiting: `done` will not be called. */
+void sched_wait_cancel(struct sched *s, struct sched_wait *w);
+
+/* Appends the target of the symlink that instance `in` has in its worker's
+ * assignments/ ("../../../tenants/t/ns/fn/instances/N"), or of its own
+ * `worker` link when `from_instance` is set. Returns -ENOENT without a
+ * worker. */
+int sched_link_target(const struct sched_instance *in, int from_instance,
+		      struct rt_buf *out);
+
+/* The name of an instance in assignments/: "tenant:ns:fn:N". */
+int sched_assignment_name(const struct sched_instance *in, struct rt_buf *out);
+
+/* ============================================================ the cluster */
+
+/* Options of the controller's cluster side. */
+struct sched_options {
+	int workers;	   /* local pool size; -1: the stored or default one */
+	int worker_memory; /* MB per local worker; 0: a fair share */
+	const char *self;  /* the fnfs binary, for local workers */
+};
+
+struct uv_loop_s;
+
+/* Starts serving workers on DATA/ctl.sock, keeps the local pool and
+ * reconciles. Returns 0 or -errno. */
+int sched_start(struct sched *s, struct uv_loop_s *loop,
+		const struct sched_options *opt);
+
+/* Stops every instance and local worker, then calls `done` (bounded: after
+ * the stop grace period it calls it anyway). */
+void sched_shutdown(struct sched *s, void (*done)(void *arg), void *arg);
 
 /* ================================================================ events */
 

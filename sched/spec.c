@@ -188,6 +188,22 @@ int sched_spec_equal(const struct sched_spec *a, const struct sched_spec *b)
 	return 1;
 }
 
+int sched_spec_needs_restart(const struct sched_spec *a,
+			     const struct sched_spec *b)
+{
+	static const enum sched_attr run[] = {
+		SCHED_ATTR_COMMAND,	   SCHED_ATTR_MODE, SCHED_ATTR_FORMAT,
+		SCHED_ATTR_MEMORY,	   SCHED_ATTR_ENV,  SCHED_ATTR_CWD,
+		SCHED_ATTR_RESTART_POLICY,
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(run) / sizeof(run[0]); i++)
+		if (!attr_eq(a, b, run[i]))
+			return 1;
+	return 0;
+}
+
 int sched_spec_diff(const struct sched_spec *a, const struct sched_spec *b,
 		    struct rt_buf *out)
 {
@@ -393,7 +409,7 @@ static int check_env_entry(char *const *env, int n, const char *kv, size_t len,
 			   struct rt_buf *why)
 {
 	const char *eq = memchr(kv, '=', len);
-	size_t klen;
+	size_t klen, total;
 	int i;
 
 	if (eq == NULL)
@@ -418,6 +434,11 @@ static int check_env_entry(char *const *env, int n, const char *kv, size_t len,
 	if (n >= SCHED_ENV_MAX)
 		return bad(why, "env has more than %d variables",
 			   SCHED_ENV_MAX);
+	for (i = 0, total = len; i < n; i++)
+		total += strlen(env[i]) + 1;
+	if (total > SCHED_ENV_TOTAL_MAX)
+		return bad(why, "env is longer than %d bytes in all",
+			   SCHED_ENV_TOTAL_MAX);
 	return 0;
 }
 
@@ -519,6 +540,9 @@ static int parse_tags_text(struct sched_spec *s, const char *v, size_t len,
 	int n = 0, rc = 0;
 	size_t i = 0;
 
+	if (len > SCHED_TAGS_TEXT_MAX)
+		return bad(why, "tags is longer than %d bytes",
+			   SCHED_TAGS_TEXT_MAX);
 	while (i < len && rc == 0) {
 		size_t j = i;
 
@@ -550,11 +574,17 @@ int sched_spec_parse(struct sched_spec *s, enum sched_attr a, const char *buf,
 		struct sched_spec n;
 		int rc = sched_spec_from_json(&n, buf, len, why);
 
-		if (rc == 0) {
-			sched_spec_free(s);
-			*s = n;
-		}
-		return rc;
+		if (rc < 0)
+			return rc;
+		/* A config read and written back shows max_instances as a
+		 * number: while it followed parallelism, it keeps following
+		 * when the number is the one it followed to. */
+		if (s->max_instances == 0 &&
+		    n.max_instances == (n.parallelism > 1 ? n.parallelism : 1))
+			n.max_instances = 0;
+		sched_spec_free(s);
+		*s = n;
+		return 0;
 	}
 	if (len > 0 && buf[len - 1] == '\n')
 		len--;
@@ -631,6 +661,13 @@ static int json_set(struct sched_spec *s, const char *key, json_t *v,
 		json_object_foreach (v, k, val) {
 			if (!json_is_string(val)) {
 				rc = bad(why, "config: env.%s must be a string",
+					 k);
+				break;
+			}
+			if (!env_key_valid(k, strlen(k))) {
+				rc = bad(why,
+					 "config: env key \"%.64s\" is not a "
+					 "valid variable name",
 					 k);
 				break;
 			}

@@ -33,19 +33,39 @@ static const char *const sql_text[ST_COUNT] = {
 	[ST_INS_N] = "INSERT INTO namespaces(tenant, name, created_ms, "
 		     "updated_ms) VALUES(?1, ?2, ?4, ?5)",
 	[ST_INS_F] = "INSERT INTO functions(tenant, namespace, name, "
-		     "created_ms, updated_ms, spec, revision) "
-		     "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+		     "created_ms, updated_ms, spec, revision, run_revision) "
+		     "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
 	[ST_UPD_T] = "UPDATE tenants SET updated_ms = ?5 WHERE name = ?1",
 	[ST_UPD_N] = "UPDATE namespaces SET updated_ms = ?5 "
 		     "WHERE tenant = ?1 AND name = ?2",
 	[ST_UPD_F] = "UPDATE functions SET updated_ms = ?5, spec = ?6, "
-		     "revision = ?7 WHERE tenant = ?1 AND namespace = ?2 "
-		     "AND name = ?3",
+		     "revision = ?7, run_revision = ?8 WHERE tenant = ?1 AND "
+		     "namespace = ?2 AND name = ?3",
 	[ST_DEL_T] = "DELETE FROM tenants WHERE name = ?1",
 	[ST_DEL_N] = "DELETE FROM namespaces WHERE tenant = ?1 AND name = ?2",
 	[ST_DEL_F] = "DELETE FROM functions WHERE tenant = ?1 AND "
 		     "namespace = ?2 AND name = ?3",
 };
+
+/* Version 2: instances (desired state and assignment) and known
+ * workers. */
+static const char schema_v2[] =
+	"CREATE TABLE instances("
+	"  tenant TEXT NOT NULL,"
+	"  namespace TEXT NOT NULL,"
+	"  function TEXT NOT NULL,"
+	"  n INTEGER NOT NULL,"
+	"  desired INTEGER NOT NULL,"
+	"  worker TEXT,"
+	"  PRIMARY KEY(tenant, namespace, function, n));"
+	"CREATE TABLE workers("
+	"  id TEXT PRIMARY KEY,"
+	"  memory INTEGER NOT NULL,"
+	"  tags TEXT NOT NULL,"
+	"  namespaces TEXT NOT NULL,"
+	"  local INTEGER NOT NULL);"
+	"ALTER TABLE functions ADD COLUMN run_revision INTEGER NOT NULL "
+	"DEFAULT 0;";
 
 /* Version 1 of the schema. Later versions add migrations after it. */
 static const char schema_v1[] = "CREATE TABLE tenants("
@@ -133,6 +153,8 @@ static int migrate(struct store *st)
 		return rc;
 	if (v < 1)
 		rc = exec(st, schema_v1);
+	if (rc == 0 && v < 2)
+		rc = exec(st, schema_v2);
 	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d",
 		 STORE_SCHEMA_VERSION);
 	if (rc == 0)
@@ -158,7 +180,9 @@ int store_open(struct store **out, const char *path)
 		rc = db_fail(st, path);
 		goto out;
 	}
-	sqlite3_busy_timeout(st->db, 2000);
+	/* Only fnfs writes this file; another process holding it (sqlite3 by
+	 * hand) must not stall the loop for long. */
+	sqlite3_busy_timeout(st->db, 100);
 	rc = exec(st, "PRAGMA journal_mode = WAL");
 	if (rc == 0)
 		rc = exec(st, "PRAGMA synchronous = FULL");
@@ -201,12 +225,13 @@ int store_load(struct store *st, int (*fn)(const struct store_row *, void *),
 	       void *arg)
 {
 	static const char *const q_text[] = {
-		"SELECT name, NULL, NULL, created_ms, updated_ms, NULL, 0 "
+		"SELECT name, NULL, NULL, created_ms, updated_ms, NULL, 0, 0 "
 		"FROM tenants ORDER BY name",
-		"SELECT tenant, name, NULL, created_ms, updated_ms, NULL, 0 "
+		"SELECT tenant, name, NULL, created_ms, updated_ms, NULL, 0, 0 "
 		"FROM namespaces ORDER BY tenant, name",
 		"SELECT tenant, namespace, name, created_ms, updated_ms, spec, "
-		"revision FROM functions ORDER BY tenant, namespace, name",
+		"revision, run_revision FROM functions ORDER BY tenant, "
+		"namespace, name",
 	};
 	sqlite3_stmt *q = NULL;
 	int k, step, rc = 0;
@@ -226,6 +251,8 @@ int store_load(struct store *st, int (*fn)(const struct store_row *, void *),
 				.spec = k >= 2 ? col_text(q, 5) : NULL,
 				.revision = (uint64_t)sqlite3_column_int64(q,
 									   6),
+				.run_revision = (uint64_t)sqlite3_column_int64(
+					q, 7),
 			};
 			rc = fn(&r, arg);
 		}
@@ -280,6 +307,8 @@ static int run(struct store *st, int which, const struct store_row *r)
 				  SQLITE_STATIC);
 	if (sqlite3_bind_parameter_index(q, "?7"))
 		sqlite3_bind_int64(q, 7, (sqlite3_int64)r->revision);
+	if (sqlite3_bind_parameter_index(q, "?8"))
+		sqlite3_bind_int64(q, 8, (sqlite3_int64)r->run_revision);
 	step = sqlite3_step(q);
 	sqlite3_reset(q);
 	if (step == SQLITE_CONSTRAINT)
@@ -304,4 +333,155 @@ int store_update(struct store *st, const struct store_row *r)
 int store_delete(struct store *st, const struct store_row *r)
 {
 	return run(st, ST_DEL_T + (int)r->kind, r);
+}
+
+/* ============================================== instances, workers, settings
+ */
+
+/* Prepares, binds text parameters (NULL binds NULL) and steps `sql` once.
+ * Returns 0 or -EIO. */
+static int run_sql(struct store *st, const char *sql, int ntext,
+		   const char *const *text, int nint, const long long *ints)
+{
+	sqlite3_stmt *q = NULL;
+	int i, step, rc = 0;
+
+	if (sqlite3_prepare_v2(st->db, sql, -1, &q, NULL) != SQLITE_OK)
+		return db_fail(st, sql);
+	for (i = 0; i < ntext; i++)
+		if (text[i] != NULL)
+			sqlite3_bind_text(q, i + 1, text[i], -1, SQLITE_STATIC);
+	for (i = 0; i < nint; i++)
+		sqlite3_bind_int64(q, ntext + i + 1, ints[i]);
+	step = sqlite3_step(q);
+	if (step != SQLITE_DONE)
+		rc = db_fail(st, sql);
+	sqlite3_finalize(q);
+	return rc;
+}
+
+int store_instance_put(struct store *st, const struct store_instance *r)
+{
+	const char *text[4] = { r->tenant, r->ns, r->fn, r->worker };
+	long long ints[2] = { r->n, r->desired_run };
+
+	return run_sql(st,
+		       "INSERT OR REPLACE INTO instances(tenant, namespace, "
+		       "function, worker, n, desired) VALUES(?1, ?2, ?3, ?4, "
+		       "?5, ?6)",
+		       4, text, 2, ints);
+}
+
+int store_instance_delete(struct store *st, const char *tenant, const char *ns,
+			  const char *fn, int n)
+{
+	const char *text[3] = { tenant, ns, fn };
+	long long ints[1] = { n };
+
+	return run_sql(st,
+		       "DELETE FROM instances WHERE tenant = ?1 AND namespace "
+		       "= ?2 AND function = ?3 AND n = ?4",
+		       3, text, 1, ints);
+}
+
+int store_instance_load(struct store *st,
+			int (*fn)(const struct store_instance *, void *),
+			void *arg)
+{
+	static const char sql[] = "SELECT tenant, namespace, function, n, "
+				  "desired, worker FROM instances ORDER BY "
+				  "tenant, namespace, function, n";
+	sqlite3_stmt *q = NULL;
+	int step, rc = 0;
+
+	if (sqlite3_prepare_v2(st->db, sql, -1, &q, NULL) != SQLITE_OK)
+		return db_fail(st, sql);
+	while (rc == 0 && (step = sqlite3_step(q)) == SQLITE_ROW) {
+		struct store_instance r = {
+			col_text(q, 0),
+			col_text(q, 1),
+			col_text(q, 2),
+			sqlite3_column_int(q, 3),
+			sqlite3_column_int(q, 4),
+			sqlite3_column_type(q, 5) == SQLITE_NULL
+				? NULL
+				: col_text(q, 5),
+		};
+		rc = fn(&r, arg);
+	}
+	if (rc == 0 && step != SQLITE_DONE)
+		rc = db_fail(st, sql);
+	sqlite3_finalize(q);
+	return rc;
+}
+
+int store_worker_put(struct store *st, const struct store_worker *r)
+{
+	const char *text[3] = { r->id, r->tags, r->namespaces };
+	long long ints[2] = { r->memory_mb, r->local };
+
+	return run_sql(st,
+		       "INSERT OR REPLACE INTO workers(id, tags, namespaces, "
+		       "memory, local) VALUES(?1, ?2, ?3, ?4, ?5)",
+		       3, text, 2, ints);
+}
+
+int store_worker_delete(struct store *st, const char *id)
+{
+	const char *text[1] = { id };
+
+	return run_sql(st, "DELETE FROM workers WHERE id = ?1", 1, text, 0,
+		       NULL);
+}
+
+int store_worker_load(struct store *st,
+		      int (*fn)(const struct store_worker *, void *), void *arg)
+{
+	static const char sql[] = "SELECT id, memory, tags, namespaces, local "
+				  "FROM workers ORDER BY id";
+	sqlite3_stmt *q = NULL;
+	int step, rc = 0;
+
+	if (sqlite3_prepare_v2(st->db, sql, -1, &q, NULL) != SQLITE_OK)
+		return db_fail(st, sql);
+	while (rc == 0 && (step = sqlite3_step(q)) == SQLITE_ROW) {
+		struct store_worker r = {
+			col_text(q, 0),		  sqlite3_column_int(q, 1),
+			col_text(q, 2),		  col_text(q, 3),
+			sqlite3_column_int(q, 4),
+		};
+		rc = fn(&r, arg);
+	}
+	if (rc == 0 && step != SQLITE_DONE)
+		rc = db_fail(st, sql);
+	sqlite3_finalize(q);
+	return rc;
+}
+
+int store_setting_put(struct store *st, const char *key, const char *value)
+{
+	const char *text[2] = { key, value };
+
+	return run_sql(st,
+		       "INSERT OR REPLACE INTO settings(key, value) "
+		       "VALUES(?1, ?2)",
+		       2, text, 0, NULL);
+}
+
+int store_setting_get(struct store *st, const char *key, char *out, size_t n)
+{
+	sqlite3_stmt *q = NULL;
+	int rc = -ENOENT;
+
+	if (sqlite3_prepare_v2(st->db,
+			       "SELECT value FROM settings WHERE key = ?1", -1,
+			       &q, NULL) != SQLITE_OK)
+		return db_fail(st, "settings");
+	sqlite3_bind_text(q, 1, key, -1, SQLITE_STATIC);
+	if (sqlite3_step(q) == SQLITE_ROW) {
+		snprintf(out, n, "%s", col_text(q, 0));
+		rc = 0;
+	}
+	sqlite3_finalize(q);
+	return rc;
 }

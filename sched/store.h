@@ -6,21 +6,23 @@
 #ifndef FNFS_SCHED_STORE_H
 #define FNFS_SCHED_STORE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* The schema version this code writes, kept in PRAGMA user_version. */
-#define STORE_SCHEMA_VERSION 1
+#define STORE_SCHEMA_VERSION 2
 
 enum store_kind { STORE_TENANT, STORE_NAMESPACE, STORE_FUNCTION };
 
 /* One stored object. Strings are borrowed for the duration of a call. */
 struct store_row {
 	enum store_kind kind;
-	const char *tenant; /* always set */
-	const char *ns;	    /* namespace; NULL for a tenant */
-	const char *name;   /* function; NULL otherwise */
-	const char *spec;   /* function spec as compact JSON */
-	uint64_t revision;  /* function revision */
+	const char *tenant;    /* always set */
+	const char *ns;	       /* namespace; NULL for a tenant */
+	const char *name;      /* function; NULL otherwise */
+	const char *spec;      /* function spec as compact JSON */
+	uint64_t revision;     /* function revision */
+	uint64_t run_revision; /* function run revision (0: = revision) */
 	int64_t created_ms;
 	int64_t updated_ms;
 };
@@ -58,5 +60,51 @@ int store_update(struct store *st, const struct store_row *r);
 
 /* Deletes a row. Returns 0, -ENOENT or -EIO. */
 int store_delete(struct store *st, const struct store_row *r);
+
+/* One stored instance: its desired state and its assignment. */
+struct store_instance {
+	const char *tenant, *ns, *fn;
+	int n;
+	int desired_run;    /* 1: start, 0: stop */
+	const char *worker; /* assigned worker id, or NULL (pending) */
+};
+
+/* One known worker. */
+struct store_worker {
+	const char *id;
+	int memory_mb;
+	const char *tags;	/* JSON array */
+	const char *namespaces; /* JSON array */
+	int local;		/* started by the pool */
+};
+
+/* Writes (insert or replace) an instance row. Returns 0 or -EIO. */
+int store_instance_put(struct store *st, const struct store_instance *r);
+
+/* Deletes an instance row. Returns 0 or -EIO. */
+int store_instance_delete(struct store *st, const char *tenant, const char *ns,
+			  const char *fn, int n);
+
+/* Calls `fn` for every stored instance. */
+int store_instance_load(struct store *st,
+			int (*fn)(const struct store_instance *, void *),
+			void *arg);
+
+/* Writes (insert or replace) a worker row. Returns 0 or -EIO. */
+int store_worker_put(struct store *st, const struct store_worker *r);
+
+/* Deletes a worker row. Returns 0 or -EIO. */
+int store_worker_delete(struct store *st, const char *id);
+
+/* Calls `fn` for every known worker. */
+int store_worker_load(struct store *st,
+		      int (*fn)(const struct store_worker *, void *),
+		      void *arg);
+
+/* Sets a setting. Returns 0 or -EIO. */
+int store_setting_put(struct store *st, const char *key, const char *value);
+
+/* Reads a setting into `out` (n bytes). Returns 0, -ENOENT or -EIO. */
+int store_setting_get(struct store *st, const char *key, char *out, size_t n);
 
 #endif

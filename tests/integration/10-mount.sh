@@ -5,14 +5,14 @@
 
 check "fnfs mount returns with the mount ready" start_fnfs
 check "the mount is listed as fuse.fnfs" mounted
-check_eq "ls of the root" "$(ls "$MNT" | tr '\n' ' ')" "README events tenants version "
+check_eq "ls of the root" "$(ls "$MNT" | tr '\n' ' ')" "README events tenants version workers "
 check_eq "version" "$(cat "$MNT/version")" "fnfs 0.1.0"
 check_eq "fnfs version agrees" "$("$FNFS" version)" "$(cat "$MNT/version")"
 check "README describes the tree" grep -q "tenants/" "$MNT/README"
 check_eq "README's size is its length" "$(stat -c %s "$MNT/README")" "$(cat "$MNT/README" | wc -c)"
 check_eq "modes of the root files" \
-	"$(stat -c '%A %n' "$MNT"/README "$MNT"/version "$MNT"/events "$MNT"/tenants | sed "s|$MNT/||" | tr '\n' ',')" \
-	"-r--r--r-- README,-r--r--r-- version,-r--r--r-- events,drwxr-xr-x tenants,"
+	"$(stat -c '%A %n' "$MNT"/README "$MNT"/version "$MNT"/events "$MNT"/tenants "$MNT"/workers | sed "s|$MNT/||" | tr '\n' ',')" \
+	"-r--r--r-- README,-r--r--r-- version,-r--r--r-- events,drwxr-xr-x tenants,drwxr-xr-x workers,"
 check_fails_with "writing version is refused" "Permission denied" sh -c "echo x > '$MNT/version'"
 check_fails_with "creating a file in the root is refused" "Operation not permitted" touch "$MNT/newfile"
 check_fails_with "a second mount on the same mountpoint is refused" "already an fnfs mount" \

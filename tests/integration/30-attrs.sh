@@ -89,7 +89,22 @@ refuse env "1BAD=x"
 refuse env "FN_TENANT=x"
 before=$(cat "$F/memory")
 check_fails_with "two newlines are not one value" "Invalid argument" bash -c "printf '64\n\n' > '$F/memory'"
-check_fails_with "a command of two lines is refused" "Invalid argument" bash -c "printf 'a\nb\n' > '$F/command'"
+check_fails_with "a command of two lines in one write is refused" "Invalid argument" bash -c "printf 'a\nb\n' | cat > '$F/command'"
+# Files of one value take each write(2) whole: a second write through a
+# kept-open descriptor replaces the first.
+exec 3>"$F/parallelism"
+echo 2 >&3
+echo 3 >&3
+exec 3>&-
+check_eq "each write to a kept-open fd is a whole value" "$(cat "$F/parallelism")" "3"
+# env adds up the writes of one open; >> appends to what is there.
+printf 'A=1\nB=2\n' >"$F/env"
+echo C=3 >>"$F/env"
+check_eq ">> appends to env" "$(cat "$F/env" | tr '\n' ' ')" "A=1 B=2 C=3 "
+check_fails_with "a refused line fails the rest of that write" "Invalid argument" bash -c "{ echo D=4; echo BAD; echo E=5; } > '$F/env'"
+check_eq "and what came after it is not applied" "$(cat "$F/env" | tr '\n' ' ')" "D=4 "
+echo >"$F/env"
+check_fails_with "a huge value is refused" "Invalid argument" bash -c "head -c 300000 /dev/zero | tr '\\0' a | cat > '$F/tags'"
 check_fails_with "a NUL byte is refused" "Invalid argument" bash -c "printf 'A=1\0\n' > '$F/env'"
 
 echo bogus >"$F/mode" 2>/dev/null

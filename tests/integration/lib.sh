@@ -15,12 +15,31 @@ PID=""
 BGPIDS=()
 _n=0
 
+# Pids of fnfs workers started for this test: their command line names
+# this test's own directory (a crashed controller leaves them behind).
+our_workers() {
+	local f pid
+	for f in /proc/[0-9]*/cmdline; do
+		pid=${f#/proc/}
+		pid=${pid%/cmdline}
+		if tr '\0' ' ' <"$f" 2>/dev/null | grep -q "^[^ ]*fnfs worker .*$T/"; then
+			echo "$pid"
+		fi
+	done
+}
+
 cleanup() {
 	local p
 	for p in "${BGPIDS[@]}"; do
 		kill "$p" 2>/dev/null
 	done
 	stop_fnfs
+	for p in $(our_workers); do
+		kill "$p" 2>/dev/null
+	done
+	wait_until 10 eval '[ -z "$(our_workers)" ]' || for p in $(our_workers); do
+		kill -9 "$p" 2>/dev/null
+	done
 	rm -rf "$T"
 }
 trap cleanup EXIT

@@ -1,0 +1,182 @@
+/*
+ * proc.c - process figures from /proc, and memory cgroups (v1 or v2) for
+ * instance memory limits.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "worker.h"
+
+int rt_proc_sample(pid_t pid, double *cpu_seconds, long long *rss_bytes)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long utime, stime;
+	long long rss;
+	long tick = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = '\0';
+	/* The command name may hold spaces and parentheses: skip past the
+	 * last ')'. Then fields 3.. follow; utime and stime are 14 and 15,
+	 * rss is 24. */
+	p = strrchr(buf, ')');
+	if (p == NULL ||
+	    sscanf(p + 2,
+		   "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu "
+		   "%*d %*d %*d %*d %*d %*d %*u %*u %lld",
+		   &utime, &stime, &rss) != 3)
+		return -EIO;
+	*cpu_seconds = (double)(utime + stime) /
+		       (double)(tick > 0 ? tick : 100);
+	*rss_bytes = rss * (page > 0 ? page : 4096);
+	return 0;
+}
+
+/* Writes `text` to the file `dir/name`. Returns 0 or -errno. */
+static int write_file(const char *dir, const char *name, const char *text)
+{
+	char path[4096];
+	int fd, rc = 0;
+	size_t len = strlen(text);
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, text, len) != (ssize_t)len)
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
+/* This process's cgroup path in hierarchy `controller` ("memory"), or in
+ * the unified hierarchy when `controller` is "". */
+static int own_cgroup(const char *controller, char *out, size_t n)
+{
+	FILE *f = fopen("/proc/self/cgroup", "re");
+	char line[1024];
+	int found = -ENOENT;
+
+	if (f == NULL)
+		return -errno;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		char *c1 = strchr(line, ':'), *c2;
+
+		if (c1 == NULL || (c2 = strchr(c1 + 1, ':')) == NULL)
+			continue;
+		*c2 = '\0';
+		if (strcmp(c1 + 1, controller) != 0)
+			continue;
+		c2[1 + strcspn(c2 + 1, "\n")] = '\0';
+		snprintf(out, n, "%s", c2 + 1);
+		found = 0;
+		break;
+	}
+	fclose(f);
+	return found;
+}
+
+char *rt_cgroup_root(const char *worker_id)
+{
+	char own[2048], dir[4096], probe[4200];
+	struct stat st;
+
+	/* cgroup v1 with a memory hierarchy, else v2 with memory enabled. */
+	if (own_cgroup("memory", own, sizeof(own)) == 0 &&
+	    stat("/sys/fs/cgroup/memory", &st) == 0)
+		snprintf(dir, sizeof(dir), "/sys/fs/cgroup/memory%s/fnfs-%s",
+			 strcmp(own, "/") == 0 ? "" : own, worker_id);
+	else if (own_cgroup("", own, sizeof(own)) == 0 &&
+		 stat("/sys/fs/cgroup/cgroup.controllers", &st) == 0)
+		snprintf(dir, sizeof(dir), "/sys/fs/cgroup%s/fnfs-%s",
+			 strcmp(own, "/") == 0 ? "" : own, worker_id);
+	else
+		return NULL;
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		return NULL;
+	/* Usable only if a limit can be set in a child group. */
+	snprintf(probe, sizeof(probe), "%s/probe", dir);
+	if (mkdir(probe, 0755) < 0 && errno != EEXIST) {
+		rmdir(dir);
+		return NULL;
+	}
+	if (write_file(probe, "memory.limit_in_bytes", "1073741824") < 0 &&
+	    write_file(probe, "memory.max", "1073741824") < 0) {
+		rmdir(probe);
+		rmdir(dir);
+		return NULL;
+	}
+	rmdir(probe);
+	return strdup(dir);
+}
+
+char *rt_cgroup_make(const char *root, const char *name, int mb)
+{
+	char dir[4096], limit[32];
+
+	snprintf(dir, sizeof(dir), "%s/%s", root, name);
+	rmdir(dir); /* a fresh group: its OOM count starts at zero */
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		return NULL;
+	snprintf(limit, sizeof(limit), "%lld", (long long)mb * 1024 * 1024);
+	if (write_file(dir, "memory.limit_in_bytes", limit) < 0 &&
+	    write_file(dir, "memory.max", limit) < 0) {
+		rmdir(dir);
+		return NULL;
+	}
+	/* v1: no swap beyond the limit, where the kernel allows setting it. */
+	write_file(dir, "memory.memsw.limit_in_bytes", limit);
+	write_file(dir, "memory.swap.max", "0");
+	return strdup(dir);
+}
+
+int rt_cgroup_add(const char *dir, pid_t pid)
+{
+	char text[32];
+
+	snprintf(text, sizeof(text), "%d", (int)pid);
+	return write_file(dir, "cgroup.procs", text);
+}
+
+long long rt_cgroup_oom_kills(const char *dir)
+{
+	static const char *const files[] = { "memory.oom_control",
+					     "memory.events" };
+	char path[4200], line[256];
+	long long n = -1;
+	int i;
+
+	for (i = 0; i < 2 && n < 0; i++) {
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+		f = fopen(path, "re");
+		if (f == NULL)
+			continue;
+		while (fgets(line, sizeof(line), f) != NULL)
+			if (sscanf(line, "oom_kill %lld", &n) == 1)
+				break;
+		fclose(f);
+	}
+	return n;
+}
+
+void rt_cgroup_remove(const char *dir)
+{
+	if (dir != NULL)
+		rmdir(dir);
+}

@@ -1,0 +1,765 @@
+/*
+ * supervise.c - the runtime spawner: starts an instance's process, keeps
+ * its output, restarts it per its restart policy with backoff and a start
+ * limit, and stops it (SIGTERM to its process group, SIGKILL after a
+ * grace period).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "worker.h"
+
+const char *rt_state_name(enum rt_state s)
+{
+	static const char *const names[] = { "starting", "running", "backoff",
+					     "stopping", "stopped", "failed" };
+
+	return names[s];
+}
+
+static void set_state(struct rt_instance *in, enum rt_state s, const char *fmt,
+		      ...) __attribute__((format(printf, 3, 4)));
+
+static void set_state(struct rt_instance *in, enum rt_state s, const char *fmt,
+		      ...)
+{
+	va_list ap;
+
+	in->state = s;
+	va_start(ap, fmt);
+	vsnprintf(in->reason, sizeof(in->reason), fmt, ap);
+	va_end(ap);
+	rt_worker_report(in->w, in);
+}
+
+/* =============================================================== logs */
+
+static void log_open(struct rt_instance *in)
+{
+	struct stat st;
+
+	if (in->log_fd >= 0 || in->log_path == NULL)
+		return;
+	in->log_fd = open(in->log_path,
+			  O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	in->log_size = in->log_fd >= 0 && fstat(in->log_fd, &st) == 0
+			       ? (size_t)st.st_size
+			       : 0;
+}
+
+/* Shifts log -> log.1 -> log.2 ... keeping RT_LOG_KEEP old files. */
+static void log_rotate(struct rt_instance *in)
+{
+	char from[4200], to[4200];
+	int i;
+
+	if (in->log_fd >= 0)
+		close(in->log_fd);
+	in->log_fd = -1;
+	for (i = RT_LOG_KEEP; i >= 1; i--) {
+		snprintf(to, sizeof(to), "%s.%d", in->log_path, i);
+		if (i == 1)
+			snprintf(from, sizeof(from), "%s", in->log_path);
+		else
+			snprintf(from, sizeof(from), "%s.%d", in->log_path,
+				 i - 1);
+		rename(from, to);
+	}
+	log_open(in);
+}
+
+/* Appends process output to the log. The file is in the page cache; an
+ * append does not wait for the disk. */
+static void log_write(struct rt_instance *in, const char *p, size_t n)
+{
+	ssize_t w;
+
+	log_open(in);
+	if (in->log_fd < 0)
+		return;
+	if (in->log_size + n > RT_LOG_ROTATE_BYTES && in->log_size > 0)
+		log_rotate(in);
+	if (in->log_fd < 0)
+		return;
+	w = write(in->log_fd, p, n);
+	if (w > 0)
+		in->log_size += (size_t)w;
+}
+
+/* Appends the last `max` bytes of `path` (all of it if smaller) to `out`;
+ * returns how many were appended. */
+static size_t tail_file(const char *path, size_t max, struct rt_buf *out)
+{
+	struct stat st;
+	size_t start, n;
+	char *buf;
+	ssize_t r;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	if (fstat(fd, &st) < 0) {
+		close(fd);
+		return 0;
+	}
+	n = (size_t)st.st_size < max ? (size_t)st.st_size : max;
+	start = (size_t)st.st_size - n;
+	buf = malloc(n + 1);
+	r = buf ? pread(fd, buf, n, (off_t)start) : -1;
+	if (r > 0)
+		rt_buf_append(out, buf, (size_t)r);
+	free(buf);
+	close(fd);
+	return r > 0 ? (size_t)r : 0;
+}
+
+int rt_instance_log_tail(struct rt_instance *in, size_t max, struct rt_buf *out)
+{
+	struct rt_buf cur = { 0 }, older = { 0 };
+	char path[4200];
+	const char *p;
+	size_t got;
+
+	if (in->log_path == NULL)
+		return 0;
+	got = tail_file(in->log_path, max, &cur);
+	if (got < max) {
+		snprintf(path, sizeof(path), "%s.1", in->log_path);
+		tail_file(path, max - got, &older);
+	}
+	rt_buf_append(out, older.data, older.len);
+	rt_buf_append(out, cur.data, cur.len);
+	rt_buf_free(&cur);
+	rt_buf_free(&older);
+	/* Start at a line boundary when the tail cut a line. */
+	if (out->len > 0 && out->len >= max) {
+		p = memchr(out->data, '\n', out->len);
+		if (p != NULL && (size_t)(p - out->data) + 1 < out->len) {
+			size_t cut = (size_t)(p - out->data) + 1;
+
+			memmove(out->data, out->data + cut, out->len - cut);
+			out->len -= cut;
+			out->data[out->len] = '\0';
+		}
+	}
+	return 0;
+}
+
+/* ============================================================ spawning */
+
+static void schedule(struct rt_instance *in, int ms, uv_timer_cb cb);
+static void on_backoff_done(uv_timer_t *t);
+
+/* Whether a command line is one simple command that `exec` can replace
+ * the shell with, so that the instance's pid is the program's own. */
+static int simple_command(const char *cmd)
+{
+	static const char *const words[] = { "if",   "for", "while", "until",
+					     "case", "{",   "(",     "!",
+					     "exec", NULL };
+	size_t i, n;
+
+	if (strpbrk(cmd, "|&;<>()`\n") != NULL || strstr(cmd, "$(") != NULL)
+		return 0;
+	while (*cmd == ' ' || *cmd == '\t')
+		cmd++;
+	for (i = 0; words[i] != NULL; i++) {
+		n = strlen(words[i]);
+		if (strncmp(cmd, words[i], n) == 0 &&
+		    (cmd[n] == ' ' || cmd[n] == '\t' || cmd[n] == '\0'))
+			return 0;
+	}
+	return *cmd != '\0';
+}
+
+static void free_if_unused(struct rt_instance *in);
+
+static void run_closed(uv_handle_t *h)
+{
+	struct rt_run *r = h->data;
+
+	if (--r->handles > 0)
+		return;
+	if (r->in != NULL) {
+		struct rt_instance *in = r->in;
+
+		in->runs--;
+		free_if_unused(in);
+	}
+	free(r);
+}
+
+static void on_output_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+	static char chunk[65536];
+
+	(void)h;
+	(void)suggested;
+	/* One loop thread: a static buffer is consumed before the next
+	 * read. */
+	buf->base = chunk;
+	buf->len = sizeof(chunk);
+}
+
+static void on_output(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+	struct rt_run *r = s->data;
+
+	if (n > 0 && r->in != NULL)
+		log_write(r->in, buf->base, (size_t)n);
+	if (n < 0)
+		uv_close((uv_handle_t *)s, run_closed);
+}
+
+static void after_exit(struct rt_instance *in, int64_t code, int sig);
+
+static void on_exit_cb(uv_process_t *p, int64_t status, int sig)
+{
+	struct rt_run *r = p->data;
+	struct rt_instance *in = r->in;
+
+	r->reaped = 1;
+	/* Whatever is left of its process group goes with it. */
+	if (p->pid > 0)
+		kill(-p->pid, SIGKILL);
+	uv_close((uv_handle_t *)p, run_closed);
+	if (in != NULL && in->run == r) {
+		in->run = NULL;
+		in->pid = 0;
+		after_exit(in, status, sig);
+	}
+}
+
+/* Builds the environment: a few of the worker's own variables, then the
+ * spec's (FN_* and the function's env). */
+static char **build_env(json_t *spec)
+{
+	static const char *const keep[] = { "PATH", "HOME", "LANG", "TZ",
+					    NULL };
+	json_t *env = json_object_get(spec, "env"), *v;
+	size_t n = json_array_size(env), i, k = 0;
+	char **out = calloc(n + 5, sizeof(char *));
+	const char *val;
+
+	if (out == NULL)
+		return NULL;
+	for (i = 0; keep[i] != NULL; i++) {
+		val = getenv(keep[i]);
+		if (strcmp(keep[i], "PATH") == 0 && val == NULL)
+			val = "/usr/local/bin:/usr/bin:/bin";
+		if (val == NULL)
+			continue;
+		out[k] = malloc(strlen(keep[i]) + strlen(val) + 2);
+		if (out[k] != NULL)
+			sprintf(out[k++], "%s=%s", keep[i], val);
+	}
+	json_array_foreach (env, i, v) {
+		if (json_is_string(v))
+			out[k++] = strdup(json_string_value(v));
+	}
+	return out;
+}
+
+static void free_strv(char **v)
+{
+	size_t i;
+
+	for (i = 0; v != NULL && v[i] != NULL; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* Records a spawn failure as an exit of status 127. */
+static void spawn_failed(struct rt_instance *in, const char *why)
+{
+	snprintf(in->reason, sizeof(in->reason), "spawn failed: %s", why);
+	rt_log(RT_LOG_WARN, "%s: spawn failed: %s", in->id, why);
+	after_exit(in, 127, 0);
+}
+
+static void spawn(struct rt_instance *in)
+{
+	struct rt_worker *w = in->w;
+	const char *cmd = json_string_value(
+		json_object_get(in->spec, "command"));
+	const char *cwd = json_string_value(json_object_get(in->spec, "cwd"));
+	int mb = (int)json_integer_value(json_object_get(in->spec, "memory"));
+	uv_process_options_t opt;
+	uv_stdio_container_t stdio[3];
+	struct rt_buf script = { 0 };
+	char *argv[4] = { "/bin/sh", "-c", NULL, NULL };
+	char **env = NULL;
+	struct rt_run *r = NULL;
+	int fds[2] = { -1, -1 }, rc;
+
+	in->started_ms = rt_now_ms();
+	in->started_mono = rt_mono_ms();
+	if (in->spawned++ > 0)
+		in->restarts++;
+	in->oom_pending = 0;
+	if (w->simulate) {
+		in->pid = 0;
+		set_state(in, RT_RUNNING, "simulated");
+		goto answered;
+	}
+	if (cmd == NULL || cmd[0] == '\0') {
+		spawn_failed(in, "no command");
+		return;
+	}
+	if (simple_command(cmd))
+		rt_buf_printf(&script, "exec %s", cmd);
+	else
+		rt_buf_puts(&script, cmd);
+	argv[2] = script.data;
+	env = build_env(in->spec);
+	r = calloc(1, sizeof(*r));
+	if (env == NULL || r == NULL || pipe2(fds, O_CLOEXEC) < 0) {
+		spawn_failed(in, "out of resources");
+		goto out;
+	}
+	memset(&opt, 0, sizeof(opt));
+	stdio[0].flags = UV_IGNORE;
+	stdio[1].flags = UV_INHERIT_FD;
+	stdio[1].data.fd = fds[1];
+	stdio[2].flags = UV_INHERIT_FD;
+	stdio[2].data.fd = fds[1];
+	opt.file = argv[0];
+	opt.args = argv;
+	opt.env = env;
+	opt.cwd = cwd != NULL && cwd[0] != '\0' ? cwd : "/";
+	opt.stdio = stdio;
+	opt.stdio_count = 3;
+	/* Its own session and process group, so that a stop reaches every
+	 * process it made, and a terminal's Ctrl-C none. */
+	opt.flags = UV_PROCESS_DETACHED;
+	opt.exit_cb = on_exit_cb;
+	r->in = in;
+	r->proc.data = r;
+	rc = uv_spawn(w->loop, &r->proc, &opt);
+	close(fds[1]);
+	fds[1] = -1;
+	if (rc < 0) {
+		/* libuv still wants the handle closed. */
+		r->handles = 1;
+		in->runs++;
+		uv_close((uv_handle_t *)&r->proc, run_closed);
+		r = NULL;
+		spawn_failed(in, uv_strerror(rc));
+		goto out;
+	}
+	r->handles = 2;
+	in->runs++;
+	in->run = r;
+	in->pid = r->proc.pid;
+	uv_pipe_init(w->loop, &r->out, 0);
+	r->out.data = r;
+	uv_pipe_open(&r->out, fds[0]);
+	fds[0] = -1;
+	uv_read_start((uv_stream_t *)&r->out, on_output_alloc, on_output);
+	r = NULL;
+	if (w->cgroup_root != NULL && mb > 0) {
+		char name[300];
+		size_t i;
+
+		snprintf(name, sizeof(name), "%s", in->id);
+		for (i = 0; name[i]; i++)
+			if (name[i] == '/')
+				name[i] = ':';
+		free(in->cgroup);
+		in->cgroup = rt_cgroup_make(w->cgroup_root, name, mb);
+		if (in->cgroup != NULL &&
+		    rt_cgroup_add(in->cgroup, in->pid) < 0) {
+			rt_cgroup_remove(in->cgroup);
+			free(in->cgroup);
+			in->cgroup = NULL;
+		}
+	}
+	set_state(in, RT_RUNNING, "started");
+answered:
+	if (in->wait_spawn_seq > 0) {
+		rt_worker_reply(w, in->wait_spawn_seq, 0,
+				json_pack("{s:i}", "pid", (int)in->pid));
+		in->wait_spawn_seq = 0;
+	}
+out:
+	if (fds[0] >= 0)
+		close(fds[0]);
+	if (fds[1] >= 0)
+		close(fds[1]);
+	free(r);
+	free_strv(env);
+	rt_buf_free(&script);
+}
+
+/* ============================================================= exits */
+
+static void record_exit(struct rt_instance *in, int64_t code, int sig)
+{
+	struct rt_exit e = { rt_now_ms(), sig ? -1 : (int)code, sig, 0 };
+	long long kills;
+	int i;
+
+	if (in->cgroup != NULL) {
+		kills = rt_cgroup_oom_kills(in->cgroup);
+		e.oom = kills > 0;
+		rt_cgroup_remove(in->cgroup);
+		free(in->cgroup);
+		in->cgroup = NULL;
+	}
+	if (in->oom_pending)
+		e.oom = 1;
+	memmove(&in->exits[1], &in->exits[0],
+		(RT_EXITS_KEPT - 1) * sizeof(in->exits[0]));
+	in->exits[0] = e;
+	if (in->nexits < RT_EXITS_KEPT)
+		in->nexits++;
+	/* The start limit counts exits inside the window. */
+	if (in->nrecent == RT_START_LIMIT + 1) {
+		memmove(&in->recent[0], &in->recent[1],
+			RT_START_LIMIT * sizeof(in->recent[0]));
+		in->nrecent--;
+	}
+	in->recent[in->nrecent++] = rt_mono_ms();
+	for (i = 0; i < in->nrecent;)
+		if (in->recent[i] < rt_mono_ms() - RT_START_WINDOW_MS) {
+			memmove(&in->recent[i], &in->recent[i + 1],
+				(size_t)(in->nrecent - i - 1) *
+					sizeof(in->recent[0]));
+			in->nrecent--;
+		} else {
+			i++;
+		}
+}
+
+/* Describes the newest exit: "status 3", "signal 9", "oom". */
+static void exit_words(const struct rt_exit *e, char *out, size_t n)
+{
+	if (e->oom)
+		snprintf(out, n, "oom");
+	else if (e->signal)
+		snprintf(out, n, "signal %d", e->signal);
+	else
+		snprintf(out, n, "status %d", e->code);
+}
+
+static void after_exit(struct rt_instance *in, int64_t code, int sig)
+{
+	const char *policy = json_string_value(
+		json_object_get(in->spec, "restart_policy"));
+	char what[64];
+	int failure;
+	json_t *msg;
+
+	record_exit(in, code, sig);
+	exit_words(&in->exits[0], what, sizeof(what));
+	failure = in->exits[0].oom || sig != 0 || code != 0;
+	msg = json_pack("{s:s, s:s, s:s, s:i, s:i, s:b}", "type", "exited",
+			"instance", in->id, "exit", what, "code",
+			in->exits[0].code, "signal", sig, "oom",
+			in->exits[0].oom);
+	rt_worker_send(in->w, msg, NULL, 0);
+	if (in->timer != NULL)
+		uv_timer_stop(in->timer);
+
+	if (!in->desired_run || in->w->shutting_down) {
+		set_state(in, RT_STOPPED, "stopped");
+		if (in->wait_exit_seq > 0) {
+			rt_worker_reply(in->w, in->wait_exit_seq, 0, NULL);
+			in->wait_exit_seq = 0;
+		}
+		if (in->forget || in->w->shutting_down) {
+			struct rt_worker *w = in->w;
+
+			rt_instance_remove(in);
+			rt_worker_maybe_exit(w);
+		}
+		return;
+	}
+	if (in->restart_now) {
+		in->restart_now = 0;
+		spawn(in);
+		return;
+	}
+	if (policy != NULL && strcmp(policy, "never") == 0) {
+		set_state(in, RT_FAILED,
+			  "exited (%s); restart_policy never restarts it",
+			  what);
+		return;
+	}
+	if (policy != NULL && strcmp(policy, "on-failure") == 0 && !failure) {
+		set_state(in, RT_FAILED,
+			  "exited (status 0); restart_policy on-failure "
+			  "restarts only failures");
+		return;
+	}
+	if (in->nrecent > RT_START_LIMIT) {
+		set_state(in, RT_FAILED,
+			  "exited (%s); more than %d exits within %d s: start "
+			  "limit reached",
+			  what, RT_START_LIMIT, RT_START_WINDOW_MS / 1000);
+		return;
+	}
+	if (rt_mono_ms() - in->started_mono >= RT_BACKOFF_RESET_MS)
+		in->backoff_ms = RT_BACKOFF_FIRST_MS;
+	set_state(in, RT_BACKOFF, "exited (%s); restarting in %d ms", what,
+		  in->backoff_ms);
+	schedule(in, in->backoff_ms, on_backoff_done);
+	in->backoff_ms = in->backoff_ms * 2 > RT_BACKOFF_MAX_MS
+				 ? RT_BACKOFF_MAX_MS
+				 : in->backoff_ms * 2;
+}
+
+static void on_backoff_done(uv_timer_t *t)
+{
+	struct rt_instance *in = t->data;
+
+	if (in->state == RT_BACKOFF && in->desired_run)
+		spawn(in);
+}
+
+static void on_grace_over(uv_timer_t *t)
+{
+	struct rt_instance *in = t->data;
+
+	if (in->run != NULL && in->pid > 0) {
+		rt_log(RT_LOG_INFO, "%s: no exit after SIGTERM; SIGKILL",
+		       in->id);
+		kill(-in->pid, SIGKILL);
+	}
+}
+
+static void schedule(struct rt_instance *in, int ms, uv_timer_cb cb)
+{
+	uv_timer_stop(in->timer);
+	uv_timer_start(in->timer, cb, (uint64_t)ms, 0);
+}
+
+/* Sends SIGTERM to the group and arms the SIGKILL. */
+static void terminate(struct rt_instance *in)
+{
+	int grace = (int)json_integer_value(
+		json_object_get(in->spec, "grace_ms"));
+
+	set_state(in, RT_STOPPING, "stopping");
+	kill(-in->pid, SIGTERM);
+	schedule(in, grace > 0 ? grace : RT_STOP_GRACE_MS, on_grace_over);
+}
+
+/* ========================================================== commands */
+
+struct rt_instance *rt_instance_new(struct rt_worker *w, const char *id)
+{
+	struct rt_instance *in = calloc(1, sizeof(*in));
+	struct rt_buf path = { 0 };
+	size_t i;
+
+	if (in == NULL)
+		return NULL;
+	in->w = w;
+	in->id = strdup(id);
+	in->timer = malloc(sizeof(*in->timer));
+	in->log_fd = -1;
+	in->state = RT_STOPPED;
+	in->backoff_ms = RT_BACKOFF_FIRST_MS;
+	snprintf(in->reason, sizeof(in->reason), "not started");
+	if (in->id == NULL || in->timer == NULL ||
+	    rt_map_put(&w->instances, id, in) < 0) {
+		free(in->id);
+		free(in->timer);
+		free(in);
+		return NULL;
+	}
+	uv_timer_init(w->loop, in->timer);
+	in->timer->data = in;
+	if (w->log_dir != NULL) {
+		rt_buf_printf(&path, "%s/%s.log", w->log_dir, id);
+		for (i = strlen(w->log_dir) + 1; i < path.len; i++)
+			if (path.data[i] == '/')
+				path.data[i] = ':';
+		in->log_path = path.data;
+	}
+	return in;
+}
+
+void rt_instance_start(struct rt_instance *in, json_t *spec, long long revision,
+		       long long seq)
+{
+	int same = in->spec != NULL && revision == in->revision;
+
+	if (spec != NULL) {
+		json_decref(in->spec);
+		in->spec = json_incref(spec);
+		in->revision = revision;
+	}
+	in->desired_run = 1;
+	in->forget = 0;
+	if (in->run != NULL) {
+		if (same && in->state != RT_STOPPING) {
+			rt_worker_reply(
+				in->w, seq, 0,
+				json_pack("{s:i}", "pid", (int)in->pid));
+			return;
+		}
+		/* Another revision, or it is being stopped: start it again
+		 * once it has exited. */
+		in->restart_now = 1;
+		in->wait_spawn_seq = seq;
+		if (in->state != RT_STOPPING)
+			terminate(in);
+		return;
+	}
+	if (in->state == RT_BACKOFF && same && seq <= 0)
+		return; /* already on its way back */
+	uv_timer_stop(in->timer);
+	in->nrecent = 0;
+	in->backoff_ms = RT_BACKOFF_FIRST_MS;
+	in->wait_spawn_seq = seq;
+	set_state(in, RT_STARTING, "starting");
+	spawn(in);
+}
+
+void rt_instance_stop(struct rt_instance *in, long long seq, int forget)
+{
+	in->desired_run = 0;
+	in->restart_now = 0;
+	in->forget = forget;
+	if (in->wait_spawn_seq > 0) {
+		rt_worker_reply(in->w, in->wait_spawn_seq, ECANCELED, NULL);
+		in->wait_spawn_seq = 0;
+	}
+	if (in->run != NULL) {
+		if (in->wait_exit_seq > 0 && in->wait_exit_seq != seq)
+			rt_worker_reply(in->w, in->wait_exit_seq, 0, NULL);
+		in->wait_exit_seq = seq;
+		if (in->state != RT_STOPPING)
+			terminate(in);
+		return;
+	}
+	uv_timer_stop(in->timer);
+	if (in->state != RT_STOPPED)
+		set_state(in, RT_STOPPED, "stopped");
+	rt_worker_reply(in->w, seq, 0, NULL);
+	if (forget)
+		rt_instance_remove(in);
+}
+
+static void free_if_unused(struct rt_instance *in)
+{
+	if (in->freeing && in->runs == 0 && in->timer == NULL) {
+		free(in->id);
+		free(in);
+	}
+}
+
+static void timer_closed(uv_handle_t *h)
+{
+	struct rt_instance *in = h->data;
+
+	free(h);
+	in->timer = NULL;
+	free_if_unused(in);
+}
+
+void rt_instance_remove(struct rt_instance *in)
+{
+	if (in->freeing)
+		return;
+	in->freeing = 1;
+	rt_map_del(&in->w->instances, in->id);
+	if (in->run != NULL) {
+		/* Not expected: removal follows the exit. Let it go. */
+		kill(-in->pid, SIGKILL);
+		in->run->in = NULL;
+		in->runs--;
+		in->run = NULL;
+	}
+	json_decref(in->spec);
+	in->spec = NULL;
+	if (in->cgroup != NULL) {
+		rt_cgroup_remove(in->cgroup);
+		free(in->cgroup);
+		in->cgroup = NULL;
+	}
+	if (in->log_fd >= 0)
+		close(in->log_fd);
+	in->log_fd = -1;
+	free(in->log_path);
+	in->log_path = NULL;
+	uv_close((uv_handle_t *)in->timer, timer_closed);
+}
+
+void rt_instance_restart(struct rt_instance *in, long long seq)
+{
+	in->nrecent = 0;
+	in->backoff_ms = RT_BACKOFF_FIRST_MS;
+	if (in->spec == NULL) {
+		rt_worker_reply(in->w, seq, ENOENT, NULL);
+		return;
+	}
+	in->desired_run = 1;
+	in->forget = 0;
+	if (in->run != NULL) {
+		if (in->wait_spawn_seq > 0 && in->wait_spawn_seq != seq)
+			rt_worker_reply(in->w, in->wait_spawn_seq, 0, NULL);
+		in->restart_now = 1;
+		in->wait_spawn_seq = seq;
+		if (in->state != RT_STOPPING)
+			terminate(in);
+		return;
+	}
+	uv_timer_stop(in->timer);
+	in->wait_spawn_seq = seq;
+	set_state(in, RT_STARTING, "restarting");
+	spawn(in);
+}
+
+void rt_instance_sample(struct rt_instance *in, json_t *out)
+{
+	int limit = (int)json_integer_value(
+		json_object_get(in->spec, "memory"));
+
+	if (in->run != NULL && in->pid > 0 &&
+	    rt_proc_sample(in->pid, &in->cpu_seconds, &in->rss_bytes) == 0 &&
+	    in->cgroup == NULL && limit > 0 &&
+	    in->rss_bytes > (long long)limit * 1024 * 1024 &&
+	    in->state == RT_RUNNING) {
+		/* No cgroup to enforce the limit: RSS sampling does. */
+		rt_log(RT_LOG_WARN, "%s: rss %lld bytes over %d MB; killing",
+		       in->id, in->rss_bytes, limit);
+		in->oom_pending = 1;
+		kill(-in->pid, SIGKILL);
+	}
+	json_object_set_new(out, "instance", json_string(in->id));
+	json_object_set_new(out, "pid", json_integer(in->pid));
+	json_object_set_new(out, "cpu_ms",
+			    json_integer((json_int_t)(in->cpu_seconds * 1000)));
+	json_object_set_new(out, "rss", json_integer(in->rss_bytes));
+}
+
+json_t *rt_instance_describe(struct rt_instance *in)
+{
+	json_t *o = json_pack("{s:s, s:s, s:i, s:I, s:I, s:I, s:s}", "instance",
+			      in->id, "state", rt_state_name(in->state), "pid",
+			      (int)in->pid, "revision",
+			      (json_int_t)in->revision, "started_ms",
+			      (json_int_t)in->started_ms, "restarts",
+			      (json_int_t)in->restarts, "reason", in->reason);
+	json_t *exits = json_array();
+	char what[64];
+	int i;
+
+	for (i = 0; i < in->nexits; i++) {
+		exit_words(&in->exits[i], what, sizeof(what));
+		json_array_append_new(exits,
+				      json_pack("{s:I, s:s}", "ms",
+						(json_int_t)in->exits[i].ms,
+						"exit", what));
+	}
+	json_object_set_new(o, "exits", exits);
+	return o;
+}

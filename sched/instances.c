@@ -1,0 +1,1042 @@
+/*
+ * instances.c - function instances: their desired state and assignment
+ * (persisted), placement on workers, reconciliation of what is wanted with
+ * what workers report, and the files that show and drive them.
+ *
+ * Placement here is simple: the worker with the most free memory that
+ * fits (and that is not dedicated to other namespaces).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static const char *const state_words[] = { "pending", "starting", "running",
+					   "backoff", "stopping", "stopped",
+					   "failed",  "lost" };
+
+static struct sched_function *fn_of(const struct sched_instance *in)
+{
+	return (struct sched_function *)in->obj.parent;
+}
+
+/* The path parts of an instance. */
+static void parts(const struct sched_instance *in, const char **t,
+		  const char **ns, const char **fn)
+{
+	const struct sched_obj *f = in->obj.parent;
+
+	*fn = f->name;
+	*ns = f->parent->name;
+	*t = f->parent->parent->name;
+}
+
+/* How many instances a function wants: daemons with a command run
+ * `parallelism` of them. Hot and cold functions run through calls. */
+static int wanted(const struct sched_function *fn)
+{
+	if (fn->spec.mode != SCHED_MODE_DAEMON || fn->spec.command == NULL ||
+	    fn->spec.command[0] == '\0')
+		return 0;
+	return fn->spec.parallelism;
+}
+
+static int store_put(struct sched *s, const struct sched_instance *in)
+{
+	struct store_instance r;
+
+	parts(in, &r.tenant, &r.ns, &r.fn);
+	r.n = in->n;
+	r.desired_run = in->desired_run;
+	r.worker = in->worker ? in->worker->obj.name : NULL;
+	return store_instance_put(s->store, &r);
+}
+
+static void inst_event(struct sched *s, const struct sched_instance *in,
+		       const char *kind, const char *k1, const char *v1,
+		       const char *k2, const char *v2)
+{
+	struct rt_buf kvs = { 0 };
+
+	if (k1 != NULL)
+		rt_buf_kv(&kvs, k1, v1);
+	if (k2 != NULL)
+		rt_buf_kv(&kvs, k2, v2);
+	sched__event(s, &in->obj, kind, kvs.data);
+	rt_buf_free(&kvs);
+}
+
+int sched_assignment_name(const struct sched_instance *in, struct rt_buf *out)
+{
+	const char *t, *ns, *fn;
+
+	parts(in, &t, &ns, &fn);
+	return rt_buf_printf(out, "%s:%s:%s:%d", t, ns, fn, in->n);
+}
+
+int sched_link_target(const struct sched_instance *in, int from_instance,
+		      struct rt_buf *out)
+{
+	const char *t, *ns, *fn;
+
+	if (in->worker == NULL)
+		return -ENOENT;
+	parts(in, &t, &ns, &fn);
+	if (from_instance)
+		return rt_buf_printf(out, "../../../../../../workers/%s",
+				     in->worker->obj.name);
+	return rt_buf_printf(out, "../../../tenants/%s/%s/%s/instances/%d", t,
+			     ns, fn, in->n);
+}
+
+struct sched_instance *sched__instance_by_id(struct sched *s, const char *id)
+{
+	char copy[300], *p[4], *save = NULL;
+	struct sched_obj *o = &s->root;
+	int i;
+
+	snprintf(copy, sizeof(copy), "%s", id);
+	for (i = 0; i < 4; i++) {
+		p[i] = strtok_r(i ? NULL : copy, "/", &save);
+		if (p[i] == NULL)
+			return NULL;
+		o = sched_child(o, p[i]);
+		if (o == NULL)
+			return NULL;
+	}
+	return o->type == SCHED_INSTANCE ? (struct sched_instance *)o : NULL;
+}
+
+/* ============================================================ assignment */
+
+static void assign(struct sched *s, struct sched_instance *in,
+		   struct sched_worker *w)
+{
+	struct rt_buf name = { 0 };
+
+	sched_assignment_name(in, &name);
+	if (rt_map_put(&w->assignments, name.data, in) < 0) {
+		rt_buf_free(&name);
+		return;
+	}
+	in->worker = w;
+	w->used_mb += fn_of(in)->spec.memory;
+	in->sent_revision = 0;
+	in->sent_stop = 0;
+	in->state = in->desired_run ? SCHED_STARTING : SCHED_STOPPED;
+	in->reason[0] = '\0';
+	store_put(s, in);
+	inst_event(s, in, "instance.assigned", "worker", w->obj.name, NULL,
+		   NULL);
+	rt_buf_free(&name);
+}
+
+static void unassign(struct sched *s, struct sched_instance *in, int persist)
+{
+	struct rt_buf name = { 0 };
+
+	if (in->worker == NULL)
+		return;
+	sched_assignment_name(in, &name);
+	rt_map_del(&in->worker->assignments, name.data);
+	in->worker->used_mb -= fn_of(in)->spec.memory;
+	in->worker = NULL;
+	s->capacity_changed = 1;
+	in->pid = 0;
+	in->sent_revision = 0;
+	in->sent_stop = 0;
+	if (persist)
+		store_put(s, in);
+	rt_buf_free(&name);
+}
+
+/* Whether worker `w` may run instances of namespace `t/ns`. */
+static int serves(const struct sched_worker *w, const char *t, const char *ns)
+{
+	char want[130];
+	const char *p = w->namespaces;
+	size_t n;
+
+	if (p == NULL || p[0] == '\0')
+		return 1;
+	n = (size_t)snprintf(want, sizeof(want), "%s/%s", t, ns);
+	while ((p = strstr(p, want)) != NULL) {
+		if ((p == w->namespaces || p[-1] == ' ') &&
+		    (p[n] == ' ' || p[n] == '\0'))
+			return 1;
+		p += n;
+	}
+	return 0;
+}
+
+struct place_ctx {
+	const struct sched_instance *in;
+	int memory;
+	struct sched_worker *best;
+};
+
+static int place_cb(const char *key, void *value, void *arg)
+{
+	struct place_ctx *c = arg;
+	struct sched_worker *w = value;
+	const char *t, *ns, *fn;
+	int free_mb = w->memory_mb - w->used_mb;
+
+	(void)key;
+	parts(c->in, &t, &ns, &fn);
+	if (!w->online || w->leaving || free_mb < c->memory ||
+	    !serves(w, t, ns))
+		return 0;
+	if (c->best == NULL ||
+	    free_mb > c->best->memory_mb - c->best->used_mb ||
+	    (free_mb == c->best->memory_mb - c->best->used_mb &&
+	     (w->assignments.count < c->best->assignments.count ||
+	      (w->assignments.count == c->best->assignments.count &&
+	       strcmp(w->obj.name, c->best->obj.name) < 0))))
+		c->best = w;
+	return 0;
+}
+
+/* Finds a worker for `in`, or says why there is none. */
+static void place(struct sched *s, struct sched_instance *in)
+{
+	struct place_ctx c = { in, fn_of(in)->spec.memory, NULL };
+	char reason[256];
+
+	if (s->loop == NULL)
+		return;
+	if (rt_mono_ms() < s->recovery_until) {
+		snprintf(reason, sizeof(reason),
+			 "waiting for known workers to come back");
+	} else {
+		rt_map_each(&s->pool.children, place_cb, &c);
+		if (c.best != NULL) {
+			assign(s, in, c.best);
+			return;
+		}
+		snprintf(reason, sizeof(reason), "no worker with %d MB free",
+			 c.memory);
+	}
+	if (in->state != SCHED_PENDING || strcmp(in->reason, reason) != 0) {
+		in->state = SCHED_PENDING;
+		snprintf(in->reason, sizeof(in->reason), "%s", reason);
+		if (rt_mono_ms() >= s->recovery_until)
+			inst_event(s, in, "instance.pending", "reason", reason,
+				   NULL, NULL);
+	}
+}
+
+/* ============================================================ commands */
+
+/* Builds the spec a worker runs an instance with. */
+static json_t *run_spec(const struct sched_instance *in)
+{
+	const struct sched_function *fn = fn_of(in);
+	const struct sched_spec *sp = &fn->spec;
+	static const char *const modes[] = { "daemon", "hot", "cold" };
+	static const char *const formats[] = { "line", "json" };
+	static const char *const policies[] = { "always", "on-failure",
+						"never" };
+	json_t *env = json_array();
+	const char *t, *ns, *f;
+	char v[300];
+	int i;
+
+	parts(in, &t, &ns, &f);
+	for (i = 0; i < sp->nenv; i++)
+		json_array_append_new(env, json_string(sp->env[i]));
+#define FN_ENV(fmt, ...)                                                       \
+	do {                                                                   \
+		snprintf(v, sizeof(v), fmt, __VA_ARGS__);                      \
+		json_array_append_new(env, json_string(v));                    \
+	} while (0)
+	FN_ENV("FN_TENANT=%s", t);
+	FN_ENV("FN_NAMESPACE=%s", ns);
+	FN_ENV("FN_FUNCTION=%s", f);
+	FN_ENV("FN_INSTANCE=%d", in->n);
+	FN_ENV("FN_REVISION=%llu", (unsigned long long)fn->run_revision);
+	FN_ENV("FN_MODE=%s", modes[sp->mode]);
+	FN_ENV("FN_FORMAT=%s", formats[sp->format]);
+	FN_ENV("FN_MEMORY_MB=%d", sp->memory);
+	FN_ENV("FN_WORKER=%s", in->worker ? in->worker->obj.name : "");
+#undef FN_ENV
+	return json_pack("{s:s, s:o, s:s, s:i, s:s}", "command",
+			 sp->command ? sp->command : "", "env", env, "cwd",
+			 sp->cwd ? sp->cwd : "", "memory", sp->memory,
+			 "restart_policy", policies[sp->restart_policy]);
+}
+
+static char *instance_id(const struct sched_instance *in)
+{
+	struct rt_buf b = { 0 };
+
+	sched_obj_path(&in->obj, &b);
+	return b.data;
+}
+
+static int send_start(struct sched *s, struct sched_instance *in,
+		      struct sched_wait *wait)
+{
+	char *id = instance_id(in);
+	int rc;
+
+	in->sent_revision = fn_of(in)->run_revision;
+	in->sent_stop = 0;
+	rc = sched__request(s, in->worker,
+			    json_pack("{s:s, s:s, s:I, s:o}", "type", "start",
+				      "instance", id, "revision",
+				      (json_int_t)fn_of(in)->run_revision,
+				      "spec", run_spec(in)),
+			    wait, 0, in->obj.id);
+	free(id);
+	return rc;
+}
+
+static int send_simple(struct sched *s, struct sched_instance *in,
+		       const char *type, int forget, struct sched_wait *wait)
+{
+	char *id = instance_id(in);
+	json_t *h = json_pack("{s:s, s:s}", "type", type, "instance", id);
+	int rc;
+
+	if (forget)
+		json_object_set_new(h, "forget", json_true());
+	rc = sched__request(s, in->worker, h, wait, 0, in->obj.id);
+	free(id);
+	return rc;
+}
+
+/* Brings one instance toward what is wanted. */
+static void converge(struct sched *s, struct sched_instance *in)
+{
+	if (in->desired_run) {
+		if (in->worker == NULL)
+			place(s, in);
+		if (in->worker != NULL && in->worker->online &&
+		    in->sent_revision != fn_of(in)->run_revision)
+			send_start(s, in, NULL);
+	} else if (in->worker != NULL && in->worker->online && !in->sent_stop &&
+		   in->state != SCHED_STOPPED) {
+		in->sent_stop = 1;
+		send_simple(s, in, "stop", 0, NULL);
+	} else if (in->worker == NULL) {
+		in->state = SCHED_STOPPED;
+	}
+}
+
+static struct sched_instance *
+instance_new(struct sched *s, struct sched_function *fn, int n, int desired_run)
+{
+	char name[16];
+	struct sched_instance *in;
+	int64_t now = rt_now_ms();
+
+	snprintf(name, sizeof(name), "%d", n);
+	in = (struct sched_instance *)sched__obj_new(s, SCHED_INSTANCE,
+						     &fn->obj, name, now, now);
+	if (in == NULL)
+		return NULL;
+	in->n = n;
+	in->desired_run = desired_run;
+	in->state = desired_run ? SCHED_PENDING : SCHED_STOPPED;
+	return in;
+}
+
+void sched__instance_free(struct sched_instance *in)
+{
+	free(in->exits);
+}
+
+/* Stops and forgets an instance that is no longer wanted. */
+static void retire(struct sched *s, struct sched_instance *in, int persist)
+{
+	const char *t, *ns, *fn;
+
+	if (in->worker != NULL) {
+		send_simple(s, in, "stop", 1, NULL);
+		unassign(s, in, 0);
+	}
+	parts(in, &t, &ns, &fn);
+	if (persist)
+		store_instance_delete(s->store, t, ns, fn, in->n);
+	inst_event(s, in, "instance.stopped", "reason", "removed", NULL, NULL);
+	sched__obj_drop(s, &in->obj);
+}
+
+struct collect {
+	struct sched_instance **v;
+	int n;
+};
+
+static int collect_cb(const char *key, void *value, void *arg)
+{
+	struct collect *c = arg;
+
+	(void)key;
+	c->v[c->n++] = value;
+	return 0;
+}
+
+static int by_n(const void *a, const void *b)
+{
+	const struct sched_instance *x = *(struct sched_instance *const *)a;
+	const struct sched_instance *y = *(struct sched_instance *const *)b;
+
+	return (x->n > y->n) - (x->n < y->n);
+}
+
+/* The function's instances in order of their number; free the array. */
+static struct collect instances_of(struct sched_function *fn)
+{
+	struct collect c = { calloc(fn->obj.children.count + 1, sizeof(void *)),
+			     0 };
+
+	if (c.v != NULL) {
+		rt_map_each(&fn->obj.children, collect_cb, &c);
+		qsort(c.v, (size_t)c.n, sizeof(c.v[0]), by_n);
+	}
+	return c;
+}
+
+void sched__reconcile(struct sched *s, struct sched_function *fn)
+{
+	int want = wanted(fn), n, i, began = 0;
+	struct collect c;
+	char name[16];
+
+	for (n = 0; n < want; n++) {
+		snprintf(name, sizeof(name), "%d", n);
+		if (sched_child(&fn->obj, name) != NULL)
+			continue;
+		if (!began)
+			began = store_begin(s->store) == 0;
+		store_put(s, instance_new(s, fn, n, 1));
+	}
+	c = instances_of(fn);
+	for (i = 0; i < c.n; i++) {
+		if (c.v[i]->n < want)
+			continue;
+		if (!began)
+			began = store_begin(s->store) == 0;
+		retire(s, c.v[i], 1);
+		c.v[i] = NULL;
+	}
+	if (began && store_commit(s->store) < 0)
+		rt_log(RT_LOG_ERROR, "instances of %s: store failed",
+		       fn->obj.name);
+	for (i = 0; i < c.n; i++)
+		if (c.v[i] != NULL)
+			converge(s, c.v[i]);
+	free(c.v);
+}
+
+struct each_fn {
+	struct sched *s;
+};
+
+static int reconcile_ns(const char *key, void *value, void *arg)
+{
+	(void)key;
+	sched__reconcile(arg, value);
+	return 0;
+}
+
+static int reconcile_t(const char *key, void *value, void *arg)
+{
+	struct sched_obj *t = value;
+
+	(void)key;
+	return rt_map_each(&t->children, reconcile_ns, arg);
+}
+
+static int reconcile_root(const char *key, void *value, void *arg)
+{
+	struct sched_obj *t = value;
+
+	(void)key;
+	return rt_map_each(&t->children, reconcile_t, arg);
+}
+
+void sched__reconcile_all(struct sched *s)
+{
+	rt_map_each(&s->root.children, reconcile_root, s);
+}
+
+int sched__instances_drop(struct sched *s, struct sched_function *fn)
+{
+	struct collect c = instances_of(fn);
+	const char *t = fn->obj.parent->parent->name,
+		   *ns = fn->obj.parent->name;
+	int i;
+
+	for (i = 0; i < c.n; i++) {
+		store_instance_delete(s->store, t, ns, fn->obj.name, c.v[i]->n);
+		retire(s, c.v[i], 0);
+	}
+	free(c.v);
+	return 0;
+}
+
+/* ================================================================ load */
+
+static int load_cb(const struct store_instance *r, void *arg)
+{
+	struct sched *s = arg;
+	struct sched_obj *t = sched_child(&s->root, r->tenant), *ns, *f;
+	struct sched_instance *in;
+	struct sched_obj *w;
+
+	ns = t ? sched_child(t, r->ns) : NULL;
+	f = ns ? sched_child(ns, r->fn) : NULL;
+	if (f == NULL)
+		return 0;
+	in = instance_new(s, (struct sched_function *)f, r->n, r->desired_run);
+	if (in == NULL)
+		return -ENOMEM;
+	w = r->worker ? sched_child(&s->pool, r->worker) : NULL;
+	if (w != NULL) {
+		struct rt_buf name = { 0 };
+
+		sched_assignment_name(in, &name);
+		if (rt_map_put(&((struct sched_worker *)w)->assignments,
+			       name.data, in) == 0) {
+			in->worker = (struct sched_worker *)w;
+			in->worker->used_mb +=
+				((struct sched_function *)f)->spec.memory;
+			in->state = SCHED_LOST;
+			snprintf(in->reason, sizeof(in->reason),
+				 "waiting for worker %s", w->name);
+		}
+		rt_buf_free(&name);
+	}
+	return 0;
+}
+
+int sched__instances_load(struct sched *s)
+{
+	return store_instance_load(s->store, load_cb, s);
+}
+
+/* ====================================================== worker reports */
+
+static enum sched_instance_state parse_state(const char *w)
+{
+	int i;
+
+	for (i = 0; w != NULL && i <= SCHED_LOST; i++)
+		if (strcmp(state_words[i], w) == 0)
+			return (enum sched_instance_state)i;
+	return SCHED_LOST;
+}
+
+/* The instance of report `m` if it belongs on worker `w`; otherwise the
+ * worker is told to stop and forget it (it runs nowhere twice). */
+static struct sched_instance *owned(struct sched *s, struct sched_worker *w,
+				    const struct rt_msg *m)
+{
+	const char *id = rt_msg_str(m, "instance");
+	struct sched_instance *in = id ? sched__instance_by_id(s, id) : NULL;
+
+	if (id == NULL)
+		return NULL;
+	if (in == NULL || in->worker != w) {
+		sched__send(s, w,
+			    json_pack("{s:s, s:s, s:b}", "type", "stop",
+				      "instance", id, "forget", 1));
+		return NULL;
+	}
+	return in;
+}
+
+void sched__on_instance(struct sched *s, struct sched_worker *w,
+			const struct rt_msg *m)
+{
+	struct sched_instance *in = owned(s, w, m);
+	enum sched_instance_state st, old;
+	const char *reason = rt_msg_str(m, "reason");
+	json_t *exits = json_object_get(m->header, "exits"), *e;
+	long long restarts = rt_msg_int(m, "restarts", 0);
+	struct rt_buf lines = { 0 };
+	char pid[16], rev[32];
+	size_t i;
+	int oldpid;
+
+	if (in == NULL)
+		return;
+	old = in->state;
+	oldpid = in->pid;
+	st = parse_state(rt_msg_str(m, "state"));
+	in->state = st;
+	in->pid = (int)rt_msg_int(m, "pid", 0);
+	in->revision = (uint64_t)rt_msg_int(m, "revision", 0);
+	in->started_ms = rt_msg_int(m, "started_ms", 0);
+	if (restarts > in->worker_restarts)
+		in->restarts_total += restarts - in->worker_restarts;
+	in->worker_restarts = restarts;
+	snprintf(in->reason, sizeof(in->reason), "%s", reason ? reason : "");
+	json_array_foreach (exits, i, e) {
+		rt_buf_printf(
+			&lines, "exit_%zu %lld %s\n", i + 1,
+			(long long)json_integer_value(json_object_get(e, "ms")),
+			json_string_value(json_object_get(e, "exit")));
+	}
+	free(in->exits);
+	in->exits = lines.data;
+	if (st == SCHED_STOPPED)
+		in->sent_stop = 0;
+	snprintf(pid, sizeof(pid), "%d", in->pid);
+	snprintf(rev, sizeof(rev), "%llu", (unsigned long long)in->revision);
+	if (st == SCHED_RUNNING &&
+	    (old != SCHED_RUNNING || oldpid != in->pid)) {
+		struct rt_buf kvs = { 0 };
+
+		rt_buf_kv(&kvs, "worker", w->obj.name);
+		rt_buf_kv(&kvs, "pid", pid);
+		rt_buf_kv(&kvs, "revision", rev);
+		sched__event(s, &in->obj, "instance.started", kvs.data);
+		rt_buf_free(&kvs);
+	} else if (st == SCHED_BACKOFF && old != SCHED_BACKOFF) {
+		inst_event(s, in, "instance.backoff", "reason", in->reason,
+			   NULL, NULL);
+	} else if (st == SCHED_FAILED && old != SCHED_FAILED) {
+		inst_event(s, in, "instance.failed", "reason", in->reason, NULL,
+			   NULL);
+	} else if (st == SCHED_STOPPED && old != SCHED_STOPPED) {
+		inst_event(s, in, "instance.stopped", "worker", w->obj.name,
+			   NULL, NULL);
+	}
+}
+
+void sched__on_exited(struct sched *s, struct sched_worker *w,
+		      const struct rt_msg *m)
+{
+	const char *id = rt_msg_str(m, "instance");
+	struct sched_instance *in = id ? sched__instance_by_id(s, id) : NULL;
+	const char *what = rt_msg_str(m, "exit");
+	long long code = rt_msg_int(m, "code", 0),
+		  sig = rt_msg_int(m, "signal", 0);
+	int oom = json_is_true(json_object_get(m->header, "oom"));
+	char v[32];
+
+	if (in == NULL || in->worker != w)
+		return;
+	if (oom)
+		snprintf(in->last_exit, sizeof(in->last_exit), "oom");
+	else if (sig)
+		snprintf(in->last_exit, sizeof(in->last_exit), "signal:%lld",
+			 sig);
+	else
+		snprintf(in->last_exit, sizeof(in->last_exit), "status:%lld",
+			 code);
+	snprintf(v, sizeof(v), "%d", in->pid);
+	inst_event(s, in, "instance.exited", "exit", what ? what : "?", "pid",
+		   v);
+}
+
+static int sample_cb(json_t *o, struct sched *s, struct sched_worker *w)
+{
+	const char *id = json_string_value(json_object_get(o, "instance"));
+	struct sched_instance *in = id ? sched__instance_by_id(s, id) : NULL;
+
+	if (in == NULL || in->worker != w)
+		return 0;
+	in->cpu_seconds = (double)json_integer_value(
+				  json_object_get(o, "cpu_ms")) /
+			  1000;
+	in->rss_bytes = json_integer_value(json_object_get(o, "rss"));
+	return 0;
+}
+
+void sched__on_heartbeat(struct sched *s, struct sched_worker *w,
+			 const struct rt_msg *m)
+{
+	json_t *samples = json_object_get(m->header, "samples"), *o;
+	size_t i;
+
+	json_array_foreach (samples, i, o) {
+		sample_cb(o, s, w);
+	}
+}
+
+void sched__adopt(struct sched *s, struct sched_worker *w, json_t *running)
+{
+	json_t *r;
+	size_t i;
+
+	json_array_foreach (running, i, r) {
+		const char *id = json_string_value(
+			json_object_get(r, "instance"));
+		struct sched_instance *in = id ? sched__instance_by_id(s, id)
+					       : NULL;
+		long long rev = json_integer_value(
+			json_object_get(r, "revision"));
+
+		if (id == NULL)
+			continue;
+		if (in == NULL || in->worker != w) {
+			/* It runs elsewhere now, or not at all. */
+			sched__send(s, w,
+				    json_pack("{s:s, s:s, s:b}", "type", "stop",
+					      "instance", id, "forget", 1));
+			continue;
+		}
+		/* Taken over as it is: same process, no restart. A stale
+		 * revision is restarted by reconciliation. */
+		in->pid = (int)json_integer_value(json_object_get(r, "pid"));
+		in->state = SCHED_RUNNING;
+		in->revision = (uint64_t)rev;
+		in->sent_revision = (uint64_t)rev;
+		in->reason[0] = '\0';
+	}
+}
+
+static int lost_cb(const char *key, void *value, void *arg)
+{
+	struct collect *c = arg;
+
+	(void)key;
+	c->v[c->n++] = value;
+	return 0;
+}
+
+void sched__worker_lost(struct sched *s, struct sched_worker *w, int quiet)
+{
+	struct collect c = { calloc(w->assignments.count + 1, sizeof(void *)),
+			     0 };
+	int i;
+
+	if (c.v == NULL)
+		return;
+	rt_map_each(&w->assignments, lost_cb, &c);
+	for (i = 0; i < c.n; i++) {
+		struct sched_instance *in = c.v[i];
+
+		if (!quiet)
+			inst_event(s, in, "instance.lost", "worker",
+				   w->obj.name, NULL, NULL);
+		unassign(s, in, 1);
+		in->state = in->desired_run ? SCHED_LOST : SCHED_STOPPED;
+		snprintf(in->reason, sizeof(in->reason), "worker %s went away",
+			 w->obj.name);
+	}
+	free(c.v);
+}
+
+/* =============================================================== files */
+
+static const char *desired_word(const struct sched_instance *in)
+{
+	return in->desired_run ? "start" : "stop";
+}
+
+static int render_instance(struct sched_instance *in, enum sched_file f,
+			   struct rt_buf *out)
+{
+	int64_t now = rt_now_ms();
+
+	switch (f) {
+	case SCHED_INST_STATE:
+		return rt_buf_printf(out, "%s\n", state_words[in->state]);
+	case SCHED_INST_PID:
+		return in->pid > 0 ? rt_buf_printf(out, "%d\n", in->pid) : 0;
+	case SCHED_INST_STATUS:
+		rt_buf_printf(out,
+			      "state %s\ndesired %s\nworker %s\npid %d\n"
+			      "revision %llu\nstarted_ms %lld\nrestarts %lld\n"
+			      "last_exit %s\n",
+			      state_words[in->state], desired_word(in),
+			      in->worker ? in->worker->obj.name : "-", in->pid,
+			      (unsigned long long)in->revision,
+			      (long long)in->started_ms, in->restarts_total,
+			      in->last_exit[0] ? in->last_exit : "-");
+		if (in->exits)
+			rt_buf_puts(out, in->exits);
+		return rt_buf_printf(out, "reason %s\n",
+				     in->reason[0] ? in->reason : "-");
+	case SCHED_INST_STATS:
+		return rt_buf_printf(
+			out,
+			"pid %d\nuptime_ms %lld\ncpu_seconds %.3f\n"
+			"rss_bytes %lld\nrestarts_total %lld\n",
+			in->pid,
+			in->pid > 0 && in->started_ms > 0
+				? (long long)(now - in->started_ms)
+				: 0LL,
+			in->pid > 0 ? in->cpu_seconds : 0.0,
+			in->pid > 0 ? in->rss_bytes : 0LL, in->restarts_total);
+	default: return -EINVAL;
+	}
+}
+
+/* The one-word state of a function (spec 4). */
+static const char *function_state(struct sched_function *fn, int *nrun,
+				  int *nwant, int *npend, int *nfail)
+{
+	struct collect c = instances_of(fn);
+	int i;
+
+	*nrun = *nwant = *npend = *nfail = 0;
+	for (i = 0; i < c.n; i++) {
+		struct sched_instance *in = c.v[i];
+
+		if (!in->desired_run)
+			continue;
+		(*nwant)++;
+		*nrun += in->state == SCHED_RUNNING;
+		*npend += in->state == SCHED_PENDING;
+		*nfail += in->state == SCHED_FAILED;
+	}
+	free(c.v);
+	if (*nwant == 0)
+		return "stopped";
+	if (*nrun == *nwant)
+		return "running";
+	if (*nrun == 0 && *nfail > 0 && *npend == 0)
+		return "failed";
+	if (*nrun == 0 && *npend > 0)
+		return "pending";
+	return "degraded";
+}
+
+static int render_function(struct sched_function *fn, enum sched_file f,
+			   struct rt_buf *out)
+{
+	int nrun, nwant, npend, nfail, i;
+	const char *st = function_state(fn, &nrun, &nwant, &npend, &nfail);
+	struct collect c;
+
+	if (f == SCHED_FN_STATE)
+		return rt_buf_printf(out, "%s\n", st);
+	c = instances_of(fn);
+	rt_buf_printf(out,
+		      "state %s\ninstances %d\nwanted %d\nrunning %d\n"
+		      "pending %d\nfailed %d\nrevision %llu\n",
+		      st, c.n, nwant, nrun, npend, nfail,
+		      (unsigned long long)fn->revision);
+	for (i = 0; i < c.n; i++) {
+		struct sched_instance *in = c.v[i];
+
+		rt_buf_printf(out, "instance_%d %s %s %d\n", in->n,
+			      state_words[in->state],
+			      in->worker ? in->worker->obj.name : "-", in->pid);
+	}
+	free(c.v);
+	return 0;
+}
+
+/* ======================================================== write commands */
+
+/* Parses "start" or "stop" (one trailing newline allowed). */
+static int parse_state_word(const char *buf, size_t len, int *run)
+{
+	if (len > 0 && buf[len - 1] == '\n')
+		len--;
+	if (len == 5 && memcmp(buf, "start", 5) == 0)
+		*run = 1;
+	else if (len == 4 && memcmp(buf, "stop", 4) == 0)
+		*run = 0;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+/* Starts or stops one instance, adding what to wait for to `wait`. */
+static void set_desired(struct sched *s, struct sched_instance *in, int run,
+			struct sched_wait *wait)
+{
+	int changed = in->desired_run != run;
+
+	in->desired_run = run;
+	if (changed)
+		store_put(s, in);
+	if (run) {
+		if (in->worker == NULL)
+			place(s, in);
+		if (in->worker == NULL || !in->worker->online)
+			return;
+		/* A start clears `failed`: send it even for the same
+		 * revision. */
+		if (changed || in->state == SCHED_FAILED ||
+		    in->state == SCHED_STOPPED || in->state == SCHED_STOPPING ||
+		    in->sent_revision != fn_of(in)->run_revision)
+			send_start(s, in, wait);
+	} else {
+		if (in->worker == NULL) {
+			in->state = SCHED_STOPPED;
+			return;
+		}
+		if (!in->worker->online)
+			return;
+		in->sent_stop = 1;
+		send_simple(s, in, "stop", 0, wait);
+	}
+}
+
+static void restart_one(struct sched *s, struct sched_instance *in,
+			struct sched_wait *wait)
+{
+	if (!in->desired_run) {
+		in->desired_run = 1;
+		store_put(s, in);
+	}
+	if (in->worker == NULL)
+		place(s, in);
+	if (in->worker == NULL || !in->worker->online)
+		return;
+	inst_event(s, in, "instance.restarting", "worker", in->worker->obj.name,
+		   NULL, NULL);
+	if (in->sent_revision != fn_of(in)->run_revision ||
+	    in->state == SCHED_STOPPED)
+		send_start(s, in, wait);
+	else
+		send_simple(s, in, "restart", 0, wait);
+}
+
+/* Rejects a bad write to a non-attribute file of a function. */
+static int refuse(struct sched *s, struct sched_function *fn, const char *file,
+		  const char *reason)
+{
+	sched__reject(s, fn, file, EINVAL, reason);
+	return -EINVAL;
+}
+
+static int write_instances(struct sched *s, struct sched_obj *o,
+			   enum sched_file f, const char *buf, size_t len,
+			   struct sched_wait *wait)
+{
+	struct sched_function *fn = o->type == SCHED_INSTANCE
+					    ? fn_of((struct sched_instance *)o)
+					    : (struct sched_function *)o;
+	int restart = f == SCHED_FN_RESTART || f == SCHED_INST_RESTART, run = 1,
+	    i;
+	const char *file = restart ? "restart" : "state";
+	struct collect c;
+
+	if (restart) {
+		if (len > 0 && buf[len - 1] == '\n')
+			len--;
+		if (len != 1 || buf[0] != '1')
+			return refuse(s, fn, file, "restart takes 1");
+	} else if (parse_state_word(buf, len, &run) < 0) {
+		return refuse(s, fn, file, "state takes start or stop");
+	}
+	if (o->type == SCHED_INSTANCE) {
+		if (restart)
+			restart_one(s, (struct sched_instance *)o, wait);
+		else
+			set_desired(s, (struct sched_instance *)o, run, wait);
+		return 0;
+	}
+	c = instances_of(fn);
+	for (i = 0; i < c.n; i++) {
+		if (restart)
+			restart_one(s, c.v[i], wait);
+		else
+			set_desired(s, c.v[i], run, wait);
+	}
+	free(c.v);
+	return 0;
+}
+
+int sched_file_write(struct sched *s, struct sched_obj *o, enum sched_file f,
+		     const char *buf, size_t len, sched_done_fn done, void *arg,
+		     struct sched_wait **wait)
+{
+	struct sched_wait *w;
+	int rc;
+
+	*wait = NULL;
+	if (f == SCHED_POOL_SIZE)
+		return sched__pool_write(s, buf, len);
+	if (f != SCHED_FN_STATE && f != SCHED_FN_RESTART &&
+	    f != SCHED_INST_STATE && f != SCHED_INST_RESTART)
+		return -EACCES;
+	w = sched__wait_new(s, done, arg, SCHED_WAIT_MS);
+	if (w == NULL)
+		return -ENOMEM;
+	rc = write_instances(s, o, f, buf, len, w);
+	if (rc < 0) {
+		w->done = NULL;
+		sched__wait_arm(s, w);
+		return rc;
+	}
+	if (w->remaining == 0) {
+		/* Nothing to wait for: done now. */
+		w->done = NULL;
+		sched__wait_arm(s, w);
+		return 0;
+	}
+	*wait = w;
+	return SCHED_LATER;
+}
+
+int sched_file_read(struct sched *s, struct sched_obj *o, enum sched_file f,
+		    struct rt_buf *out, sched_done_fn done, void *arg,
+		    struct sched_wait **wait)
+{
+	struct sched_wait *w;
+	struct collect c;
+	int i;
+
+	*wait = NULL;
+	switch (f) {
+	case SCHED_FN_STATE:
+	case SCHED_FN_STATUS:
+		return render_function((struct sched_function *)o, f, out);
+	case SCHED_INST_STATE:
+	case SCHED_INST_STATUS:
+	case SCHED_INST_STATS:
+	case SCHED_INST_PID:
+		return render_instance((struct sched_instance *)o, f, out);
+	case SCHED_FN_LOG:
+	case SCHED_INST_LOG: break;
+	default: return sched__worker_render(s, o, f, out);
+	}
+	/* Logs live with the workers: ask them. */
+	if (o->type == SCHED_INSTANCE) {
+		c.v = calloc(1, sizeof(void *));
+		c.n = c.v ? 1 : 0;
+		if (c.v)
+			c.v[0] = (struct sched_instance *)o;
+	} else {
+		c = instances_of((struct sched_function *)o);
+	}
+	w = sched__wait_new(s, done, arg, SCHED_LOG_WAIT_MS);
+	if (w == NULL) {
+		free(c.v);
+		return -ENOMEM;
+	}
+	w->out = out;
+	w->nparts = c.n;
+	w->parts = calloc((size_t)c.n + 1, sizeof(*w->parts));
+	w->prefixes = calloc((size_t)c.n + 1, sizeof(char *));
+	for (i = 0; i < c.n && w->parts && w->prefixes; i++) {
+		struct sched_instance *in = c.v[i];
+		char *id;
+		char pfx[16];
+
+		if (o->type == SCHED_FUNCTION) {
+			snprintf(pfx, sizeof(pfx), "%d: ", in->n);
+			w->prefixes[i] = strdup(pfx);
+		}
+		if (in->worker == NULL || !in->worker->online)
+			continue;
+		id = instance_id(in);
+		sched__request(s, in->worker,
+			       json_pack("{s:s, s:s, s:i}", "type", "log",
+					 "instance", id, "max", SCHED_LOG_TAIL),
+			       w, i, in->obj.id);
+		free(id);
+	}
+	free(c.v);
+	if (w->remaining == 0) {
+		/* No worker to ask: what there is, now. */
+		w->done = NULL;
+		sched__wait_arm(s, w);
+		return 0;
+	}
+	*wait = w;
+	return SCHED_LATER;
+}

@@ -1,0 +1,173 @@
+/*
+ * internal.h - what the files of sched/ share: the controller's state and
+ * the helpers that cross files. Not for fs/.
+ */
+#ifndef FNFS_SCHED_INTERNAL_H
+#define FNFS_SCHED_INTERNAL_H
+
+#include <uv.h>
+
+#include "../runtime/wire.h"
+#include "events.h"
+#include "sched.h"
+#include "store.h"
+
+#define SCHED_POOL_MAX 256 /* local workers at most */
+#define SCHED_HEARTBEAT_TIMEOUT_MS                                             \
+	3000			/* silence that makes a worker offline */
+#define SCHED_RECOVERY_MS 3000	/* wait for known workers after a start */
+#define SCHED_WAIT_MS	  10000 /* bound of a write that waits */
+#define SCHED_LOG_WAIT_MS 5000	/* bound of a log read */
+#define SCHED_LOG_TAIL	  65536 /* bytes of log per instance */
+#define SCHED_RESPAWN_MS  1000	/* delay before replacing a local worker */
+
+/* A local worker process of the pool. */
+struct sched_local {
+	struct sched *s;
+	char id[32];		 /* "local-K" */
+	int wanted;		 /* part of the pool */
+	int live;		 /* our child process runs */
+	uv_process_t proc;	 /* valid while live (and closing) */
+	int closing;		 /* proc handle being closed */
+	int64_t next_spawn_mono; /* not before this */
+};
+
+struct sched {
+	struct store *store;   /* owned */
+	struct events events;  /* the journal */
+	struct rt_idmap index; /* id -> struct sched_obj *, all but the root */
+	struct sched_obj root; /* the tree's root; children are tenants */
+	struct sched_obj pool; /* workers/; children are workers */
+	uint64_t next_id;      /* the id the next object gets */
+	char *datadir;	       /* owned */
+
+	/* The cluster side (sched_start). */
+	uv_loop_t *loop;	  /* NULL until started */
+	uv_pipe_t server;	  /* DATA/ctl.sock */
+	char *sock_path;	  /* owned */
+	uv_timer_t tick;	  /* once a second: health, pool, pending */
+	struct rt_idmap requests; /* seq -> struct sched_request * */
+	uint64_t next_seq;
+	int pool_size;		/* designated local workers */
+	int worker_memory;	/* MB per local worker */
+	char *self;		/* the fnfs binary, owned */
+	int64_t recovery_until; /* monotonic ms: known workers may return */
+	struct sched_local locals[SCHED_POOL_MAX];
+	int capacity_changed; /* memory was freed: place pending ones */
+	int shutting_down;
+	void (*shutdown_done)(void *arg);
+	void *shutdown_arg;
+	uv_timer_t shutdown_timer;
+};
+
+/* An outstanding request to a worker. */
+struct sched_request {
+	uint64_t seq;
+	struct sched_wait *wait;     /* NULL once the wait is over */
+	struct sched_worker *worker; /* whom it went to */
+	int slot;		     /* part of a multi-part read */
+	uint64_t instance_id;	     /* the instance it is about, or 0 */
+};
+
+struct sched_wait {
+	struct sched *s;
+	sched_done_fn done; /* NULL once cancelled */
+	void *arg;
+	int remaining; /* requests not yet answered */
+	int err;       /* first error */
+	int finished;
+	uv_timer_t timer;     /* the bound */
+	struct rt_buf *out;   /* reads: where the content goes */
+	struct rt_buf *parts; /* reads: one part per slot, owned */
+	char **prefixes;      /* reads: per slot line prefix, owned, or NULL */
+	int nparts;
+};
+
+/* ---- sched.c */
+
+/* Makes a child object of `type` below `parent` with `name`. */
+struct sched_obj *sched__obj_new(struct sched *s, enum sched_obj_type type,
+				 struct sched_obj *parent, const char *name,
+				 int64_t created, int64_t updated);
+
+/* Unlinks and frees one object (its children must be gone). */
+void sched__obj_drop(struct sched *s, struct sched_obj *o);
+
+/* Journals `kind` for object `o` with preformatted " k=v" pairs. */
+void sched__event(struct sched *s, const struct sched_obj *o, const char *kind,
+		  const char *kvs);
+
+/* Records a refused write in a function's error file and the journal. */
+void sched__reject(struct sched *s, struct sched_function *fn, const char *file,
+		   int err, const char *reason);
+
+/* ---- instances.c */
+
+/* Loads stored instances into the model (after functions and workers). */
+int sched__instances_load(struct sched *s);
+
+/* Brings the instances of `fn` in line with its spec and sends what the
+ * workers must do. */
+void sched__reconcile(struct sched *s, struct sched_function *fn);
+
+/* Reconciles every function (capacity changed). */
+void sched__reconcile_all(struct sched *s);
+
+/* Stops and forgets every instance of `fn` before it is removed; deletes
+ * their rows inside the caller's transaction. */
+int sched__instances_drop(struct sched *s, struct sched_function *fn);
+
+/* Frees an instance's own memory (the object is being freed). */
+void sched__instance_free(struct sched_instance *in);
+
+/* Handles an instance report, an exit or a heartbeat from worker `w`. */
+void sched__on_instance(struct sched *s, struct sched_worker *w,
+			const struct rt_msg *m);
+void sched__on_exited(struct sched *s, struct sched_worker *w,
+		      const struct rt_msg *m);
+void sched__on_heartbeat(struct sched *s, struct sched_worker *w,
+			 const struct rt_msg *m);
+
+/* A worker registered with these running instances: adopt those assigned
+ * to it, stop the others. */
+void sched__adopt(struct sched *s, struct sched_worker *w, json_t *running);
+
+/* A worker went away: its instances are lost and placed elsewhere
+ * (`quiet`: at shutdown, without events). */
+void sched__worker_lost(struct sched *s, struct sched_worker *w, int quiet);
+
+/* Finds an instance by its id "t/ns/fn/N". */
+struct sched_instance *sched__instance_by_id(struct sched *s, const char *id);
+
+/* ---- cluster.c */
+
+/* Sends a message to a worker (dropped if it is not connected); consumes
+ * the header. */
+void sched__send(struct sched *s, struct sched_worker *w, json_t *header);
+
+/* Sends a request that `wait` (may be NULL) waits for; consumes the
+ * header. Returns 0, or -ENOTCONN when the worker is not connected. */
+int sched__request(struct sched *s, struct sched_worker *w, json_t *header,
+		   struct sched_wait *wait, int slot, uint64_t instance_id);
+
+/* Starts a wait bounded by `ms`. */
+struct sched_wait *sched__wait_new(struct sched *s, sched_done_fn done,
+				   void *arg, int ms);
+
+/* Completes the wait if nothing is outstanding (call after sending). */
+void sched__wait_arm(struct sched *s, struct sched_wait *w);
+
+/* Frees a worker's own memory (the object is being freed). */
+void sched__worker_free(struct sched_worker *w);
+
+/* Renders a worker or pool file. */
+int sched__worker_render(struct sched *s, struct sched_obj *o,
+			 enum sched_file f, struct rt_buf *out);
+
+/* Writes workers/pool_size. */
+int sched__pool_write(struct sched *s, const char *buf, size_t len);
+
+/* Parses a whole write as an integer in [lo, hi]. */
+int sched__parse_int(const char *buf, size_t len, long lo, long hi, long *out);
+
+#endif
