@@ -304,7 +304,8 @@ static int serve(const char *mp, const char *datadir, int ready,
 	struct fs fs;
 	uv_loop_t loop;
 	static const int signums[3] = { SIGTERM, SIGINT, SIGHUP };
-	struct sched_options so = { opt->workers, opt->worker_memory, NULL };
+	struct sched_options so = { opt->workers, opt->worker_memory, NULL,
+				    logpath };
 	char self[PATH_MAX];
 	ssize_t n;
 	int i, fd, rc, loop_ok = 0;

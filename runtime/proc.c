@@ -2,8 +2,10 @@
  * proc.c - process figures from /proc, and memory cgroups (v1 or v2) for
  * instance memory limits.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +92,44 @@ static int own_cgroup(const char *controller, char *out, size_t n)
 	return found;
 }
 
+/* Ends what a dead worker of the same id left in its cgroups: every
+ * process, then the groups. Nothing runs twice. */
+static void sweep(const char *root)
+{
+	DIR *d = opendir(root);
+	struct dirent *e;
+	char path[4600], line[32];
+
+	if (d == NULL)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		FILE *f;
+
+		if (e->d_type != DT_DIR || e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/cgroup.procs", root,
+			 e->d_name);
+		f = fopen(path, "re");
+		while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
+			pid_t pid = (pid_t)atoi(line);
+
+			if (pid > 1) {
+				rt_log(RT_LOG_WARN,
+				       "killing pid %d left in %s by "
+				       "an earlier worker",
+				       (int)pid, e->d_name);
+				kill(pid, SIGKILL);
+			}
+		}
+		if (f != NULL)
+			fclose(f);
+		snprintf(path, sizeof(path), "%s/%s", root, e->d_name);
+		rmdir(path); /* may fail while they die; fresh ones replace it
+			      */
+	}
+	closedir(d);
+}
+
 char *rt_cgroup_root(const char *worker_id)
 {
 	char own[2048], dir[4096], probe[4200];
@@ -108,6 +148,7 @@ char *rt_cgroup_root(const char *worker_id)
 		return NULL;
 	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
 		return NULL;
+	sweep(dir);
 	/* Usable only if a limit can be set in a child group. */
 	snprintf(probe, sizeof(probe), "%s/probe", dir);
 	if (mkdir(probe, 0755) < 0 && errno != EEXIST) {

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,6 +117,19 @@ static size_t tail_file(const char *path, size_t max, struct rt_buf *out)
 	free(buf);
 	close(fd);
 	return r > 0 ? (size_t)r : 0;
+}
+
+int rt_instance_shim_main(int argc, char **argv)
+{
+	/* fnfs _instance WORKER-PID PROGRAM ARGS...: die with the worker,
+	 * then become PROGRAM (same pid). */
+	if (argc < 3)
+		return 127;
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != (pid_t)atoi(argv[1]))
+		return 127; /* the worker is already gone */
+	execv(argv[2], argv + 2);
+	return 127;
 }
 
 int rt_instance_log_tail(struct rt_instance *in, size_t max, struct rt_buf *out)
@@ -292,7 +306,9 @@ static void spawn(struct rt_instance *in)
 	uv_process_options_t opt;
 	uv_stdio_container_t stdio[3];
 	struct rt_buf script = { 0 };
-	char *argv[4] = { "/bin/sh", "-c", NULL, NULL };
+	char ppid[16];
+	char *argv[7] = { w->self, "_instance", ppid, "/bin/sh",
+			  "-c",	   NULL,	NULL };
 	char **env = NULL;
 	struct rt_run *r = NULL;
 	int fds[2] = { -1, -1 }, rc;
@@ -315,7 +331,8 @@ static void spawn(struct rt_instance *in)
 		rt_buf_printf(&script, "exec %s", cmd);
 	else
 		rt_buf_puts(&script, cmd);
-	argv[2] = script.data;
+	argv[5] = script.data;
+	snprintf(ppid, sizeof(ppid), "%d", (int)getpid());
 	env = build_env(in->spec);
 	r = calloc(1, sizeof(*r));
 	if (env == NULL || r == NULL || pipe2(fds, O_CLOEXEC) < 0) {

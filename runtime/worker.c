@@ -524,6 +524,12 @@ int rt_worker_main(int argc, char **argv)
 	}
 	w.orphan_timeout_ms = orphan_s * 1000;
 	signal(SIGPIPE, SIG_IGN);
+	{
+		ssize_t n = readlink("/proc/self/exe", w.self,
+				     sizeof(w.self) - 1);
+
+		w.self[n > 0 ? n : 0] = '\0';
+	}
 
 	/* Logs of instances go next to the socket, in the data directory. */
 	rt_buf_puts(&dir, w.sock_path);

@@ -100,6 +100,7 @@ struct rt_worker {
 	uv_loop_t *loop;
 	const char *sock_path; /* the controller's socket */
 	const char *id;
+	char self[4096]; /* the fnfs binary, for the exec shim */
 	int memory_mb;
 	json_t *tags;	       /* array of strings, owned */
 	json_t *namespaces;    /* array of strings, owned */
@@ -193,6 +194,11 @@ long long rt_cgroup_oom_kills(const char *dir);
 
 /* Removes an empty cgroup. */
 void rt_cgroup_remove(const char *dir);
+
+/* The exec shim every instance starts through (`fnfs _instance PPID
+ * PROGRAM ARGS...`): it asks for SIGKILL when the worker dies, so that a
+ * killed worker leaves no instance behind, then execs PROGRAM. */
+int rt_instance_shim_main(int argc, char **argv);
 
 /* The main of `fnfs worker`. Returns the exit code. */
 int rt_worker_main(int argc, char **argv);

@@ -5,6 +5,7 @@
  * counted, started, replaced), the workers/ files, and shutdown.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -547,6 +548,13 @@ static void on_connection(uv_stream_t *server, int status)
 
 /* ================================================================== pool */
 
+static void local_closed(uv_handle_t *h)
+{
+	struct sched_local *l = h->data;
+
+	l->closing = 0; /* the handle may be used for the next spawn */
+}
+
 static void local_exited(uv_process_t *p, int64_t status, int sig)
 {
 	struct sched_local *l = p->data;
@@ -560,7 +568,7 @@ static void local_exited(uv_process_t *p, int64_t status, int sig)
 		       "signal %d); replacing it",
 		       l->id, (long long)status, sig);
 	l->next_spawn_mono = rt_mono_ms() + SCHED_RESPAWN_MS;
-	uv_close((uv_handle_t *)p, NULL);
+	uv_close((uv_handle_t *)p, local_closed);
 }
 
 static void local_spawn(struct sched *s, struct sched_local *l)
@@ -570,14 +578,17 @@ static void local_spawn(struct sched *s, struct sched_local *l)
 			 l->id,	  "--memory", mem,	   NULL };
 	uv_process_options_t opt;
 	uv_stdio_container_t stdio[3];
-	int rc;
+	int rc, logfd = -1;
 
 	snprintf(mem, sizeof(mem), "%d", s->worker_memory);
+	if (s->log_path != NULL)
+		logfd = open(s->log_path,
+			     O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 	memset(&opt, 0, sizeof(opt));
 	stdio[0].flags = UV_IGNORE;
 	stdio[1].flags = UV_IGNORE;
 	stdio[2].flags = UV_INHERIT_FD; /* its log lines join ours */
-	stdio[2].data.fd = 2;
+	stdio[2].data.fd = logfd >= 0 ? logfd : 2;
 	opt.file = s->self;
 	opt.args = argv;
 	opt.stdio = stdio;
@@ -589,10 +600,13 @@ static void local_spawn(struct sched *s, struct sched_local *l)
 	l->proc.data = l;
 	l->s = s;
 	rc = uv_spawn(s->loop, &l->proc, &opt);
+	if (logfd >= 0)
+		close(logfd);
 	if (rc < 0) {
 		rt_log(RT_LOG_ERROR, "cannot start local worker %s: %s", l->id,
 		       uv_strerror(rc));
-		uv_close((uv_handle_t *)&l->proc, NULL);
+		l->closing = 1;
+		uv_close((uv_handle_t *)&l->proc, local_closed);
 		l->next_spawn_mono = rt_mono_ms() + SCHED_RESPAWN_MS;
 		return;
 	}
@@ -894,6 +908,7 @@ int sched_start(struct sched *s, struct uv_loop_s *loop,
 	s->loop = loop;
 	s->next_seq = 1;
 	s->self = strdup(opt->self);
+	s->log_path = opt->log ? strdup(opt->log) : NULL;
 	/* The pool's size: the command line, else the stored one, else 1. */
 	if (opt->workers >= 0) {
 		s->pool_size = opt->workers;

@@ -51,6 +51,7 @@ struct sched {
 	int pool_size;		/* designated local workers */
 	int worker_memory;	/* MB per local worker */
 	char *self;		/* the fnfs binary, owned */
+	char *log_path;		/* local workers' stderr, owned, or NULL */
 	int64_t recovery_until; /* monotonic ms: known workers may return */
 	struct sched_local locals[SCHED_POOL_MAX];
 	int capacity_changed; /* memory was freed: place pending ones */

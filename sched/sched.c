@@ -275,6 +275,10 @@ void sched_close(struct sched *s)
 	rt_map_each(&s->pool.children, free_tree_cb, NULL);
 	rt_map_free(&s->pool.children);
 	free(s->datadir);
+	free(s->self);
+	free(s->log_path);
+	free(s->sock_path);
+	rt_idmap_free(&s->requests);
 	rt_idmap_free(&s->index);
 	store_close(s->store);
 	events_close(&s->events);

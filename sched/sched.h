@@ -349,6 +349,7 @@ struct sched_options {
 	int workers;	   /* local pool size; -1: the stored or default one */
 	int worker_memory; /* MB per local worker; 0: a fair share */
 	const char *self;  /* the fnfs binary, for local workers */
+	const char *log;   /* where local workers log; NULL: our stderr */
 };
 
 struct uv_loop_s;

@@ -141,3 +141,56 @@ crash_fnfs() {
 done_testing() {
 	echo "# $_n checks"
 }
+
+# ---- functions and instances
+
+FIXTURES=$(cd "$(dirname "${BASH_SOURCE[0]}")/fixtures" && pwd)
+
+# state_is FILE WORD: the file reads WORD.
+state_is() {
+	[ "$(cat "$1" 2>/dev/null)" = "$2" ]
+}
+
+# pid_of INSTANCE-DIR: the instance's pid ("" if none).
+pid_of() {
+	cat "$1/pid" 2>/dev/null
+}
+
+# stat_of FILE KEY: the value of KEY in a flat-keyed file.
+stat_of() {
+	awk -v k="$2" '$1 == k { print $2 }' "$1"
+}
+
+# env_of PID NAME: the value of NAME in the process's environment.
+env_of() {
+	tr '\0' '\n' <"/proc/$1/environ" | sed -n "s/^$2=//p"
+}
+
+# running_all FUNCTION-DIR N: N instances, every one running with a pid.
+running_all() {
+	local i
+	[ "$(ls "$1/instances" 2>/dev/null | wc -l)" = "$2" ] || return 1
+	for ((i = 0; i < $2; i++)); do
+		state_is "$1/instances/$i/state" running || return 1
+		[ -n "$(pid_of "$1/instances/$i")" ] || return 1
+	done
+}
+
+# execd PID NAME: the process runs program NAME (spawned processes start
+# as /bin/sh until they exec).
+execd() {
+	[ "$(cat "/proc/$1/comm" 2>/dev/null)" = "$2" ]
+}
+
+# all_execd FUNCTION-DIR NAME: every instance's process runs NAME.
+all_execd() {
+	local d
+	for d in "$1"/instances/*; do
+		execd "$(pid_of "$d")" "$2" || return 1
+	done
+}
+
+# worker_pids: pids of this mount's workers.
+worker_pids() {
+	cat "$MNT"/workers/*/pid 2>/dev/null
+}
