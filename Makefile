@@ -72,9 +72,7 @@ deps:
 
 run: deps
 	$(MAKE) --no-print-directory fnfs
-	@mkdir -p mnt
-	@./scripts/demo-banner
-	./fnfs mount -f --data ./.fnfs-demo ./mnt
+	./scripts/demo
 
 test: deps
 	$(MAKE) --no-print-directory fnfs $(B)/unit-tests
@@ -93,7 +91,7 @@ lint:
 		--enable=warning,portability,performance \
 		--suppress=missingIncludeSystem \
 		fs sched runtime tests/unit
-	shellcheck -x scripts/install-deps scripts/demo-banner tests/run \
+	shellcheck -x scripts/install-deps scripts/demo scripts/demo-banner tests/run \
 		tests/integration/*.sh .ci/run $(wildcard scripts/bench/fs-latency)
 
 install: fnfs

@@ -34,8 +34,9 @@ check "the pid file is removed" test ! -e "$DATA/fnfs.pid"
 PID=""
 
 # SIGTERM unmounts and ends it.
-start_fnfs
+check "mount again" start_fnfs
 pid=$PID
+check "the daemon runs" alive "$pid"
 kill -TERM "$pid"
 check "SIGTERM ends the daemon" wait_until 10 eval '! alive $pid'
 check "SIGTERM unmounts" eval '! mounted'
@@ -52,7 +53,7 @@ check "SIGINT unmounts" eval '! mounted'
 check "the foreground daemon logged to stderr" grep -q "mounted $MNT" "$T/fg.log"
 
 # A crash leaves a dead mount; the next mount cleans it up.
-start_fnfs
+check "mount again" start_fnfs
 mkdir "$MNT/tenants/survivor"
 crash_fnfs
 check_fails_with "a crashed daemon leaves a dead mount" "Transport endpoint is not connected" ls "$MNT"

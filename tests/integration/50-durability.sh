@@ -13,11 +13,10 @@ write "$F/tags" "gpu ssd"
 write "$F/max_instances" 4
 config_before=$(cat "$F/config")
 rev_before=$(cat "$F/revision")
-mtime_before=$(stat -c %Y "$F")
 # The last write is followed at once by kill -9.
 write "$F/timeout" 777
+mtime_before=$(stat -c %Y "$F")
 crash_fnfs
-check "the controller is gone" eval '! alive "$(cat "$DATA/fnfs.pid" 2>/dev/null)"'
 
 check "remount after kill -9" start_fnfs
 check_eq "tenants survive" "$(ls "$MNT/tenants" | tr '\n' ' ')" "acme other "
@@ -28,7 +27,7 @@ check_eq "env survives" "$(cat "$F/env")" "$(printf 'A=1\nB=2')"
 check_eq "the rest of the spec survives" \
 	"$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); d.pop("timeout"); print(json.dumps(d, sort_keys=True))' "$F/config")" \
 	"$(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); d.pop("timeout"); print(json.dumps(d, sort_keys=True))' "$config_before")"
-check "mtime is not reset by the remount" test "$(stat -c %Y "$F")" -ge "$mtime_before"
+check_eq "mtime is kept across the remount" "$(stat -c %Y "$F")" "$mtime_before"
 
 # Removal is durable too.
 rmdir "$F"
