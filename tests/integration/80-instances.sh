@@ -87,7 +87,9 @@ old0=$(pid_of "$F/instances/0")
 echo 5 >"$F/parallelism"
 check "parallelism 5 adds two instances" wait_until 10 running_all "$F" 5
 check_eq "scaling up does not restart the others" "$(pid_of "$F/instances/0")" "$old0"
+# shellcheck disable=SC2034 # used in the eval'd condition below
 p3=$(pid_of "$F/instances/3")
+# shellcheck disable=SC2034
 p4=$(pid_of "$F/instances/4")
 echo 3 >"$F/parallelism"
 check_eq "parallelism 3 removes instances 3 and 4" "$(ls "$F/instances" | tr '\n' ' ')" "0 1 2 "
@@ -110,13 +112,14 @@ check "a shell loop runs" wait_until 10 running_all "$H" 1
 check "and logs" wait_until 10 grep -q '^loop 0$' "$H/instances/0/log"
 
 # rmdir stops and removes a function's instances.
+# shellcheck disable=SC2034
 pt=$(pid_of "$G/instances/0")
 rmdir "$G"
 check "rmdir of a running function ends its processes" wait_until 10 eval '! kill -0 $pt 2>/dev/null'
 
 # Unmount leaves no fnfs or function process behind.
 pids="$PID $(worker_pids) $(cat "$F"/instances/*/pid "$H"/instances/*/pid)"
-check_eq "there were 6 processes to stop" "$(echo $pids | wc -w)" "6"
+check_eq "there were 6 processes to stop" "$(echo "$pids" | wc -w)" "6"
 fusermount3 -u "$MNT"
 alive_any() {
 	local p

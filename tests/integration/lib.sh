@@ -144,6 +144,7 @@ done_testing() {
 
 # ---- functions and instances
 
+# shellcheck disable=SC2034 # used by the tests that source this
 FIXTURES=$(cd "$(dirname "${BASH_SOURCE[0]}")/fixtures" && pwd)
 
 # state_is FILE WORD: the file reads WORD.
