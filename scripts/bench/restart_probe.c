@@ -2,12 +2,12 @@
  * restart_probe.c - times restarts of scripts/bench/tiny for
  * scripts/bench/restart.
  *
- *   restart_probe floor TINY N
- *   restart_probe fnfs INSTANCE_DIR TINY N
- *   restart_probe fnfs-sh INSTANCE_DIR TINY N
- *   restart_probe runsv SERVICE_DIR TINY N
- *   restart_probe sv SERVICE_DIR TINY N
- *   restart_probe supervisorctl CONF PROGRAM SUPERVISORD_PID TINY N
+ *   restart_probe [-s MS] floor TINY N
+ *   restart_probe [-s MS] fnfs INSTANCE_DIR TINY N
+ *   restart_probe [-s MS] fnfs-sh INSTANCE_DIR TINY N
+ *   restart_probe [-s MS] runsv SERVICE_DIR TINY N
+ *   restart_probe [-s MS] sv SERVICE_DIR TINY N
+ *   restart_probe [-s MS] supervisorctl CONF PROGRAM SUPERVISORD_PID TINY N
  *
  * Each mode does one warm-up restart, then N timed ones, and prints one
  * line per timed restart:
@@ -33,6 +33,10 @@
  *                  pid as for runsv
  *   supervisorctl  `supervisorctl -c CONF restart PROGRAM`, started and
  *                  waited for; the pid is the child of SUPERVISORD_PID
+ *
+ * With -s MS, each timed restart waits until the program has run for MS
+ * milliseconds (since the probe saw it start): runsv, for one, sleeps a
+ * second before it starts again a program that ran for less than one.
  *
  * Commands are started with posix_spawn, as a shell would start them,
  * with their standard output to /dev/null. Every wait is bounded (10 s);
@@ -66,6 +70,7 @@ static const char *conf;    /* supervisorctl */
 static const char *program; /* supervisorctl */
 static pid_t parent;	    /* supervisord */
 static struct stat tiny_st;
+static long long settle_ns; /* -s */
 static char pid_path[BUF_LEN];
 static char ctl_path[BUF_LEN];
 
@@ -97,6 +102,20 @@ static void pause_poll(void)
 	struct timespec ts = { 0, POLL_NS };
 
 	nanosleep(&ts, NULL);
+}
+
+/* Waits until `settle_ns` have passed since `since`. */
+static void settle(long long since)
+{
+	long long left = since + settle_ns - now_ns();
+	struct timespec ts;
+
+	if (left <= 0)
+		return;
+	ts.tv_sec = left / 1000000000LL;
+	ts.tv_nsec = left % 1000000000LL;
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
 }
 
 /* Whether `pid` exists and executes TINY (not a zombie: a zombie has no
@@ -243,7 +262,9 @@ static pid_t wait_new(pid_t old, long long t0)
 	}
 }
 
-static void one_supervised(int print)
+/* One restart; `started` is when the program was seen to start, or 0.
+ * Returns when the new one was seen to start. */
+static long long one_supervised(int print, long long started)
 {
 	long long t0, t1, t2;
 	pid_t old, pid;
@@ -254,6 +275,8 @@ static void one_supervised(int print)
 			die("%s: the program is not running", dir);
 		pause_poll();
 	}
+	if (print && started > 0)
+		settle(started);
 	t0 = now_ns();
 	restart();
 	t1 = now_ns();
@@ -264,6 +287,7 @@ static void one_supervised(int print)
 	if (print)
 		printf("%.1f %.1f %d\n", (t1 - t0) / 1e3, (t2 - t0) / 1e3,
 		       (int)pid);
+	return t2;
 }
 
 static pid_t spawn_tiny(const char *tiny)
@@ -288,11 +312,13 @@ static void reap(pid_t pid)
 
 static void floor_run(const char *tiny, int n)
 {
-	long long t0, t1;
+	long long t0, t1 = now_ns();
 	pid_t pid = spawn_tiny(tiny);
 	int i;
 
 	for (i = -1; i < n; i++) {
+		if (i >= 0)
+			settle(t1);
 		t0 = now_ns();
 		kill(pid, SIGTERM);
 		reap(pid);
@@ -311,10 +337,11 @@ static void floor_run(const char *tiny, int n)
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: restart_probe floor TINY N\n"
-		"       restart_probe fnfs|fnfs-sh INSTANCE_DIR TINY N\n"
-		"       restart_probe runsv|sv SERVICE_DIR TINY N\n"
-		"       restart_probe supervisorctl CONF PROGRAM "
+		"usage: restart_probe [-s MS] floor TINY N\n"
+		"       restart_probe [-s MS] fnfs|fnfs-sh INSTANCE_DIR TINY "
+		"N\n"
+		"       restart_probe [-s MS] runsv|sv SERVICE_DIR TINY N\n"
+		"       restart_probe [-s MS] supervisorctl CONF PROGRAM "
 		"SUPERVISORD_PID TINY N\n");
 	exit(2);
 }
@@ -322,8 +349,14 @@ static void usage(void)
 int main(int argc, char **argv)
 {
 	const char *tiny;
+	long long started = 0;
 	int n, i, want;
 
+	if (argc > 2 && strcmp(argv[1], "-s") == 0) {
+		settle_ns = atoll(argv[2]) * 1000000LL;
+		argc -= 2;
+		argv += 2;
+	}
 	if (argc < 2)
 		usage();
 	if (strcmp(argv[1], "floor") == 0)
@@ -379,6 +412,6 @@ int main(int argc, char **argv)
 	case FLOOR: break;
 	}
 	for (i = -1; i < n; i++)
-		one_supervised(i >= 0);
+		started = one_supervised(i >= 0, started);
 	return 0;
 }
