@@ -69,6 +69,13 @@ rmdir "$F"
 mkdir "$F"
 check_eq "a re-created function starts over" "$(cat "$F/memory") $(cat "$F/revision")" "128 1"
 
+# A directory read while its entries are removed: no stale entries, no
+# crash (the listing keeps ids, not pointers).
+mkdir "$MNT/tenants/acme/prod/gone1" "$MNT/tenants/acme/prod/gone2"
+listed=$(perl -e 'opendir(D, $ARGV[0]) or die; rmdir("$ARGV[0]/gone1") or die; rmdir("$ARGV[0]/gone2") or die; print join(" ", sort grep { !/^\./ } readdir(D)), "\n"' "$MNT/tenants/acme/prod")
+check_eq "readdir after rmdir skips the removed entries" "$listed" "thumb"
+check "the daemon is still there" alive "$PID"
+
 # A big namespace lists completely (readdir in several rounds).
 (cd "$MNT/tenants/acme/prod" && seq -f 'f%04g' 1 1500 | xargs mkdir)
 check_eq "ls of 1,501 functions" "$(ls "$MNT/tenants/acme/prod" | wc -l)" "1501"

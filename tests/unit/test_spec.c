@@ -291,6 +291,8 @@ TEST(spec_config_rejects)
 		"{\"memory\": 1, \"memory\": 2}",
 		"{\"parallelism\": 5, \"max_instances\": 2}",
 		"{\"command\": \"a\\nb\"}",
+		"{\"env\": {\"A=B\": \"c\"}}",
+		"{\"tags\": [\"a b\"]}",
 		NULL,
 	};
 	struct sched_spec s;
@@ -336,5 +338,71 @@ TEST(spec_read_only_attrs)
 	CHECK(sched_attr_writable(SCHED_ATTR_CONFIG));
 	CHECK(sched_spec_parse(&s, SCHED_ATTR_REVISION, "3", 1, NULL) ==
 	      -EINVAL);
+	sched_spec_free(&s);
+}
+
+TEST(spec_config_written_back_keeps_following)
+{
+	struct sched_spec s;
+	struct rt_buf r = { 0 };
+
+	sched_spec_init(&s);
+	CHECK(sched_spec_parse(&s, SCHED_ATTR_PARALLELISM, "3", 1, NULL) == 0);
+	CHECK(sched_spec_render(&s, SCHED_ATTR_CONFIG, &r) == 0);
+	CHECK(strstr(r.data, "\"max_instances\": 3") != NULL);
+	/* Writing back what was read changes nothing... */
+	CHECK(sched_spec_parse(&s, SCHED_ATTR_CONFIG, r.data, r.len, NULL) ==
+	      0);
+	CHECK(s.max_instances == 0);
+	CHECK(sched_spec_parse(&s, SCHED_ATTR_PARALLELISM, "5", 1, NULL) == 0);
+	CHECK(sched_spec_check(&s, NULL) == 0);
+	CHECK(sched_spec_max_instances(&s) == 5);
+	/* ...but another number pins it. */
+	CHECK(sched_spec_parse(&s, SCHED_ATTR_CONFIG,
+			       "{\"parallelism\": 2, \"max_instances\": 4}", 38,
+			       NULL) == 0);
+	CHECK(s.max_instances == 4);
+	rt_buf_free(&r);
+	sched_spec_free(&s);
+}
+
+TEST(spec_needs_restart)
+{
+	struct sched_spec a, b;
+
+	sched_spec_init(&a);
+	sched_spec_copy(&b, &a);
+	sched_spec_parse(&b, SCHED_ATTR_PARALLELISM, "4", 1, NULL);
+	sched_spec_parse(&b, SCHED_ATTR_TAGS, "gpu", 3, NULL);
+	sched_spec_parse(&b, SCHED_ATTR_TIMEOUT, "5", 1, NULL);
+	CHECK(!sched_spec_needs_restart(&a, &b));
+	sched_spec_parse(&b, SCHED_ATTR_ENV, "A=1", 3, NULL);
+	CHECK(sched_spec_needs_restart(&a, &b));
+	sched_spec_free(&b);
+	sched_spec_copy(&b, &a);
+	sched_spec_parse(&b, SCHED_ATTR_COMMAND, "x", 1, NULL);
+	CHECK(sched_spec_needs_restart(&a, &b));
+	sched_spec_free(&a);
+	sched_spec_free(&b);
+}
+
+TEST(spec_size_limits)
+{
+	struct sched_spec s;
+	struct rt_buf big = { 0 };
+	int i;
+
+	sched_spec_init(&s);
+	for (i = 0; i < 200; i++)
+		rt_buf_printf(&big, "K%d=%0400d\n", i, 0);
+	CHECK(big.len > SCHED_ENV_TOTAL_MAX);
+	CHECK(sched_spec_parse(&s, SCHED_ATTR_ENV, big.data, big.len, NULL) ==
+	      -EINVAL);
+	rt_buf_reset(&big);
+	for (i = 0; i < 2100; i++)
+		rt_buf_puts(&big, "a ");
+	CHECK(sched_spec_parse(&s, SCHED_ATTR_TAGS, big.data, big.len, NULL) ==
+	      -EINVAL);
+	rt_buf_free(&big);
 	sched_spec_free(&s);
 }

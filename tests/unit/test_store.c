@@ -57,14 +57,23 @@ TEST(store_roundtrip)
 	char path[128];
 	struct store *st;
 	struct rows c = { 0 };
-	struct store_row t = {
-		STORE_TENANT, "acme", NULL, NULL, NULL, 0, 1, 1
-	};
-	struct store_row n = {
-		STORE_NAMESPACE, "acme", "prod", NULL, NULL, 0, 1, 1
-	};
-	struct store_row f = { STORE_FUNCTION, "acme", "prod", "fn",
-			       "{}",	       1,      1,      1 };
+	struct store_row t = { .kind = STORE_TENANT,
+			       .tenant = "acme",
+			       .created_ms = 1,
+			       .updated_ms = 1 };
+	struct store_row n = { .kind = STORE_NAMESPACE,
+			       .tenant = "acme",
+			       .ns = "prod",
+			       .created_ms = 1,
+			       .updated_ms = 1 };
+	struct store_row f = { .kind = STORE_FUNCTION,
+			       .tenant = "acme",
+			       .ns = "prod",
+			       .name = "fn",
+			       .spec = "{}",
+			       .revision = 1,
+			       .created_ms = 1,
+			       .updated_ms = 1 };
 
 	snprintf(path, sizeof(path), "%s/fnfs.db", dir);
 	CHECK(store_open(&st, path) == 0);
@@ -97,9 +106,10 @@ TEST(store_rollback_keeps_nothing)
 	char path[128];
 	struct store *st;
 	struct rows c = { 0 };
-	struct store_row t = {
-		STORE_TENANT, "acme", NULL, NULL, NULL, 0, 1, 1
-	};
+	struct store_row t = { .kind = STORE_TENANT,
+			       .tenant = "acme",
+			       .created_ms = 1,
+			       .updated_ms = 1 };
 
 	snprintf(path, sizeof(path), "%s/fnfs.db", dir);
 	CHECK(store_open(&st, path) == 0);

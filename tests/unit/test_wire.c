@@ -150,3 +150,20 @@ TEST(wire_encode_refuses_typeless)
 	CHECK(b.len == 0);
 	json_decref(h);
 }
+
+TEST(wire_reused_header_has_no_stale_body)
+{
+	struct rt_buf a = { 0 }, b = { 0 };
+	json_t *h = json_pack("{s:s}", "type", "x");
+	struct rt_msg m;
+	size_t used;
+
+	CHECK(rt_wire_encode(&a, h, "abc", 3) == 0);
+	CHECK(rt_wire_encode(&b, h, NULL, 0) == 0);
+	CHECK(rt_wire_decode(b.data, b.len, &m, &used, NULL) == 1);
+	CHECK(used == b.len && m.body == NULL);
+	rt_msg_free(&m);
+	json_decref(h);
+	rt_buf_free(&a);
+	rt_buf_free(&b);
+}
