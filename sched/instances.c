@@ -122,7 +122,8 @@ static void assign(struct sched *s, struct sched_instance *in,
 		return;
 	}
 	in->worker = w;
-	w->used_mb += fn_of(in)->spec.memory;
+	in->reserved_mb = fn_of(in)->spec.memory;
+	w->used_mb += in->reserved_mb;
 	in->sent_revision = 0;
 	in->sent_stop = 0;
 	in->state = in->desired_run ? SCHED_STARTING : SCHED_STOPPED;
@@ -141,7 +142,8 @@ static void unassign(struct sched *s, struct sched_instance *in, int persist)
 		return;
 	sched_assignment_name(in, &name);
 	rt_map_del(&in->worker->assignments, name.data);
-	in->worker->used_mb -= fn_of(in)->spec.memory;
+	in->worker->used_mb -= in->reserved_mb;
+	in->reserved_mb = 0;
 	in->worker = NULL;
 	s->capacity_changed = 1;
 	in->pid = 0;
@@ -311,6 +313,15 @@ static int send_simple(struct sched *s, struct sched_instance *in,
 /* Brings one instance toward what is wanted. */
 static void converge(struct sched *s, struct sched_instance *in)
 {
+	int mb = fn_of(in)->spec.memory;
+
+	if (in->worker != NULL && in->reserved_mb != mb) {
+		/* The function's memory changed: so does what it holds. */
+		in->worker->used_mb += mb - in->reserved_mb;
+		if (mb < in->reserved_mb)
+			s->capacity_changed = 1;
+		in->reserved_mb = mb;
+	}
 	if (in->desired_run) {
 		if (in->worker == NULL)
 			place(s, in);
@@ -503,8 +514,9 @@ static int load_cb(const struct store_instance *r, void *arg)
 		if (rt_map_put(&((struct sched_worker *)w)->assignments,
 			       name.data, in) == 0) {
 			in->worker = (struct sched_worker *)w;
-			in->worker->used_mb +=
+			in->reserved_mb =
 				((struct sched_function *)f)->spec.memory;
+			in->worker->used_mb += in->reserved_mb;
 			in->state = SCHED_LOST;
 			snprintf(in->reason, sizeof(in->reason),
 				 "waiting for worker %s", w->name);

@@ -38,12 +38,30 @@ check_eq "the instance's worker link resolves to the worker" \
 	"$(readlink -f "$F/instances/2/worker")" "$(readlink -f "$MNT/workers/local-1")"
 check "ls -l shows them as symlinks" eval 'ls -l "$MNT/workers/local-1/assignments" | grep -q "^l.* acme:prod:py:0 -> ../../../tenants/acme/prod/py/instances/0$"'
 check_eq "free memory accounts for them" "$(cat "$MNT/workers/local-1/free")" "$(($(cat "$MNT/workers/local-1/memory") - 3 * 128))"
+# A memory change is accounted for, and restarts the instances (memory
+# is part of what a process is).
+all_new() {
+	local i
+	for i in 0 1 2; do
+		case " $1 " in *" $(pid_of "$F/instances/$i") "*) return 1 ;; esac
+	done
+	running_all "$F" 3 && all_execd "$F" python3
+}
+before=$(cat "$F"/instances/*/pid | tr '\n' ' ')
+echo 200 >"$F/memory"
+check "a memory change restarts the instances" wait_until 10 all_new "$before"
+check_eq "and is accounted for" "$(cat "$MNT/workers/local-1/free")" "$(($(cat "$MNT/workers/local-1/memory") - 3 * 200))"
+before=$(cat "$F"/instances/*/pid | tr '\n' ' ')
+echo 128 >"$F/memory"
+check "and back" wait_until 10 all_new "$before"
+check_eq "accounted for again" "$(cat "$MNT/workers/local-1/free")" "$(($(cat "$MNT/workers/local-1/memory") - 3 * 128))"
 
 # kill -9 of one instance: supervised back with a new pid.
 old=$(pid_of "$F/instances/0")
+r0=$(stat_of "$F/instances/0/stats" restarts_total)
 kill -9 "$old"
 check "a killed instance comes back with a new pid" wait_until 10 eval '[ -n "$(pid_of "$F/instances/0")" ] && [ "$(pid_of "$F/instances/0")" != "$old" ]'
-check_eq "restarts_total counts it" "$(stat_of "$F/instances/0/stats" restarts_total)" "1"
+check_eq "restarts_total counts it" "$(stat_of "$F/instances/0/stats" restarts_total)" "$((r0 + 1))"
 check "the exit is recorded as signal 9" grep -q '^last_exit signal:9$' "$F/instances/0/status"
 check "events say exited, backoff, started" eval 'grep -q "instance.exited acme/prod/py/0 exit=\"signal 9\" pid=$old" "$MNT/events" && grep -q "instance.backoff acme/prod/py/0" "$MNT/events"'
 

@@ -22,7 +22,7 @@ our_workers() {
 	for f in /proc/[0-9]*/cmdline; do
 		pid=${f#/proc/}
 		pid=${pid%/cmdline}
-		if tr '\0' ' ' <"$f" 2>/dev/null | grep -q "^[^ ]*fnfs worker .*$T/"; then
+		if { tr '\0' ' ' <"$f"; } 2>/dev/null | grep -q "^[^ ]*fnfs worker .*$T/"; then
 			echo "$pid"
 		fi
 	done
