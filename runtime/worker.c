@@ -467,7 +467,7 @@ int rt_worker_main(int argc, char **argv)
 	struct rt_worker w;
 	uv_loop_t loop;
 	struct rt_buf dir = { 0 };
-	int c, i, orphan_s = ORPHAN_TIMEOUT_DEFAULT_S;
+	int c, i, rc, orphan_s = ORPHAN_TIMEOUT_DEFAULT_S;
 	char *slash;
 
 	memset(&w, 0, sizeof(w));
@@ -484,7 +484,8 @@ int rt_worker_main(int argc, char **argv)
 				fprintf(stderr,
 					"fnfs worker: --memory wants MB, "
 					"a positive integer\n");
-				return 2;
+				rc = 2;
+				goto done;
 			}
 			break;
 		case 't':
@@ -494,33 +495,44 @@ int rt_worker_main(int argc, char **argv)
 				w.tags = split_list(optarg, 0);
 			else
 				w.namespaces = split_list(optarg, 1);
-			if ((c == 't' ? w.tags : w.namespaces) == NULL)
-				return 2;
+			if ((c == 't' ? w.tags : w.namespaces) == NULL) {
+				rc = 2;
+				goto done;
+			}
 			break;
 		case 'o':
 			if (parse_int_arg(optarg, 1, 86400 * 7, &orphan_s) <
 			    0) {
 				fprintf(stderr, "fnfs worker: --orphan-timeout "
 						"wants seconds\n");
-				return 2;
+				rc = 2;
+				goto done;
 			}
 			break;
 		case 's': w.simulate = 1; break;
-		case 'h': fputs(worker_usage, stdout); return 0;
-		default: fputs(worker_usage, stderr); return 2;
+		case 'h':
+			fputs(worker_usage, stdout);
+			rc = 0;
+			goto done;
+		default:
+			fputs(worker_usage, stderr);
+			rc = 2;
+			goto done;
 		}
 	}
 	if (w.sock_path == NULL || w.id == NULL || w.memory_mb == 0 ||
 	    optind != argc) {
 		fputs(worker_usage, stderr);
-		return 2;
+		rc = 2;
+		goto done;
 	}
 	if (!rt_name_valid(w.id)) {
 		fprintf(stderr,
 			"fnfs worker: bad id \"%s\": 1 to 63 of "
 			"[A-Za-z0-9._-], starting with a letter or digit\n",
 			w.id);
-		return 2;
+		rc = 2;
+		goto done;
 	}
 	w.orphan_timeout_ms = orphan_s * 1000;
 	signal(SIGPIPE, SIG_IGN);
@@ -576,4 +588,9 @@ int rt_worker_main(int argc, char **argv)
 	json_decref(w.namespaces);
 	rt_log(RT_LOG_INFO, "worker %s: exited", w.id);
 	return w.exit_code;
+done:
+	/* A usage error or --help: nothing was started. */
+	json_decref(w.tags);
+	json_decref(w.namespaces);
+	return rc;
 }

@@ -3,6 +3,7 @@
  * scripts/bench/restart.
  *
  *   restart_probe [-s MS] floor TINY N
+ *   restart_probe [-s MS] floor-cgroup CGROUP_DIR TINY N
  *   restart_probe [-s MS] fnfs INSTANCE_DIR TINY N
  *   restart_probe [-s MS] fnfs-sh INSTANCE_DIR TINY N
  *   restart_probe [-s MS] runsv SERVICE_DIR TINY N
@@ -22,6 +23,11 @@
  *
  *   floor          the program's own child: kill(SIGTERM), waitpid, then
  *                  posix_spawn, which returns once the child has exec'd
+ *   floor-cgroup   the same, plus what fnfs does for a memory limit: the
+ *                  memory cgroup CGROUP_DIR removed and made again with
+ *                  a 128 MB limit before the spawn, and the new child
+ *                  written to its cgroup.procs after it; CGROUP_DIR's
+ *                  parent must exist
  *   fnfs           open INSTANCE_DIR/restart, write(2) "1\n", close; the
  *                  new pid is read from INSTANCE_DIR/pid
  *   fnfs-sh        /bin/sh -c 'echo 1 > INSTANCE_DIR/restart', started
@@ -310,19 +316,70 @@ static void reap(pid_t pid)
 			die("waitpid %s", "tiny");
 }
 
-static void floor_run(const char *tiny, int n)
+/* Writes `s` to the file `name` in the directory `cg`; returns -1 on
+ * failure. */
+static int cg_write(const char *cg, const char *name, const char *s)
+{
+	char path[BUF_LEN];
+	size_t n = strlen(s);
+	int fd, ok;
+
+	snprintf(path, sizeof(path), "%s/%s", cg, name);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ok = write(fd, s, n) == (ssize_t)n;
+	return close(fd) == 0 && ok ? 0 : -1;
+}
+
+/* A fresh memory cgroup `cg` limited to 128 MB, as fnfs makes one for an
+ * instance before each start. */
+static void cg_fresh(const char *cg)
+{
+	const char *limit = "134217728";
+
+	rmdir(cg);
+	if (mkdir(cg, 0755) < 0)
+		die("cannot make %s: %s", cg, strerror(errno));
+	if (cg_write(cg, "memory.limit_in_bytes", limit) < 0 &&
+	    cg_write(cg, "memory.max", limit) < 0)
+		die("cannot set a memory limit in %s", cg);
+	cg_write(cg, "memory.memsw.limit_in_bytes", limit);
+	cg_write(cg, "memory.swap.max", "0");
+}
+
+static void cg_add(const char *cg, pid_t pid)
+{
+	char text[32];
+
+	snprintf(text, sizeof(text), "%d", (int)pid);
+	if (cg_write(cg, "cgroup.procs", text) < 0)
+		die("cannot move pid %s into its cgroup", text);
+}
+
+/* `cg` is NULL for the plain floor. */
+static void floor_run(const char *tiny, const char *cg, int n)
 {
 	long long t0, t1 = now_ns();
-	pid_t pid = spawn_tiny(tiny);
+	pid_t pid;
 	int i;
 
+	if (cg != NULL)
+		cg_fresh(cg);
+	pid = spawn_tiny(tiny);
+	if (cg != NULL)
+		cg_add(cg, pid);
 	for (i = -1; i < n; i++) {
 		if (i >= 0)
 			settle(t1);
 		t0 = now_ns();
 		kill(pid, SIGTERM);
 		reap(pid);
+		if (cg != NULL)
+			cg_fresh(cg);
 		pid = spawn_tiny(tiny);
+		if (cg != NULL)
+			cg_add(cg, pid);
 		t1 = now_ns();
 		if (!is_tiny(pid))
 			die("%s: the spawned pid does not run it", tiny);
@@ -332,12 +389,15 @@ static void floor_run(const char *tiny, int n)
 	}
 	kill(pid, SIGTERM);
 	reap(pid);
+	if (cg != NULL)
+		rmdir(cg);
 }
 
 static void usage(void)
 {
 	fprintf(stderr,
 		"usage: restart_probe [-s MS] floor TINY N\n"
+		"       restart_probe [-s MS] floor-cgroup CGROUP_DIR TINY N\n"
 		"       restart_probe [-s MS] fnfs|fnfs-sh INSTANCE_DIR TINY "
 		"N\n"
 		"       restart_probe [-s MS] runsv|sv SERVICE_DIR TINY N\n"
@@ -361,6 +421,8 @@ int main(int argc, char **argv)
 		usage();
 	if (strcmp(argv[1], "floor") == 0)
 		mode = FLOOR, want = 4;
+	else if (strcmp(argv[1], "floor-cgroup") == 0)
+		mode = FLOOR, want = 5;
 	else if (strcmp(argv[1], "fnfs") == 0)
 		mode = FNFS, want = 5;
 	else if (strcmp(argv[1], "fnfs-sh") == 0)
@@ -385,7 +447,7 @@ int main(int argc, char **argv)
 	prctl(PR_SET_TIMERSLACK, 1UL);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (mode == FLOOR) {
-		floor_run(tiny, n);
+		floor_run(tiny, want == 5 ? argv[2] : NULL, n);
 		return 0;
 	}
 	dir = argv[2];
