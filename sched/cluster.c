@@ -826,6 +826,16 @@ int sched__worker_render(struct sched *s, struct sched_obj *o,
 
 /* ============================================================== the tick */
 
+/* Adds `*arg` ms to the heartbeat time of every worker. */
+static int excuse_cb(const char *key, void *value, void *arg)
+{
+	struct sched_worker *w = value;
+
+	(void)key;
+	w->heartbeat_mono += *(int64_t *)arg;
+	return 0;
+}
+
 static int health_cb(const char *key, void *value, void *arg)
 {
 	struct sched_worker *w = value;
@@ -847,8 +857,16 @@ static void on_tick(uv_timer_t *t)
 	struct sched *s = t->data;
 	int was_recovering = s->recovery_until != 0;
 
+	int64_t now = rt_mono_ms(), stall;
+
 	if (s->shutting_down)
 		return;
+	/* Time this loop itself was stalled (a slow disk, say) is not the
+	 * workers' silence: their heartbeats may be waiting to be read. */
+	stall = s->last_tick ? now - s->last_tick - 1000 : 0;
+	s->last_tick = now;
+	if (stall > 250)
+		rt_map_each(&s->pool.children, excuse_cb, &stall);
 	rt_map_each(&s->pool.children, health_cb, s);
 	if (was_recovering && rt_mono_ms() >= s->recovery_until) {
 		s->recovery_until = 0;

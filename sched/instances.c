@@ -687,6 +687,12 @@ void sched__adopt(struct sched *s, struct sched_worker *w, json_t *running)
 
 		if (id == NULL)
 			continue;
+		if (in != NULL && in->worker == NULL && in->desired_run &&
+		    w->memory_mb - w->used_mb >= fn_of(in)->spec.memory) {
+			/* Not placed anywhere since: take it back as it runs
+			 * (Flink's consolidation) rather than restart it. */
+			assign(s, in, w);
+		}
 		if (in == NULL || in->worker != w) {
 			/* It runs elsewhere now, or not at all. */
 			sched__send(s, w,

@@ -46,6 +46,19 @@ olds_gone() {
 }
 check "the killed worker's instances died with it: nothing runs twice" olds_gone
 
+# A worker that goes silent (SIGSTOP) past the heartbeat timeout is
+# offline; when it comes back, what it still runs and nobody else took is
+# taken back as it is: same pids, no restart.
+lw=$(ls -d "$W"/local-* | head -1)
+lwpid=$(cat "$lw/pid")
+pids_before=$(cat "$F"/instances/*/pid | tr '\n' ' ')
+kill -STOP "$lwpid"
+check "a silent worker goes offline" wait_until 10 state_is "$lw/state" offline
+check_eq "its instances wait: there is no other worker" "$(cat "$F/state")" "pending"
+kill -CONT "$lwpid"
+check "it comes back" wait_until 15 eval 'state_is "$lw/state" healthy && running_all "$F" 2'
+check_eq "with the same instance pids" "$(cat "$F"/instances/*/pid | tr '\n' ' ')" "$pids_before"
+
 # A worker started by hand.
 "$FNFS" worker --connect "$DATA/ctl.sock" --id gpu-1 --memory 512 --tags gpu,ssd --namespaces acme/prod 2>"$T/w1.log" &
 BGPIDS+=("$!")

@@ -52,6 +52,10 @@ ok() {
 not_ok() {
 	_n=$((_n + 1))
 	echo "not ok $_n - $*"
+	# What fnfs was doing, for whoever reads the failure.
+	if mounted; then
+		timeout 5 tail -n 25 "$MNT/events" 2>/dev/null | sed 's/^/   # /'
+	fi
 }
 
 # check DESCRIPTION COMMAND...: passes when the command succeeds.
