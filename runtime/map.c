@@ -132,6 +132,27 @@ int rt_map_each(const struct rt_map *m,
 	return 0;
 }
 
+static int values_cb(const char *key, void *value, void *arg)
+{
+	void ***p = arg;
+
+	(void)key;
+	*(*p)++ = value;
+	return 0;
+}
+
+void **rt_map_values(const struct rt_map *m, size_t *n)
+{
+	void **v = calloc(m->count + 1, sizeof(void *)), **p = v;
+
+	*n = 0;
+	if (v == NULL)
+		return NULL;
+	rt_map_each(m, values_cb, &p);
+	*n = (size_t)(p - v);
+	return v;
+}
+
 void rt_map_free(struct rt_map *m)
 {
 	size_t i;

@@ -107,6 +107,11 @@ int rt_map_each(const struct rt_map *m,
 /* Frees the map's own memory (not the values). */
 void rt_map_free(struct rt_map *m);
 
+/* Returns a malloc'd array of the map's values (at least one slot, so
+ * never NULL unless out of memory) and their number in `*n`. The array is
+ * a snapshot: the map may change while it is walked. */
+void **rt_map_values(const struct rt_map *m, size_t *n);
+
 /* A hash map from 64-bit ids to pointers, same rules as rt_map. */
 struct rt_idmap {
 	uint64_t *keys; /* owned; 0 marks an empty slot, so 0 is not a key */

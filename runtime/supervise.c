@@ -208,18 +208,6 @@ static void run_closed(uv_handle_t *h)
 	free(r);
 }
 
-static void on_output_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
-{
-	static char chunk[65536];
-
-	(void)h;
-	(void)suggested;
-	/* One loop thread: a static buffer is consumed before the next
-	 * read. */
-	buf->base = chunk;
-	buf->len = sizeof(chunk);
-}
-
 static void on_output(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 {
 	struct rt_run *r = s->data;
@@ -377,7 +365,7 @@ static void spawn(struct rt_instance *in)
 	r->out.data = r;
 	uv_pipe_open(&r->out, fds[0]);
 	fds[0] = -1;
-	uv_read_start((uv_stream_t *)&r->out, on_output_alloc, on_output);
+	uv_read_start((uv_stream_t *)&r->out, rt_read_alloc, on_output);
 	r = NULL;
 	if (w->cgroup_root != NULL && mb > 0) {
 		char name[300];

@@ -120,6 +120,43 @@ int rt_wire_encode(struct rt_buf *out, json_t *header, const void *body,
 	return rc;
 }
 
+int rt_wire_feed(struct rt_buf *in, const char *data, size_t n,
+		 int (*fn)(const struct rt_msg *m, void *arg), void *arg,
+		 struct rt_buf *why)
+{
+	struct rt_msg m;
+	size_t used, off = 0;
+	int rc;
+
+	if (rt_buf_append(in, data, n) < 0)
+		return -ENOMEM;
+	while ((rc = rt_wire_decode(in->data + off, in->len - off, &m, &used,
+				    why)) == 1) {
+		off += used;
+		rc = fn(&m, arg);
+		rt_msg_free(&m);
+		if (rc != 0)
+			return rc;
+	}
+	if (rc < 0)
+		return rc;
+	if (off > 0) {
+		memmove(in->data, in->data + off, in->len - off);
+		in->len -= off;
+	}
+	return 0;
+}
+
+void rt_read_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+	static char chunk[65536];
+
+	(void)h;
+	(void)suggested;
+	buf->base = chunk;
+	buf->len = sizeof(chunk);
+}
+
 long long rt_msg_int(const struct rt_msg *m, const char *key, long long dflt)
 {
 	json_t *v = json_object_get(m->header, key);

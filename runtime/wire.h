@@ -14,6 +14,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <uv.h>
 
 #include "rt.h"
 
@@ -43,6 +44,19 @@ void rt_msg_free(struct rt_msg *msg);
  * big) or -ENOMEM. */
 int rt_wire_encode(struct rt_buf *out, json_t *header, const void *body,
 		   size_t body_len);
+
+/* Appends `n` bytes read from a peer to `in`, then decodes and hands
+ * every whole message to `fn` (which returns non-zero to stop, e.g. when
+ * the connection is being closed), keeping the rest for next time.
+ * Returns 0, the first non-zero of `fn`, or -EPROTO/-ENOMEM with the
+ * reason in `why`: the peer sent what cannot be a frame. */
+int rt_wire_feed(struct rt_buf *in, const char *data, size_t n,
+		 int (*fn)(const struct rt_msg *m, void *arg), void *arg,
+		 struct rt_buf *why);
+
+/* A libuv alloc callback handing out one static 64 KiB buffer: the loop
+ * is one thread, and every read is consumed before the next. */
+void rt_read_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);
 
 /* Reads an integer field, or `dflt` if it is absent or not an integer. */
 long long rt_msg_int(const struct rt_msg *m, const char *key, long long dflt);

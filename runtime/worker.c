@@ -123,38 +123,21 @@ static void closed_noop(uv_handle_t *h)
 	(void)h;
 }
 
-struct collect {
-	struct rt_instance **v;
-	size_t n;
-};
-
-static int collect_cb(const char *key, void *value, void *arg)
-{
-	struct collect *c = arg;
-
-	(void)key;
-	c->v[c->n++] = value;
-	return 0;
-}
-
 /* Stops every instance, then exits (see rt_worker_maybe_exit). Stopping
  * may remove instances, so they are gathered before any is stopped. */
 static void shutdown_all(struct rt_worker *w, const char *why)
 {
-	struct collect c = { NULL, 0 };
-	size_t i;
+	void **v;
+	size_t i, n;
 
 	if (w->shutting_down)
 		return;
 	rt_log(RT_LOG_INFO, "worker %s: shutting down: %s", w->id, why);
 	w->shutting_down = 1;
-	c.v = calloc(w->instances.count + 1, sizeof(*c.v));
-	if (c.v != NULL) {
-		rt_map_each(&w->instances, collect_cb, &c);
-		for (i = 0; i < c.n; i++)
-			rt_instance_stop(c.v[i], 0, 1);
-		free(c.v);
-	}
+	v = rt_map_values(&w->instances, &n);
+	for (i = 0; v != NULL && i < n; i++)
+		rt_instance_stop(v[i], 0, 1);
+	free(v);
 	rt_worker_maybe_exit(w);
 }
 
@@ -253,52 +236,33 @@ static void handle(struct rt_worker *w, const struct rt_msg *m)
 	}
 }
 
-static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+static int handle_cb(const struct rt_msg *m, void *arg)
 {
-	static char chunk[65536];
+	struct rt_worker *w = arg;
 
-	(void)h;
-	(void)suggested;
-	buf->base = chunk;
-	buf->len = sizeof(chunk);
+	handle(w, m);
+	/* Stop when the connection ended while handling. */
+	return !w->connected && !w->connecting;
 }
 
 static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 {
 	struct rt_worker *w = s->data;
 	struct rt_buf why = { 0 };
-	struct rt_msg m;
-	size_t used, off = 0;
 	int rc;
 
 	if (n < 0) {
 		conn_lost(w, n == UV_EOF ? "closed" : uv_strerror((int)n));
 		return;
 	}
-	if (rt_buf_append(&w->in, buf->base, (size_t)n) < 0) {
-		conn_lost(w, "out of memory");
-		return;
-	}
-	while ((rc = rt_wire_decode(w->in.data + off, w->in.len - off, &m,
-				    &used, &why)) == 1) {
-		off += used;
-		handle(w, &m);
-		rt_msg_free(&m);
-		if (!w->connected && !w->connecting)
-			break; /* the connection ended while handling */
-	}
+	rc = rt_wire_feed(&w->in, buf->base, (size_t)n, handle_cb, w, &why);
 	if (rc < 0) {
 		rt_log(RT_LOG_ERROR,
 		       "worker %s: bad message from the controller: %s", w->id,
 		       why.data ? why.data : "?");
-		rt_buf_free(&why);
 		conn_lost(w, "protocol error");
-		return;
 	}
-	if (off > 0 && w->in.len >= off) {
-		memmove(w->in.data, w->in.data + off, w->in.len - off);
-		w->in.len -= off;
-	}
+	rt_buf_free(&why);
 }
 
 /* ========================================================= connection */
@@ -347,7 +311,7 @@ static void on_connect(uv_connect_t *req, int status)
 		conn_lost(w, uv_strerror(status));
 		return;
 	}
-	uv_read_start((uv_stream_t *)&w->conn, on_alloc, on_read);
+	uv_read_start((uv_stream_t *)&w->conn, rt_read_alloc, on_read);
 	send_register(w);
 }
 

@@ -475,55 +475,32 @@ static void conn_close(struct conn *c, const char *why)
 	uv_close((uv_handle_t *)&c->pipe, conn_closed);
 }
 
-static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+static int handle_cb(const struct rt_msg *m, void *arg)
 {
-	static char chunk[65536];
+	struct conn *c = arg;
 
-	(void)h;
-	(void)suggested;
-	buf->base = chunk;
-	buf->len = sizeof(chunk);
+	handle(c, m);
+	return c->closing;
 }
 
 static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
 {
 	struct conn *c = st->data;
 	struct rt_buf why = { 0 };
-	struct rt_msg m;
-	size_t used, off = 0;
-	int rc = 0;
+	int rc;
 
 	if (n < 0) {
 		conn_close(c, n == UV_EOF ? "connection closed"
 					  : uv_strerror((int)n));
 		return;
 	}
-	if (rt_buf_append(&c->in, buf->base, (size_t)n) < 0) {
-		conn_close(c, "out of memory");
-		return;
-	}
-	while (!c->closing &&
-	       (rc = rt_wire_decode(c->in.data + off, c->in.len - off, &m,
-				    &used, &why)) == 1) {
-		off += used;
-		handle(c, &m);
-		rt_msg_free(&m);
-	}
-	if (c->closing) {
-		rt_buf_free(&why);
-		return;
-	}
-	if (rc < 0) {
+	rc = rt_wire_feed(&c->in, buf->base, (size_t)n, handle_cb, c, &why);
+	if (rc < 0 && !c->closing) {
 		rt_log(RT_LOG_WARN, "worker connection: %s; closing it",
 		       why.data ? why.data : "bad frame");
-		rt_buf_free(&why);
 		conn_close(c, "protocol error");
-		return;
 	}
-	if (off > 0) {
-		memmove(c->in.data, c->in.data + off, c->in.len - off);
-		c->in.len -= off;
-	}
+	rt_buf_free(&why);
 }
 
 static void on_connection(uv_stream_t *server, int status)
@@ -543,7 +520,7 @@ static void on_connection(uv_stream_t *server, int status)
 		uv_close((uv_handle_t *)&c->pipe, conn_closed);
 		return;
 	}
-	uv_read_start((uv_stream_t *)&c->pipe, on_alloc, on_read);
+	uv_read_start((uv_stream_t *)&c->pipe, rt_read_alloc, on_read);
 }
 
 /* ================================================================== pool */

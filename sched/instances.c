@@ -381,15 +381,6 @@ struct collect {
 	int n;
 };
 
-static int collect_cb(const char *key, void *value, void *arg)
-{
-	struct collect *c = arg;
-
-	(void)key;
-	c->v[c->n++] = value;
-	return 0;
-}
-
 static int by_n(const void *a, const void *b)
 {
 	const struct sched_instance *x = *(struct sched_instance *const *)a;
@@ -401,13 +392,13 @@ static int by_n(const void *a, const void *b)
 /* The function's instances in order of their number; free the array. */
 static struct collect instances_of(struct sched_function *fn)
 {
-	struct collect c = { calloc(fn->obj.children.count + 1, sizeof(void *)),
-			     0 };
+	struct collect c;
+	size_t n;
 
-	if (c.v != NULL) {
-		rt_map_each(&fn->obj.children, collect_cb, &c);
-		qsort(c.v, (size_t)c.n, sizeof(c.v[0]), by_n);
-	}
+	c.v = (struct sched_instance **)rt_map_values(&fn->obj.children, &n);
+	c.n = (int)n;
+	if (c.v != NULL)
+		qsort(c.v, n, sizeof(c.v[0]), by_n);
 	return c;
 }
 
@@ -710,26 +701,14 @@ void sched__adopt(struct sched *s, struct sched_worker *w, json_t *running)
 	}
 }
 
-static int lost_cb(const char *key, void *value, void *arg)
-{
-	struct collect *c = arg;
-
-	(void)key;
-	c->v[c->n++] = value;
-	return 0;
-}
-
 void sched__worker_lost(struct sched *s, struct sched_worker *w, int quiet)
 {
-	struct collect c = { calloc(w->assignments.count + 1, sizeof(void *)),
-			     0 };
-	int i;
+	size_t i, n;
+	struct sched_instance **v = (struct sched_instance **)rt_map_values(
+		&w->assignments, &n);
 
-	if (c.v == NULL)
-		return;
-	rt_map_each(&w->assignments, lost_cb, &c);
-	for (i = 0; i < c.n; i++) {
-		struct sched_instance *in = c.v[i];
+	for (i = 0; v != NULL && i < n; i++) {
+		struct sched_instance *in = v[i];
 
 		if (!quiet)
 			inst_event(s, in, "instance.lost", "worker",
@@ -739,7 +718,7 @@ void sched__worker_lost(struct sched *s, struct sched_worker *w, int quiet)
 		snprintf(in->reason, sizeof(in->reason), "worker %s went away",
 			 w->obj.name);
 	}
-	free(c.v);
+	free(v);
 }
 
 /* =============================================================== files */

@@ -55,7 +55,7 @@ struct sched {
 	int64_t recovery_until; /* monotonic ms: known workers may return */
 	struct sched_local locals[SCHED_POOL_MAX];
 	int capacity_changed; /* memory was freed: place pending ones */
-	int64_t last_tick;	 /* monotonic ms of the last tick */
+	int64_t last_tick;    /* monotonic ms of the last tick */
 	int shutting_down;
 	void (*shutdown_done)(void *arg);
 	void *shutdown_arg;

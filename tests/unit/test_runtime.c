@@ -135,3 +135,26 @@ TEST(idmap_basics)
 	CHECK(rt_idmap_get(&m, 40001) == NULL);
 	rt_idmap_free(&m);
 }
+
+TEST(map_values_snapshot)
+{
+	struct rt_map m = { 0 };
+	int a, b, c;
+	size_t n;
+	void **v;
+
+	v = rt_map_values(&m, &n);
+	CHECK(v != NULL && n == 0);
+	free(v);
+	rt_map_put(&m, "a", &a);
+	rt_map_put(&m, "b", &b);
+	rt_map_put(&m, "c", &c);
+	v = rt_map_values(&m, &n);
+	CHECK(n == 3);
+	/* The snapshot stays valid while the map changes. */
+	rt_map_del(&m, "b");
+	CHECK((v[0] == &a || v[1] == &a || v[2] == &a) &&
+	      (v[0] == &b || v[1] == &b || v[2] == &b));
+	free(v);
+	rt_map_free(&m);
+}
