@@ -147,6 +147,45 @@ int rt_wire_feed(struct rt_buf *in, const char *data, size_t n,
 	return 0;
 }
 
+/* A queued write and its bytes. */
+struct out_msg {
+	uv_write_t req;
+	struct rt_buf buf;
+};
+
+static void on_written(uv_write_t *req, int status)
+{
+	struct out_msg *m = (struct out_msg *)req;
+
+	(void)status; /* the reader of the stream sees the failure */
+	rt_buf_free(&m->buf);
+	free(m);
+}
+
+int rt_wire_send(uv_stream_t *stream, json_t *header, const void *body,
+		 size_t len)
+{
+	struct out_msg *m = calloc(1, sizeof(*m));
+	uv_buf_t b;
+	int rc = -ENOMEM;
+
+	if (m == NULL)
+		goto out;
+	rc = rt_wire_encode(&m->buf, header, body, len);
+	if (rc < 0)
+		goto out;
+	b = uv_buf_init(m->buf.data, (unsigned)m->buf.len);
+	rc = uv_write(&m->req, stream, &b, 1, on_written);
+	if (rc == 0)
+		m = NULL; /* on_written frees it */
+out:
+	if (m != NULL)
+		rt_buf_free(&m->buf);
+	free(m);
+	json_decref(header);
+	return rc;
+}
+
 void rt_read_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
 	static char chunk[65536];

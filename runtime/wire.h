@@ -54,6 +54,12 @@ int rt_wire_feed(struct rt_buf *in, const char *data, size_t n,
 		 int (*fn)(const struct rt_msg *m, void *arg), void *arg,
 		 struct rt_buf *why);
 
+/* Encodes a message and queues it on `stream`. The header reference is
+ * consumed. Returns 0 or -errno; a write that fails later shows up as a
+ * read error on the same stream. */
+int rt_wire_send(uv_stream_t *stream, json_t *header, const void *body,
+		 size_t len);
+
 /* A libuv alloc callback handing out one static 64 KiB buffer: the loop
  * is one thread, and every read is consumed before the next. */
 void rt_read_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);

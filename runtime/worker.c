@@ -19,52 +19,19 @@
 #define RETRY_MAX_MS		 2000
 #define ORPHAN_TIMEOUT_DEFAULT_S 60
 
-struct out_msg {
-	uv_write_t req;
-	struct rt_buf buf;
-};
-
 static void conn_lost(struct rt_worker *w, const char *why);
 static void try_connect(struct rt_worker *w);
 
 /* ============================================================ sending */
 
-static void on_written(uv_write_t *req, int status)
-{
-	struct out_msg *m = (struct out_msg *)req;
-	struct rt_worker *w = req->data;
-
-	rt_buf_free(&m->buf);
-	free(m);
-	if (status < 0 && status != UV_ECANCELED && w != NULL)
-		conn_lost(w, uv_strerror(status));
-}
-
 void rt_worker_send(struct rt_worker *w, json_t *header, const void *body,
 		    size_t len)
 {
-	struct out_msg *m;
-	uv_buf_t b;
-
 	if (!w->connected && !w->connecting) {
 		json_decref(header);
 		return;
 	}
-	m = calloc(1, sizeof(*m));
-	if (m == NULL || rt_wire_encode(&m->buf, header, body, len) < 0) {
-		if (m)
-			rt_buf_free(&m->buf);
-		free(m);
-		json_decref(header);
-		return;
-	}
-	json_decref(header);
-	m->req.data = w;
-	b = uv_buf_init(m->buf.data, (unsigned)m->buf.len);
-	if (uv_write(&m->req, (uv_stream_t *)&w->conn, &b, 1, on_written) < 0) {
-		rt_buf_free(&m->buf);
-		free(m);
-	}
+	rt_wire_send((uv_stream_t *)&w->conn, header, body, len);
 }
 
 void rt_worker_report(struct rt_worker *w, struct rt_instance *in)

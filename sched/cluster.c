@@ -23,11 +23,6 @@ struct conn {
 	int closing;
 };
 
-struct out_msg {
-	uv_write_t req;
-	struct rt_buf buf;
-};
-
 static void conn_close(struct conn *c, const char *why);
 static void pool_check(struct sched *s);
 
@@ -167,38 +162,13 @@ static void request_done(struct sched *s, struct sched_request *r,
 
 /* =============================================================== sending */
 
-static void on_written(uv_write_t *req, int status)
-{
-	struct out_msg *m = (struct out_msg *)req;
-
-	(void)status; /* a failed write shows as a read error too */
-	rt_buf_free(&m->buf);
-	free(m);
-}
-
 static void conn_send(struct conn *c, json_t *header)
 {
-	struct out_msg *m;
-	uv_buf_t b;
-
 	if (c == NULL || c->closing) {
 		json_decref(header);
 		return;
 	}
-	m = calloc(1, sizeof(*m));
-	if (m == NULL || rt_wire_encode(&m->buf, header, NULL, 0) < 0) {
-		if (m)
-			rt_buf_free(&m->buf);
-		free(m);
-		json_decref(header);
-		return;
-	}
-	json_decref(header);
-	b = uv_buf_init(m->buf.data, (unsigned)m->buf.len);
-	if (uv_write(&m->req, (uv_stream_t *)&c->pipe, &b, 1, on_written) < 0) {
-		rt_buf_free(&m->buf);
-		free(m);
-	}
+	rt_wire_send((uv_stream_t *)&c->pipe, header, NULL, 0);
 }
 
 void sched__send(struct sched *s, struct sched_worker *w, json_t *header)
