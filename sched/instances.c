@@ -404,34 +404,36 @@ static struct collect instances_of(struct sched_function *fn)
 
 void sched__reconcile(struct sched *s, struct sched_function *fn)
 {
-	int want = wanted(fn), n, i, began = 0;
+	int want = wanted(fn), n, i, began;
 	struct collect c;
 	char name[16];
 
+	/* One transaction: new instances, removals and assignments. */
+	began = store_begin(s->store) == 0;
 	for (n = 0; n < want; n++) {
+		struct sched_instance *in;
+
 		snprintf(name, sizeof(name), "%d", n);
 		if (sched_child(&fn->obj, name) != NULL)
 			continue;
-		if (!began)
-			began = store_begin(s->store) == 0;
-		store_put(s, instance_new(s, fn, n, 1));
+		in = instance_new(s, fn, n, 1);
+		if (in != NULL)
+			store_put(s, in);
 	}
 	c = instances_of(fn);
 	for (i = 0; i < c.n; i++) {
 		if (c.v[i]->n < want)
 			continue;
-		if (!began)
-			began = store_begin(s->store) == 0;
 		retire(s, c.v[i], 1);
 		c.v[i] = NULL;
 	}
-	if (began && store_commit(s->store) < 0)
-		rt_log(RT_LOG_ERROR, "instances of %s: store failed",
-		       fn->obj.name);
 	for (i = 0; i < c.n; i++)
 		if (c.v[i] != NULL)
 			converge(s, c.v[i]);
 	free(c.v);
+	if (began && store_commit(s->store) < 0)
+		rt_log(RT_LOG_ERROR, "instances of %s: store failed",
+		       fn->obj.name);
 }
 
 struct each_fn {
@@ -463,7 +465,11 @@ static int reconcile_root(const char *key, void *value, void *arg)
 
 void sched__reconcile_all(struct sched *s)
 {
+	int began = store_begin(s->store) == 0;
+
 	rt_map_each(&s->root.children, reconcile_root, s);
+	if (began)
+		store_commit(s->store);
 }
 
 int sched__instances_drop(struct sched *s, struct sched_function *fn)
@@ -706,6 +712,7 @@ void sched__worker_lost(struct sched *s, struct sched_worker *w, int quiet)
 	size_t i, n;
 	struct sched_instance **v = (struct sched_instance **)rt_map_values(
 		&w->assignments, &n);
+	int began = store_begin(s->store) == 0;
 
 	for (i = 0; v != NULL && i < n; i++) {
 		struct sched_instance *in = v[i];
@@ -719,6 +726,8 @@ void sched__worker_lost(struct sched *s, struct sched_worker *w, int quiet)
 			 w->obj.name);
 	}
 	free(v);
+	if (began)
+		store_commit(s->store);
 }
 
 /* =============================================================== files */

@@ -94,6 +94,7 @@ static const char schema_v1[] = "CREATE TABLE tenants("
 struct store {
 	sqlite3 *db;
 	sqlite3_stmt *stmt[ST_COUNT]; /* prepared on open */
+	int depth;		      /* open transactions, nested */
 };
 
 static int db_fail(struct store *st, const char *what)
@@ -264,24 +265,61 @@ int store_load(struct store *st, int (*fn)(const struct store_row *, void *),
 	return rc;
 }
 
+/* Transactions nest: the outermost is a real transaction, inner ones are
+ * savepoints, so that a batch (a whole reconciliation) is one commit and
+ * one fsync while its parts keep their own all-or-nothing. */
 int store_begin(struct store *st)
 {
-	return exec(st, "BEGIN IMMEDIATE");
+	char sql[32];
+	int rc;
+
+	if (st->depth == 0)
+		rc = exec(st, "BEGIN IMMEDIATE");
+	else {
+		snprintf(sql, sizeof(sql), "SAVEPOINT sp%d", st->depth);
+		rc = exec(st, sql);
+	}
+	if (rc == 0)
+		st->depth++;
+	return rc;
 }
 
 int store_commit(struct store *st)
 {
-	int rc = exec(st, "COMMIT");
+	char sql[32];
+	int rc;
 
-	if (rc < 0)
-		store_rollback(st);
+	if (st->depth == 0)
+		return -EINVAL;
+	if (st->depth == 1) {
+		rc = exec(st, "COMMIT");
+		if (rc < 0) {
+			store_rollback(st);
+			return rc;
+		}
+	} else {
+		snprintf(sql, sizeof(sql), "RELEASE sp%d", st->depth - 1);
+		rc = exec(st, sql);
+	}
+	st->depth--;
 	return rc;
 }
 
 void store_rollback(struct store *st)
 {
-	if (!sqlite3_get_autocommit(st->db))
-		exec(st, "ROLLBACK");
+	char sql[64];
+
+	if (st->depth == 0)
+		return;
+	if (st->depth == 1) {
+		if (!sqlite3_get_autocommit(st->db))
+			exec(st, "ROLLBACK");
+	} else {
+		snprintf(sql, sizeof(sql), "ROLLBACK TO sp%d; RELEASE sp%d",
+			 st->depth - 1, st->depth - 1);
+		exec(st, sql);
+	}
+	st->depth--;
 }
 
 /* Binds the row to the statement's numbered parameters and runs it. */

@@ -248,3 +248,27 @@ TEST(sched_journal_lines)
 	free(text);
 	sched_close(s);
 }
+
+TEST(store_nested_transactions)
+{
+	const char *dir = tmpdir();
+	char path[128];
+	struct store *st;
+	struct rows c = { 0 };
+	struct store_row a = { .kind = STORE_TENANT, .tenant = "a" };
+	struct store_row b = { .kind = STORE_TENANT, .tenant = "b" };
+
+	snprintf(path, sizeof(path), "%s/fnfs.db", dir);
+	CHECK(store_open(&st, path) == 0);
+	CHECK(store_begin(st) == 0);
+	CHECK(store_insert(st, &a) == 0);
+	CHECK(store_begin(st) == 0); /* inner: rolled back alone */
+	CHECK(store_insert(st, &b) == 0);
+	store_rollback(st);
+	CHECK(store_commit(st) == 0);
+	CHECK(store_commit(st) == -EINVAL); /* nothing open */
+	CHECK(store_load(st, collect, &c) == 0);
+	CHECK(c.n == 1);
+	CHECK_STR(c.last, "0:a/-/-:-");
+	store_close(st);
+}
