@@ -45,6 +45,9 @@ enum fs_kind {
 	FS_INST_WORKER, /* symlink to workers/<id> */
 	FS_WORKERS_DIR,
 	FS_POOL_SIZE,
+	FS_POOL_STRATEGY,
+	FS_POOL_REBALANCE,
+	FS_POOL_STATUS,
 	FS_WORKER_DIR,
 	FS_WORKER_STATE,
 	FS_WORKER_MEMORY,
@@ -141,6 +144,8 @@ struct fs_options {
 	int foreground;		/* -f */
 	int workers;		/* --workers, or -1 */
 	int worker_memory;	/* --worker-memory MB, or 0 */
+	int heartbeat_timeout;	/* --heartbeat-timeout ms, or 0 */
+	int starts_per_minute;	/* --worker-starts N a minute, or 0 */
 };
 
 /* Runs `fnfs mount`: mounts, serves until unmounted or signalled, unmounts.

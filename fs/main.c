@@ -10,24 +10,40 @@
 #include "../runtime/worker.h"
 #include "fs.h"
 
-static const char usage_text[] = "usage:\n"
-				 "  fnfs mount [-f] [--data DIR] MOUNTPOINT\n"
-				 "  fnfs version\n"
-				 "  fnfs help\n";
+static const char usage_text[] =
+	"usage:\n"
+	"  fnfs mount [-f] [--data DIR] [--workers N] [--worker-memory MB]\n"
+	"             [--heartbeat-timeout MS] [--worker-starts N] MOUNTPOINT\n"
+	"  fnfs worker --connect SOCKET --id ID --memory MB [--tags a,b]\n"
+	"              [--namespaces tenant/ns,...] [--orphan-timeout S]\n"
+	"  fnfs version\n"
+	"  fnfs help\n";
 
 static const char help_text[] =
 	"fnfs - a serverless-function runtime manager you drive through files\n"
 	"\n"
-	"  fnfs mount [-f] [--data DIR] [--workers N] [--worker-memory MB] "
-	"MOUNTPOINT\n"
-	"      Mounts the control tree at MOUNTPOINT. Returns once the\n"
-	"      filesystem is ready; -f stays in the foreground and logs to\n"
-	"      stderr. State lives in DIR/fnfs.db (default: /var/lib/fnfs as\n"
-	"      root, else $XDG_DATA_HOME/fnfs or ~/.local/share/fnfs), the\n"
-	"      daemon's log in DIR/fnfs.log and its pid in DIR/fnfs.pid.\n"
-	"      SIGTERM, SIGINT or `fusermount3 -u MOUNTPOINT` unmount it.\n"
-	"      A dead mount left at MOUNTPOINT by a crash is cleaned up "
-	"first.\n"
+	"  fnfs mount [-f] [--data DIR] [--workers N] [--worker-memory MB]\n"
+	"             [--heartbeat-timeout MS] [--worker-starts N] MOUNTPOINT\n"
+	"      Mounts the control tree at MOUNTPOINT and returns once it is\n"
+	"      ready; -f stays in the foreground and logs to stderr. State\n"
+	"      lives in DIR/fnfs.db (default: /var/lib/fnfs as root, else\n"
+	"      $XDG_DATA_HOME/fnfs or ~/.local/share/fnfs), the daemon's log\n"
+	"      in DIR/fnfs.log, its pid in DIR/fnfs.pid, and workers connect\n"
+	"      to DIR/ctl.sock. It keeps N local workers (default 1, or as\n"
+	"      last set in workers/pool_size) of MB memory each (default: the\n"
+	"      machine's memory shared among them), starting at most N a\n"
+	"      minute (--worker-starts, default 10). A worker silent for\n"
+	"      --heartbeat-timeout ms (default 3000) is offline.\n"
+	"      SIGTERM, SIGINT or `fusermount3 -u MOUNTPOINT` unmount it and\n"
+	"      stop every instance and local worker. A dead mount left by a\n"
+	"      crash is cleaned up first; after a crash the workers, which\n"
+	"      kept running, are taken back with their instances.\n"
+	"  fnfs worker --connect DIR/ctl.sock --id ID --memory MB [--tags "
+	"a,b]\n"
+	"              [--namespaces tenant/ns,...] [--orphan-timeout S]\n"
+	"      Runs a worker by hand: it registers and runs the instances\n"
+	"      placed on it. Without a controller for S seconds (default 60)\n"
+	"      it stops them and exits.\n"
 	"  fnfs version    prints the version\n"
 	"  fnfs help       prints this text\n"
 	"\n"
@@ -40,6 +56,22 @@ static const char help_text[] =
 	"                                 one attribute each, read and write\n"
 	"    revision error               read-only: spec revision, last "
 	"error\n"
+	"    state                        running | degraded | pending |\n"
+	"                                 stopped | failed; write start | "
+	"stop\n"
+	"    restart status log           write 1 to restart; details; output\n"
+	"    instances/N/                 state restart status stats pid log,\n"
+	"                                 worker -> "
+	"../../../../../../workers/W\n"
+	"  workers/pool_size              local workers kept (read, write)\n"
+	"  workers/strategy               spread | pack | random\n"
+	"  workers/rebalance              write 1: even out the instances\n"
+	"  workers/status                 the pool: started, registering, ...\n"
+	"  workers/W/                     state (write drain | resume), "
+	"memory,\n"
+	"                                 free, tags, namespaces, pid, "
+	"status,\n"
+	"                                 stats, assignments/\n"
 	"\n"
 	"Try:\n"
 	"  mkdir -p MNT/tenants/acme/prod/hello\n"
@@ -53,7 +85,8 @@ static const char help_text[] =
 	"Errors come back as errno: EINVAL for a bad value or name (the "
 	"reason\n"
 	"is in the function's error file and in events), EEXIST, ENOENT,\n"
-	"ENOTEMPTY. See docs/reference.md for every file.\n";
+	"ENOTEMPTY, EBUSY (draining the last worker), EINTR (Ctrl-C on a\n"
+	"write that waits). See docs/reference.md for every file.\n";
 
 /* The default data directory. Returns a malloc'd path. */
 static char *default_datadir(void)
@@ -92,6 +125,8 @@ static int cmd_mount(int argc, char **argv)
 		{ "data", required_argument, NULL, 'd' },
 		{ "workers", required_argument, NULL, 'w' },
 		{ "worker-memory", required_argument, NULL, 'm' },
+		{ "heartbeat-timeout", required_argument, NULL, 't' },
+		{ "worker-starts", required_argument, NULL, 's' },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -108,6 +143,23 @@ static int cmd_mount(int argc, char **argv)
 		switch (c) {
 		case 'f': opt.foreground = 1; break;
 		case 'd': opt.datadir = optarg; break;
+		case 't':
+		case 's':
+			v = strtol(optarg, &end, 10);
+			if (*optarg == '\0' || *end != '\0' || v < 1 ||
+			    v > (c == 't' ? 3600000 : 64)) {
+				fprintf(stderr, "fnfs mount: --%s wants %s\n",
+					c == 't' ? "heartbeat-timeout"
+						 : "worker-starts",
+					c == 't' ? "ms, from 1 to 3600000"
+						 : "a count from 1 to 64");
+				return 2;
+			}
+			if (c == 't')
+				opt.heartbeat_timeout = (int)v;
+			else
+				opt.starts_per_minute = (int)v;
+			break;
 		case 'w':
 		case 'm':
 			v = strtol(optarg, &end, 10);

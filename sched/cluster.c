@@ -261,7 +261,7 @@ static struct sched_local *local_of(struct sched *s, const char *id)
 	return NULL;
 }
 
-static void worker_persist(struct sched *s, struct sched_worker *w)
+void sched__worker_persist(struct sched *s, struct sched_worker *w)
 {
 	json_t *t = json_array(), *n = json_array();
 	char *tj, *nj, *tok, *save = NULL, *copy;
@@ -284,6 +284,7 @@ static void worker_persist(struct sched *s, struct sched_worker *w)
 	r.tags = tj;
 	r.namespaces = nj;
 	r.local = w->local;
+	r.drained = w->draining;
 	store_worker_put(s->store, &r);
 	free(tj);
 	free(nj);
@@ -306,6 +307,14 @@ static void on_register(struct conn *c, const struct rt_msg *m)
 		conn_send(c, json_pack("{s:s, s:s}", "type", "refused",
 				       "reason", "bad registration"));
 		conn_close(c, "bad registration");
+		return;
+	}
+	if (strcmp(id, "pool_size") == 0 || strcmp(id, "strategy") == 0 ||
+	    strcmp(id, "rebalance") == 0 || strcmp(id, "status") == 0) {
+		conn_send(c,
+			  json_pack("{s:s, s:s}", "type", "refused", "reason",
+				    "that id is a file of workers/"));
+		conn_close(c, "reserved id");
 		return;
 	}
 	o = sched_child(&s->pool, id);
@@ -344,7 +353,7 @@ static void on_register(struct conn *c, const struct rt_msg *m)
 	w->heartbeat_mono = rt_mono_ms();
 	w->conn = c;
 	c->worker = w;
-	worker_persist(s, w);
+	sched__worker_persist(s, w);
 	conn_send(c, json_pack("{s:s}", "type", "registered"));
 	snprintf(v, sizeof(v), "%d", w->pid);
 	rt_buf_kv(&kvs, "pid", v);
@@ -518,6 +527,8 @@ static void local_exited(uv_process_t *p, int64_t status, int sig)
 	uv_close((uv_handle_t *)p, local_closed);
 }
 
+static void note_start(struct sched *s);
+
 static void local_spawn(struct sched *s, struct sched_local *l)
 {
 	char mem[32];
@@ -559,6 +570,58 @@ static void local_spawn(struct sched *s, struct sched_local *l)
 	}
 	l->live = 1;
 	l->closing = 0;
+	note_start(s);
+}
+
+/* Starts in the last minute (the ring keeps the latest ones). */
+static int starts_last_minute(const struct sched *s)
+{
+	int i, n = 0;
+	int64_t since = rt_mono_ms() - 60000;
+
+	for (i = 0; i < s->nstarts; i++)
+		n += s->starts[i] >= since;
+	return n;
+}
+
+/* Whether the pool may start a worker now: at most starts_per_minute a
+ * minute; past that it pauses, and says so once. */
+static int start_allowed(struct sched *s)
+{
+	int n = starts_last_minute(s);
+	struct rt_buf kvs = { 0 };
+	char v[32];
+
+	if (n < s->starts_per_minute && n < 64) {
+		if (s->paused) {
+			s->paused = 0;
+			sched_event(s, "pool.resumed", "workers", NULL);
+		}
+		return 1;
+	}
+	if (!s->paused) {
+		s->paused = 1;
+		snprintf(v, sizeof(v), "%d", s->starts_per_minute);
+		rt_buf_kv(&kvs, "starts_per_minute", v);
+		rt_buf_kv(&kvs, "reason", "start limit reached; waiting");
+		sched_event(s, "pool.paused", "workers", kvs.data);
+		rt_buf_free(&kvs);
+	}
+	return 0;
+}
+
+static void note_start(struct sched *s)
+{
+	int i, oldest = 0;
+
+	if (s->nstarts < 64) {
+		s->starts[s->nstarts++] = rt_mono_ms();
+		return;
+	}
+	for (i = 1; i < 64; i++)
+		if (s->starts[i] < s->starts[oldest])
+			oldest = i;
+	s->starts[oldest] = rt_mono_ms();
 }
 
 static int count_wanted(struct sched *s)
@@ -622,7 +685,8 @@ static void pool_check(struct sched *s)
 
 		if (l->wanted && !l->live && (w == NULL || !w->online) &&
 		    rt_mono_ms() >= s->recovery_until &&
-		    rt_mono_ms() >= l->next_spawn_mono && !l->closing)
+		    rt_mono_ms() >= l->next_spawn_mono && !l->closing &&
+		    start_allowed(s))
 			local_spawn(s, l);
 		if (!l->wanted && w != NULL && w->online && !w->leaving) {
 			w->leaving = 1;
@@ -631,6 +695,19 @@ static void pool_check(struct sched *s)
 				    json_pack("{s:s}", "type", "shutdown"));
 		}
 	}
+}
+
+unsigned long sched__random(struct sched *s)
+{
+	uint64_t x = s->rng;
+
+	if (x == 0)
+		x = 0x9e3779b97f4a7c15ULL ^ (uint64_t)rt_now_ms();
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	s->rng = x;
+	return (unsigned long)x;
 }
 
 int sched__parse_int(const char *buf, size_t len, long lo, long hi, long *out)
@@ -651,6 +728,55 @@ int sched__parse_int(const char *buf, size_t len, long lo, long hi, long *out)
 		return -EINVAL;
 	*out = v;
 	return 0;
+}
+
+int sched__cluster_write(struct sched *s, struct sched_obj *o,
+			 enum sched_file f, const char *buf, size_t len)
+{
+	struct rt_buf kvs = { 0 };
+	size_t l = len > 0 && buf[len - 1] == '\n' ? len - 1 : len;
+	int k, rc = 0;
+
+	switch (f) {
+	case SCHED_POOL_SIZE: return sched__pool_write(s, buf, len);
+	case SCHED_POOL_STRATEGY:
+		k = sched_strategy_parse(buf, l);
+		if (k < 0) {
+			rt_buf_kv(&kvs, "file", "strategy");
+			rt_buf_kv(&kvs, "errno", "EINVAL");
+			rt_buf_kv(&kvs, "reason",
+				  "strategy must be one of spread | pack | "
+				  "random");
+			sched_event(s, "pool.rejected", "workers", kvs.data);
+			rt_buf_free(&kvs);
+			return -EINVAL;
+		}
+		if (k == s->strategy)
+			return 0;
+		if (store_setting_put(
+			    s->store, "strategy",
+			    sched_strategy_name((enum sched_strategy)k)) < 0)
+			return -EIO;
+		s->strategy = k;
+		rt_buf_kv(&kvs, "strategy",
+			  sched_strategy_name((enum sched_strategy)k));
+		sched_event(s, "pool.strategy", "workers", kvs.data);
+		rt_buf_free(&kvs);
+		return 0;
+	case SCHED_POOL_REBALANCE:
+		if (l != 1 || buf[0] != '1')
+			return -EINVAL;
+		return sched__rebalance(s);
+	case SCHED_WORKER_STATE:
+		if (l == 5 && memcmp(buf, "drain", 5) == 0)
+			rc = sched__drain(s, (struct sched_worker *)o);
+		else if (l == 6 && memcmp(buf, "resume", 6) == 0)
+			rc = sched__resume(s, (struct sched_worker *)o);
+		else
+			rc = -EINVAL;
+		return rc;
+	default: return -EACCES;
+	}
 }
 
 int sched__pool_write(struct sched *s, const char *buf, size_t len)
@@ -688,13 +814,14 @@ int sched__pool_write(struct sched *s, const char *buf, size_t len)
 
 /* ============================================================ the files */
 
-static const char *worker_state(const struct sched_worker *w)
+static const char *worker_state(const struct sched *s,
+				const struct sched_worker *w)
 {
 	if (!w->online)
 		return "offline";
-	if (w->leaving)
-		return "draining";
-	if (rt_mono_ms() - w->heartbeat_mono > SCHED_HEARTBEAT_TIMEOUT_MS / 2)
+	if (w->leaving || w->draining)
+		return w->assignments.count > 0 ? "draining" : "drained";
+	if (rt_mono_ms() - w->heartbeat_mono > s->heartbeat_timeout / 2)
 		return "unhealthy";
 	return "healthy";
 }
@@ -719,6 +846,48 @@ static int sum_cb(const char *key, void *value, void *arg)
 	return 0;
 }
 
+/* workers/status: the pool as Flink counts it. */
+static int pool_status(struct sched *s, struct rt_buf *out)
+{
+	int i, wanted = 0, started = 0, registered = 0, pending = 0;
+	int manual = 0, offline = 0;
+	size_t n, k;
+	void **all = rt_map_values(&s->pool.children, &n);
+
+	for (i = 0; i < SCHED_POOL_MAX; i++) {
+		struct sched_local *l = &s->locals[i];
+		struct sched_worker *w = local_worker(s, l);
+
+		if (!l->wanted)
+			continue;
+		wanted++;
+		started += l->live;
+		if (w != NULL && w->online)
+			registered++;
+		else if (l->live)
+			pending++; /* started, still registering */
+	}
+	for (k = 0; all != NULL && k < n; k++) {
+		struct sched_worker *w = all[k];
+
+		manual += !w->local && w->online;
+		offline += !w->online;
+	}
+	free(all);
+	return rt_buf_printf(
+		out,
+		"pool_size %d\nwanted %d\nstarted %d\nregistered %d\n"
+		"registering %d\nmissing %d\nmanual %d\noffline %d\n"
+		"starts_last_minute %d\nstarts_per_minute %d\npaused %s\n"
+		"strategy %s\nheartbeat_timeout_ms %d\n",
+		s->pool_size, wanted, started, registered, pending,
+		wanted - registered - pending, manual, offline,
+		starts_last_minute(s), s->starts_per_minute,
+		s->paused ? "yes" : "no",
+		sched_strategy_name((enum sched_strategy)s->strategy),
+		s->heartbeat_timeout);
+}
+
 int sched__worker_render(struct sched *s, struct sched_obj *o,
 			 enum sched_file f, struct rt_buf *out)
 {
@@ -727,11 +896,17 @@ int sched__worker_render(struct sched *s, struct sched_obj *o,
 
 	if (f == SCHED_POOL_SIZE)
 		return rt_buf_printf(out, "%d\n", s->pool_size);
+	if (f == SCHED_POOL_STRATEGY)
+		return rt_buf_printf(
+			out, "%s\n",
+			sched_strategy_name((enum sched_strategy)s->strategy));
+	if (f == SCHED_POOL_STATUS)
+		return pool_status(s, out);
 	if (o->type != SCHED_WORKER)
 		return -EINVAL;
 	switch (f) {
 	case SCHED_WORKER_STATE:
-		return rt_buf_printf(out, "%s\n", worker_state(w));
+		return rt_buf_printf(out, "%s\n", worker_state(s, w));
 	case SCHED_WORKER_MEMORY:
 		return rt_buf_printf(out, "%d\n", w->memory_mb);
 	case SCHED_WORKER_FREE:
@@ -752,7 +927,7 @@ int sched__worker_render(struct sched *s, struct sched_obj *o,
 			"state %s\nsince_ms %lld\nheartbeat_age_ms %lld\n"
 			"instances %zu\nrunning %d\nmemory_mb %d\nused_mb %d\n"
 			"free_mb %d\nlocal %s\ncgroups %s\npid %d\n",
-			worker_state(w), (long long)w->since_ms,
+			worker_state(s, w), (long long)w->since_ms,
 			w->online
 				? (long long)(rt_mono_ms() - w->heartbeat_mono)
 				: -1LL,
@@ -787,12 +962,13 @@ static int health_cb(const char *key, void *value, void *arg)
 {
 	struct sched_worker *w = value;
 
+	struct sched *s = arg;
+
 	(void)key;
-	(void)arg;
 	if (w->online && w->conn != NULL &&
-	    rt_mono_ms() - w->heartbeat_mono > SCHED_HEARTBEAT_TIMEOUT_MS) {
+	    rt_mono_ms() - w->heartbeat_mono > s->heartbeat_timeout) {
 		rt_log(RT_LOG_WARN, "worker %s: no heartbeat for %d ms",
-		       w->obj.name, SCHED_HEARTBEAT_TIMEOUT_MS);
+		       w->obj.name, s->heartbeat_timeout);
 		conn_close(w->conn, "heartbeat timeout");
 		return 1; /* the map changed: look again next tick */
 	}
@@ -845,6 +1021,7 @@ static int known_cb(const struct store_worker *r, void *arg)
 		w->tags = join(t);
 		w->namespaces = join(n);
 		w->local = r->local;
+		w->draining = r->drained;
 		w->since_ms = now;
 	}
 	json_decref(t);
@@ -872,6 +1049,15 @@ int sched_start(struct sched *s, struct uv_loop_s *loop,
 
 	s->loop = loop;
 	s->next_seq = 1;
+	s->heartbeat_timeout = opt->heartbeat_timeout > 0
+				       ? opt->heartbeat_timeout
+				       : SCHED_HEARTBEAT_TIMEOUT_MS;
+	s->starts_per_minute = opt->starts_per_minute > 0
+				       ? opt->starts_per_minute
+				       : SCHED_STARTS_PER_MINUTE;
+	if (store_setting_get(s->store, "strategy", v, sizeof(v)) == 0 &&
+	    sched_strategy_parse(v, strlen(v)) >= 0)
+		s->strategy = sched_strategy_parse(v, strlen(v));
 	s->self = strdup(opt->self);
 	s->log_path = opt->log ? strdup(opt->log) : NULL;
 	/* The pool's size: the command line, else the stored one, else 1. */

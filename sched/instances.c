@@ -154,80 +154,141 @@ static void unassign(struct sched *s, struct sched_instance *in, int persist)
 	rt_buf_free(&name);
 }
 
-/* Whether worker `w` may run instances of namespace `t/ns`. */
-static int serves(const struct sched_worker *w, const char *t, const char *ns)
+/* Whether worker `w` takes new instances now. */
+static int usable(const struct sched_worker *w)
 {
-	char want[130];
-	const char *p = w->namespaces;
-	size_t n;
-
-	if (p == NULL || p[0] == '\0')
-		return 1;
-	n = (size_t)snprintf(want, sizeof(want), "%s/%s", t, ns);
-	while ((p = strstr(p, want)) != NULL) {
-		if ((p == w->namespaces || p[-1] == ' ') &&
-		    (p[n] == ' ' || p[n] == '\0'))
-			return 1;
-		p += n;
-	}
-	return 0;
+	return w->online && !w->leaving && !w->draining;
 }
 
-struct place_ctx {
-	const struct sched_instance *in;
-	int memory;
-	struct sched_worker *best;
+/* The workers as placement sees them, for the instances of one function:
+ * built once per reconciliation and updated as instances are placed, so
+ * that a batch takes memory as it goes. */
+struct view {
+	struct place_worker *w;
+	struct sched_worker **ws;
+	size_t n;
+	int built;
 };
 
-static int place_cb(const char *key, void *value, void *arg)
+static void view_free(struct view *v)
 {
-	struct place_ctx *c = arg;
-	struct sched_worker *w = value;
-	const char *t, *ns, *fn;
-	int free_mb = w->memory_mb - w->used_mb;
+	free(v->w);
+	free(v->ws);
+	memset(v, 0, sizeof(*v));
+}
 
-	(void)key;
-	parts(c->in, &t, &ns, &fn);
-	if (!w->online || w->leaving || free_mb < c->memory ||
-	    !serves(w, t, ns))
-		return 0;
-	if (c->best == NULL ||
-	    free_mb > c->best->memory_mb - c->best->used_mb ||
-	    (free_mb == c->best->memory_mb - c->best->used_mb &&
-	     (w->assignments.count < c->best->assignments.count ||
-	      (w->assignments.count == c->best->assignments.count &&
-	       strcmp(w->obj.name, c->best->obj.name) < 0))))
-		c->best = w;
+static int view_build(struct sched *s, struct view *v,
+		      struct sched_function *fn)
+{
+	size_t i, n, k;
+	void **all = rt_map_values(&s->pool.children, &n);
+	void **mine;
+
+	v->built = 1;
+	v->w = calloc(n + 1, sizeof(*v->w));
+	v->ws = calloc(n + 1, sizeof(*v->ws));
+	if (all == NULL || v->w == NULL || v->ws == NULL) {
+		free(all);
+		return -ENOMEM;
+	}
+	for (i = 0; i < n; i++) {
+		struct sched_worker *w = all[i];
+
+		w->place_index = (int)i;
+		v->ws[i] = w;
+		v->w[i].id = w->obj.name;
+		v->w[i].memory_mb = w->memory_mb;
+		v->w[i].used_mb = w->used_mb;
+		v->w[i].tags = w->tags ? w->tags : "";
+		v->w[i].namespaces = w->namespaces ? w->namespaces : "";
+		v->w[i].usable = usable(w);
+		v->w[i].instances = (int)w->assignments.count;
+	}
+	v->n = n;
+	free(all);
+	/* Anti-affinity: where this function already runs. */
+	mine = rt_map_values(&fn->obj.children, &k);
+	for (i = 0; mine != NULL && i < k; i++) {
+		struct sched_instance *in = mine[i];
+
+		if (in->worker != NULL && in->worker->place_index >= 0 &&
+		    (size_t)in->worker->place_index < v->n &&
+		    v->ws[in->worker->place_index] == in->worker)
+			v->w[in->worker->place_index].same_function++;
+	}
+	free(mine);
 	return 0;
 }
 
-/* Finds a worker for `in`, or says why there is none. */
-static void place(struct sched *s, struct sched_instance *in)
+/* Records why an instance waits, in its status, the function's error file
+ * and the journal, once per reason. */
+static void set_pending(struct sched *s, struct sched_instance *in,
+			const char *reason)
 {
-	struct place_ctx c = { in, fn_of(in)->spec.memory, NULL };
-	char reason[256];
+	struct rt_buf line = { 0 };
+	char when[32];
+
+	if (in->state == SCHED_PENDING && strcmp(in->reason, reason) == 0)
+		return;
+	in->state = SCHED_PENDING;
+	snprintf(in->reason, sizeof(in->reason), "%s", reason);
+	if (rt_mono_ms() < s->recovery_until)
+		return;
+	inst_event(s, in, "instance.pending", "reason", reason, NULL, NULL);
+	rt_format_time(rt_now_ms(), when);
+	rt_buf_printf(&line, "%s instance %d is pending: %s\n", when, in->n,
+		      reason);
+	if (line.data != NULL) {
+		free(fn_of(in)->error);
+		fn_of(in)->error = line.data;
+	}
+}
+
+/* Finds a worker for `in` (placement rules in place.c), or says why there
+ * is none. `v` may be shared by several calls for one function. */
+static void place_in(struct sched *s, struct sched_instance *in, struct view *v)
+{
+	struct sched_function *fn = fn_of(in);
+	struct place_request r;
+	struct rt_buf why = { 0 };
+	int k;
 
 	if (s->loop == NULL)
 		return;
 	if (rt_mono_ms() < s->recovery_until) {
-		snprintf(reason, sizeof(reason),
-			 "waiting for known workers to come back");
+		set_pending(s, in, "waiting for known workers to come back");
+		return;
+	}
+	if (!v->built && view_build(s, v, fn) < 0)
+		return;
+	memset(&r, 0, sizeof(r));
+	r.memory_mb = fn->spec.memory;
+	r.tags = fn->spec.tags;
+	r.ntags = fn->spec.ntags;
+	r.loose = fn->spec.tags_policy == SCHED_TAGS_LOOSE;
+	r.ns = fn->obj.parent->name;
+	r.tenant = fn->obj.parent->parent->name;
+	r.strategy = (enum sched_strategy)s->strategy;
+	r.random = sched__random(s);
+	k = sched_place(v->w, v->n, &r, &why);
+	if (k < 0) {
+		set_pending(s, in, why.data ? why.data : "no worker");
 	} else {
-		rt_map_each(&s->pool.children, place_cb, &c);
-		if (c.best != NULL) {
-			assign(s, in, c.best);
-			return;
-		}
-		snprintf(reason, sizeof(reason), "no worker with %d MB free",
-			 c.memory);
+		assign(s, in, v->ws[k]);
+		v->w[k].used_mb += r.memory_mb;
+		v->w[k].same_function++;
+		v->w[k].instances++;
 	}
-	if (in->state != SCHED_PENDING || strcmp(in->reason, reason) != 0) {
-		in->state = SCHED_PENDING;
-		snprintf(in->reason, sizeof(in->reason), "%s", reason);
-		if (rt_mono_ms() >= s->recovery_until)
-			inst_event(s, in, "instance.pending", "reason", reason,
-				   NULL, NULL);
-	}
+	rt_buf_free(&why);
+}
+
+/* Places one instance on its own. */
+static void place(struct sched *s, struct sched_instance *in)
+{
+	struct view v = { 0 };
+
+	place_in(s, in, &v);
+	view_free(&v);
 }
 
 /* ============================================================ commands */
@@ -311,7 +372,7 @@ static int send_simple(struct sched *s, struct sched_instance *in,
 }
 
 /* Brings one instance toward what is wanted. */
-static void converge(struct sched *s, struct sched_instance *in)
+static void converge(struct sched *s, struct sched_instance *in, struct view *v)
 {
 	int mb = fn_of(in)->spec.memory;
 
@@ -324,7 +385,7 @@ static void converge(struct sched *s, struct sched_instance *in)
 	}
 	if (in->desired_run) {
 		if (in->worker == NULL)
-			place(s, in);
+			place_in(s, in, v);
 		if (in->worker != NULL && in->worker->online &&
 		    in->sent_revision != fn_of(in)->run_revision)
 			send_start(s, in, NULL);
@@ -405,6 +466,7 @@ static struct collect instances_of(struct sched_function *fn)
 void sched__reconcile(struct sched *s, struct sched_function *fn)
 {
 	int want = wanted(fn), n, i, began;
+	struct view v = { 0 };
 	struct collect c;
 	char name[16];
 
@@ -429,8 +491,9 @@ void sched__reconcile(struct sched *s, struct sched_function *fn)
 	}
 	for (i = 0; i < c.n; i++)
 		if (c.v[i] != NULL)
-			converge(s, c.v[i]);
+			converge(s, c.v[i], &v);
 	free(c.v);
+	view_free(&v);
 	if (began && store_commit(s->store) < 0)
 		rt_log(RT_LOG_ERROR, "instances of %s: store failed",
 		       fn->obj.name);
@@ -954,8 +1017,9 @@ int sched_file_write(struct sched *s, struct sched_obj *o, enum sched_file f,
 	int rc;
 
 	*wait = NULL;
-	if (f == SCHED_POOL_SIZE)
-		return sched__pool_write(s, buf, len);
+	if (f == SCHED_POOL_SIZE || f == SCHED_POOL_STRATEGY ||
+	    f == SCHED_POOL_REBALANCE || f == SCHED_WORKER_STATE)
+		return sched__cluster_write(s, o, f, buf, len);
 	if (f != SCHED_FN_STATE && f != SCHED_FN_RESTART &&
 	    f != SCHED_INST_STATE && f != SCHED_INST_RESTART)
 		return -EACCES;
@@ -1045,4 +1109,185 @@ int sched_file_read(struct sched *s, struct sched_obj *o, enum sched_file f,
 	}
 	*wait = w;
 	return SCHED_LATER;
+}
+
+/* ====================================================== drain, rebalance */
+
+/* Moves `in` off its worker: the old copy is stopped and forgotten, the
+ * instance goes to `to` (or wherever placement finds room) and starts
+ * there. */
+static void move(struct sched *s, struct sched_instance *in,
+		 struct sched_worker *to)
+{
+	struct sched_worker *from = in->worker;
+
+	if (from != NULL) {
+		if (from->online)
+			send_simple(s, in, "stop", 1, NULL);
+		unassign(s, in, 1);
+	}
+	in->pid = 0;
+	in->state = SCHED_PENDING;
+	if (to != NULL)
+		assign(s, in, to);
+	else
+		place(s, in);
+	if (in->desired_run && in->worker != NULL && in->worker->online)
+		send_start(s, in, NULL);
+}
+
+static int other_usable(struct sched *s, const struct sched_worker *w)
+{
+	size_t i, n;
+	void **all = rt_map_values(&s->pool.children, &n);
+	int found = 0;
+
+	for (i = 0; all != NULL && i < n && !found; i++)
+		found = all[i] != w && usable(all[i]);
+	free(all);
+	return found;
+}
+
+int sched__drain(struct sched *s, struct sched_worker *w)
+{
+	struct sched_instance **v;
+	size_t i, n;
+	int began;
+
+	if (w->draining)
+		return 0;
+	if (!other_usable(s, w)) {
+		struct rt_buf kvs = { 0 };
+
+		rt_buf_kv(&kvs, "op", "drain");
+		rt_buf_kv(&kvs, "errno", "EBUSY");
+		rt_buf_kv(&kvs, "reason", "it is the last usable worker");
+		sched__event(s, &w->obj, "worker.rejected", kvs.data);
+		rt_buf_free(&kvs);
+		return -EBUSY;
+	}
+	w->draining = 1;
+	w->since_ms = rt_now_ms();
+	sched__worker_persist(s, w);
+	sched__event(s, &w->obj, "worker.draining", NULL);
+	began = store_begin(s->store) == 0;
+	v = (struct sched_instance **)rt_map_values(&w->assignments, &n);
+	for (i = 0; v != NULL && i < n; i++)
+		move(s, v[i], NULL);
+	free(v);
+	if (began)
+		store_commit(s->store);
+	if (w->assignments.count == 0)
+		sched__event(s, &w->obj, "worker.drained", NULL);
+	return 0;
+}
+
+int sched__resume(struct sched *s, struct sched_worker *w)
+{
+	if (!w->draining)
+		return 0;
+	w->draining = 0;
+	w->since_ms = rt_now_ms();
+	sched__worker_persist(s, w);
+	sched__event(s, &w->obj, "worker.resumed", NULL);
+	sched__reconcile_all(s); /* pending instances may fit there now */
+	return 0;
+}
+
+/* Whether placement rules let `in` run on `w` (ignoring the others). */
+static int may_run_on(struct sched *s, struct sched_instance *in,
+		      struct sched_worker *w)
+{
+	struct sched_function *fn = fn_of(in);
+	struct place_worker pw = { w->obj.name,
+				   w->memory_mb,
+				   w->used_mb,
+				   w->tags ? w->tags : "",
+				   w->namespaces ? w->namespaces : "",
+				   usable(w),
+				   0,
+				   0 };
+	struct place_request r;
+
+	(void)s;
+	memset(&r, 0, sizeof(r));
+	r.memory_mb = fn->spec.memory;
+	r.tags = fn->spec.tags;
+	r.ntags = fn->spec.ntags;
+	r.loose = fn->spec.tags_policy == SCHED_TAGS_LOOSE;
+	r.ns = fn->obj.parent->name;
+	r.tenant = fn->obj.parent->parent->name;
+	return sched_place(&pw, 1, &r, NULL) == 0;
+}
+
+/* Whether `w` runs an instance of `fn`. */
+static int runs_function(const struct sched_worker *w,
+			 const struct sched_function *fn)
+{
+	size_t i, n;
+	void **mine = rt_map_values(&fn->obj.children, &n);
+	int found = 0;
+
+	for (i = 0; mine != NULL && i < n && !found; i++)
+		found = ((struct sched_instance *)mine[i])->worker == w;
+	free(mine);
+	return found;
+}
+
+int sched__rebalance(struct sched *s)
+{
+	struct rt_buf kvs = { 0 };
+	char v[32];
+	int moved = 0, began = store_begin(s->store) == 0;
+
+	for (;;) {
+		size_t i, n, k, m;
+		void **all = rt_map_values(&s->pool.children, &n);
+		struct sched_worker *hi = NULL, *lo = NULL;
+		struct sched_instance **on, *pick = NULL;
+
+		for (i = 0; all != NULL && i < n; i++) {
+			struct sched_worker *w = all[i];
+
+			if (!usable(w))
+				continue;
+			if (hi == NULL ||
+			    w->assignments.count > hi->assignments.count)
+				hi = w;
+			if (lo == NULL ||
+			    w->assignments.count < lo->assignments.count)
+				lo = w;
+		}
+		free(all);
+		if (hi == NULL || hi == lo ||
+		    hi->assignments.count <= lo->assignments.count + 1)
+			break;
+		/* Move only what must move: one instance from the fullest
+		 * to the emptiest, one that may run there, preferring a
+		 * function not yet on it. */
+		on = (struct sched_instance **)rt_map_values(&hi->assignments,
+							     &m);
+		for (k = 0; on != NULL && k < m; k++) {
+			if (!on[k]->desired_run || !may_run_on(s, on[k], lo))
+				continue;
+			if (pick == NULL)
+				pick = on[k];
+			if (!runs_function(lo, fn_of(on[k]))) {
+				pick = on[k];
+				break;
+			}
+		}
+		free(on);
+		if (pick == NULL)
+			break; /* nothing there may move: as even as it gets */
+		move(s, pick, lo);
+		moved++;
+	}
+	if (began)
+		store_commit(s->store);
+	snprintf(v, sizeof(v), "%d", moved);
+	rt_buf_kv(&kvs, "moved", v);
+	sched_event(s, "rebalance.done", "workers", kvs.data);
+	rt_buf_free(&kvs);
+	return 0;
 }

@@ -9,17 +9,20 @@
 
 #include "../runtime/wire.h"
 #include "events.h"
+#include "place.h"
 #include "sched.h"
 #include "store.h"
 
 #define SCHED_POOL_MAX 256 /* local workers at most */
-#define SCHED_HEARTBEAT_TIMEOUT_MS                                             \
-	3000			/* silence that makes a worker offline */
-#define SCHED_RECOVERY_MS 3000	/* wait for known workers after a start */
-#define SCHED_WAIT_MS	  10000 /* bound of a write that waits */
-#define SCHED_LOG_WAIT_MS 5000	/* bound of a log read */
-#define SCHED_LOG_TAIL	  65536 /* bytes of log per instance */
-#define SCHED_RESPAWN_MS  1000	/* delay before replacing a local worker */
+/* Default silence that makes a worker offline, ms. */
+#define SCHED_HEARTBEAT_TIMEOUT_MS 3000
+/* Default local worker starts allowed a minute. */
+#define SCHED_STARTS_PER_MINUTE 10
+#define SCHED_RECOVERY_MS	3000  /* wait for known workers after a start */
+#define SCHED_WAIT_MS		10000 /* bound of a write that waits */
+#define SCHED_LOG_WAIT_MS	5000  /* bound of a log read */
+#define SCHED_LOG_TAIL		65536 /* bytes of log per instance */
+#define SCHED_RESPAWN_MS	1000 /* delay before replacing a local worker */
 
 /* A local worker process of the pool. */
 struct sched_local {
@@ -55,7 +58,15 @@ struct sched {
 	int64_t recovery_until; /* monotonic ms: known workers may return */
 	struct sched_local locals[SCHED_POOL_MAX];
 	int capacity_changed; /* memory was freed: place pending ones */
-	int64_t last_tick;    /* monotonic ms of the last tick */
+	int64_t last_tick;
+	int strategy;	       /* enum sched_strategy (persisted) */
+	int heartbeat_timeout; /* ms */
+	int starts_per_minute; /* local worker starts allowed a minute */
+	int64_t starts[64];    /* monotonic ms of recent starts, a ring */
+	int nstarts;	       /* entries used in starts */
+	int paused;	       /* the pool waits for the start limit */
+	uint64_t rng;
+		/* state of sched__random */ /* monotonic ms of the last tick */
 	int shutting_down;
 	void (*shutdown_done)(void *arg);
 	void *shutdown_arg;
@@ -166,8 +177,30 @@ void sched__worker_free(struct sched_worker *w);
 int sched__worker_render(struct sched *s, struct sched_obj *o,
 			 enum sched_file f, struct rt_buf *out);
 
+/* Writes a file of workers/ or of a worker (pool_size, strategy,
+ * rebalance, W/state). Returns 0 or -errno. */
+int sched__cluster_write(struct sched *s, struct sched_obj *o,
+			 enum sched_file f, const char *buf, size_t len);
+
+/* Drains worker `w`: no new instances; its instances move elsewhere.
+ * Returns 0, or -EBUSY when no other worker could take them. */
+int sched__drain(struct sched *s, struct sched_worker *w);
+
+/* Ends a drain. */
+int sched__resume(struct sched *s, struct sched_worker *w);
+
+/* Moves instances until the counts of usable workers differ by at most
+ * one. Returns 0. */
+int sched__rebalance(struct sched *s);
+
+/* Stores a worker's row (id, memory, tags, namespaces, local, drained). */
+void sched__worker_persist(struct sched *s, struct sched_worker *w);
+
 /* Writes workers/pool_size. */
 int sched__pool_write(struct sched *s, const char *buf, size_t len);
+
+/* A pseudo-random number (xorshift), for the random strategy. */
+unsigned long sched__random(struct sched *s);
 
 /* Parses a whole write as an integer in [lo, hi]. */
 int sched__parse_int(const char *buf, size_t len, long lo, long hi, long *out);

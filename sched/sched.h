@@ -223,6 +223,8 @@ struct sched_worker {
 	int pid;
 	int online;		   /* registered and connected */
 	int leaving;		   /* told to shut down */
+	int draining;		   /* echo drain > state (persisted) */
+	int place_index;	   /* scratch of placement */
 	int cgroups;		   /* enforces memory with cgroups */
 	int64_t since_ms;	   /* of its current state */
 	int64_t heartbeat_mono;	   /* last heartbeat, monotonic ms */
@@ -300,6 +302,9 @@ enum sched_file {
 	SCHED_WORKER_STATUS,
 	SCHED_WORKER_STATS,
 	SCHED_POOL_SIZE,
+	SCHED_POOL_STRATEGY,
+	SCHED_POOL_REBALANCE,
+	SCHED_POOL_STATUS,
 	SCHED_FILE_COUNT
 };
 
@@ -351,6 +356,8 @@ struct sched_options {
 	int worker_memory; /* MB per local worker; 0: a fair share */
 	const char *self;  /* the fnfs binary, for local workers */
 	const char *log;   /* where local workers log; NULL: our stderr */
+	int heartbeat_timeout; /* ms of silence that make a worker offline */
+	int starts_per_minute; /* local worker starts allowed per minute */
 };
 
 struct uv_loop_s;

@@ -67,6 +67,10 @@ static const char schema_v2[] =
 	"ALTER TABLE functions ADD COLUMN run_revision INTEGER NOT NULL "
 	"DEFAULT 0;";
 
+/* Version 3: a worker remembers that it was drained. */
+static const char schema_v3[] =
+	"ALTER TABLE workers ADD COLUMN drained INTEGER NOT NULL DEFAULT 0;";
+
 /* Version 1 of the schema. Later versions add migrations after it. */
 static const char schema_v1[] = "CREATE TABLE tenants("
 				"  name TEXT PRIMARY KEY,"
@@ -156,6 +160,8 @@ static int migrate(struct store *st)
 		rc = exec(st, schema_v1);
 	if (rc == 0 && v < 2)
 		rc = exec(st, schema_v2);
+	if (rc == 0 && v < 3)
+		rc = exec(st, schema_v3);
 	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d",
 		 STORE_SCHEMA_VERSION);
 	if (rc == 0)
@@ -456,12 +462,12 @@ int store_instance_load(struct store *st,
 int store_worker_put(struct store *st, const struct store_worker *r)
 {
 	const char *text[3] = { r->id, r->tags, r->namespaces };
-	long long ints[2] = { r->memory_mb, r->local };
+	long long ints[3] = { r->memory_mb, r->local, r->drained };
 
 	return run_sql(st,
 		       "INSERT OR REPLACE INTO workers(id, tags, namespaces, "
-		       "memory, local) VALUES(?1, ?2, ?3, ?4, ?5)",
-		       3, text, 2, ints);
+		       "memory, local, drained) VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
+		       3, text, 3, ints);
 }
 
 int store_worker_delete(struct store *st, const char *id)
@@ -475,8 +481,8 @@ int store_worker_delete(struct store *st, const char *id)
 int store_worker_load(struct store *st,
 		      int (*fn)(const struct store_worker *, void *), void *arg)
 {
-	static const char sql[] = "SELECT id, memory, tags, namespaces, local "
-				  "FROM workers ORDER BY id";
+	static const char sql[] = "SELECT id, memory, tags, namespaces, local, "
+				  "drained FROM workers ORDER BY id";
 	sqlite3_stmt *q = NULL;
 	int step, rc = 0;
 
@@ -486,7 +492,7 @@ int store_worker_load(struct store *st,
 		struct store_worker r = {
 			col_text(q, 0),		  sqlite3_column_int(q, 1),
 			col_text(q, 2),		  col_text(q, 3),
-			sqlite3_column_int(q, 4),
+			sqlite3_column_int(q, 4), sqlite3_column_int(q, 5),
 		};
 		rc = fn(&r, arg);
 	}

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 /* The schema version this code writes, kept in PRAGMA user_version. */
-#define STORE_SCHEMA_VERSION 2
+#define STORE_SCHEMA_VERSION 3
 
 enum store_kind { STORE_TENANT, STORE_NAMESPACE, STORE_FUNCTION };
 
@@ -76,6 +76,7 @@ struct store_worker {
 	const char *tags;	/* JSON array */
 	const char *namespaces; /* JSON array */
 	int local;		/* started by the pool */
+	int drained;		/* told to drain, not yet resumed */
 };
 
 /* Writes (insert or replace) an instance row. Returns 0 or -EIO. */

@@ -9,7 +9,7 @@ check "one local worker by default" wait_until 10 state_is "$W/local-1/state" he
 check_eq "pool_size reads 1" "$(cat "$W/pool_size")" "1"
 check_eq "worker files" "$(cat "$W/local-1/memory") $(cat "$W/local-1/free") $(stat_of "$W/local-1/status" local)" "1024 1024 yes"
 check_eq "modes in workers/" "$(stat -c '%A %n' "$W/pool_size" "$W/local-1/state" "$W/local-1/status" | sed "s|$W/||" | tr '\n' ',')" \
-	"-rw-r--r-- pool_size,-r--r--r-- local-1/state,-r--r--r-- local-1/status,"
+	"-rw-r--r-- pool_size,-rw-r--r-- local-1/state,-r--r--r-- local-1/status,"
 
 F=$MNT/tenants/acme/prod/sleeper
 mkdir -p "$F"
