@@ -432,13 +432,61 @@ static int wait_ready(int rfd, pid_t child, const char *datadir)
 	return 1;
 }
 
+/* Whether the fnfs recorded in DIR/fnfs.pid is gone or on its way out:
+ * no such process, a zombie, or SIGKILL pending (a kill -9 that lands
+ * during an fsync leaves it in the kernel for a moment, still holding its
+ * mount and lock). */
+static int owner_dying(const char *datadir)
+{
+	char path[PATH_MAX + 32], line[256];
+	FILE *f;
+	int pid = 0, dying = 1;
+	unsigned long long mask;
+
+	snprintf(path, sizeof(path), "%s/fnfs.pid", datadir);
+	f = fopen(path, "re");
+	if (f == NULL || fscanf(f, "%d", &pid) != 1 || pid <= 0) {
+		if (f)
+			fclose(f);
+		return 0; /* nothing known: do not wait */
+	}
+	fclose(f);
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "re");
+	if (f == NULL)
+		return 1;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		if (strncmp(line, "State:", 6) == 0)
+			dying = strchr(line, 'Z') != NULL ||
+				strchr(line, 'X') != NULL;
+		else if ((sscanf(line, "SigPnd: %llx", &mask) == 1 ||
+			  sscanf(line, "ShdPnd: %llx", &mask) == 1) &&
+			 (mask & (1ULL << (SIGKILL - 1))))
+			dying = 1;
+		if (dying && strncmp(line, "State:", 6) != 0)
+			break;
+	}
+	fclose(f);
+	return dying;
+}
+
 int fs_mount_main(const struct fs_options *opt)
 {
 	char mp[PATH_MAX], datadir[PATH_MAX], logpath[PATH_MAX + 16];
 	char pidpath[PATH_MAX + 16];
+	int tries;
 	int pipefd[2] = { -1, -1 }, lockfd = -1, rc, devnull;
 	pid_t pid;
 
+	/* A controller killed a moment ago may still be leaving: wait for
+	 * it (bounded) rather than refuse. */
+	for (tries = 0; owner_dying(opt->datadir) && tries < 50; tries++) {
+		struct stat st;
+
+		if (stat(opt->mountpoint, &st) < 0 && errno == ENOTCONN)
+			break; /* dead already: cleaned up below */
+		usleep(100000);
+	}
 	if (prepare_mountpoint(opt->mountpoint, mp) < 0)
 		return 1;
 	if (prepare_datadir(opt->datadir, mp, datadir) < 0)
@@ -460,6 +508,8 @@ int fs_mount_main(const struct fs_options *opt)
 		close(pipefd[0]);
 		setsid();
 	}
+	/* Nothing the caller had open goes on to the workers and functions. */
+	rt_close_fds(pipefd[1]);
 	lockfd = lock_datadir(datadir);
 	if (lockfd < 0)
 		return 1;

@@ -1,8 +1,12 @@
 /*
  * names.c - object names and errno names.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "rt.h"
 
@@ -23,6 +27,35 @@ int rt_name_valid(const char *s)
 			return 0;
 	}
 	return 1;
+}
+
+void rt_close_fds(int keep)
+{
+	DIR *d;
+	struct dirent *e;
+	int fd, dfd;
+
+#ifdef SYS_close_range
+	if (keep < 3) {
+		if (syscall(SYS_close_range, 3U, ~0U, 0) == 0)
+			return;
+	} else if ((keep == 3 ||
+		    syscall(SYS_close_range, 3U, (unsigned)keep - 1, 0) == 0) &&
+		   syscall(SYS_close_range, (unsigned)keep + 1, ~0U, 0) == 0) {
+		return;
+	}
+#endif
+	/* Older kernels: walk /proc/self/fd. */
+	d = opendir("/proc/self/fd");
+	if (d == NULL)
+		return;
+	dfd = dirfd(d);
+	while ((e = readdir(d)) != NULL) {
+		fd = atoi(e->d_name);
+		if (fd >= 3 && fd != keep && fd != dfd)
+			close(fd);
+	}
+	closedir(d);
 }
 
 const char *rt_errno_name(int err)

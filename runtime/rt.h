@@ -140,6 +140,10 @@ void rt_idmap_free(struct rt_idmap *m);
  * characters of [A-Za-z0-9._-], starting with a letter or digit. */
 int rt_name_valid(const char *s);
 
+/* Closes every file descriptor from 3 up but `keep` (-1: none), so that
+ * what a process was started with does not leak to its children. */
+void rt_close_fds(int keep);
+
 /* Returns the symbolic name of a positive errno value ("EINVAL"). */
 const char *rt_errno_name(int err);
 

@@ -128,6 +128,7 @@ int rt_instance_shim_main(int argc, char **argv)
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() != (pid_t)atoi(argv[1]))
 		return 127; /* the worker is already gone */
+	rt_close_fds(-1);   /* the function gets stdio and nothing else */
 	execv(argv[2], argv + 2);
 	return 127;
 }

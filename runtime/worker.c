@@ -130,6 +130,18 @@ void rt_worker_maybe_exit(struct rt_worker *w)
 
 /* =========================================================== receiving */
 
+static int report_cb(const char *key, void *value, void *arg)
+{
+	(void)key;
+	rt_worker_report(arg, value);
+	return 0;
+}
+
+static void report_all(struct rt_worker *w)
+{
+	rt_map_each(&w->instances, report_cb, w);
+}
+
 static struct rt_instance *find(struct rt_worker *w, const struct rt_msg *m)
 {
 	const char *id = rt_msg_str(m, "instance");
@@ -150,6 +162,8 @@ static void handle(struct rt_worker *w, const struct rt_msg *m)
 		if (w->registered_once)
 			rt_log(RT_LOG_INFO, "worker %s: reconnected", w->id);
 		w->registered_once = 1;
+		/* A controller that starts over learns everything it runs. */
+		report_all(w);
 		w->lost_mono = 0;
 	} else if (strcmp(m->type, "refused") == 0) {
 		const char *why = rt_msg_str(m, "reason");
@@ -467,6 +481,7 @@ int rt_worker_main(int argc, char **argv)
 	}
 	w.orphan_timeout_ms = orphan_s * 1000;
 	signal(SIGPIPE, SIG_IGN);
+	rt_close_fds(-1);
 	{
 		ssize_t n = readlink("/proc/self/exe", w.self,
 				     sizeof(w.self) - 1);

@@ -292,6 +292,18 @@ void sched__worker_persist(struct sched *s, struct sched_worker *w)
 	json_decref(n);
 }
 
+static int all_known_back(struct sched *s)
+{
+	size_t i, n;
+	void **all = rt_map_values(&s->pool.children, &n);
+	int back = 1;
+
+	for (i = 0; all != NULL && i < n && back; i++)
+		back = ((struct sched_worker *)all[i])->online;
+	free(all);
+	return back;
+}
+
 static void on_register(struct conn *c, const struct rt_msg *m)
 {
 	struct sched *s = c->s;
@@ -366,6 +378,11 @@ static void on_register(struct conn *c, const struct rt_msg *m)
 	sched__event(s, &w->obj, "worker.registered", kvs.data);
 	rt_buf_free(&kvs);
 	sched__adopt(s, w, json_object_get(m->header, "running"));
+	if (s->recovery_until && all_known_back(s)) {
+		/* Every known worker is back: no need to wait longer. */
+		s->recovery_until = 0;
+		sched_event(s, "recovery.done", "workers", NULL);
+	}
 	sched__reconcile_all(s);
 }
 

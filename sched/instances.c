@@ -658,6 +658,13 @@ void sched__on_instance(struct sched *s, struct sched_worker *w,
 	in->exits = lines.data;
 	if (st == SCHED_STOPPED)
 		in->sent_stop = 0;
+	if (st == SCHED_STOPPED && !in->desired_run) {
+		/* Stopped for good: its memory goes back to the pool. */
+		inst_event(s, in, "instance.stopped", "worker", w->obj.name,
+			   NULL, NULL);
+		unassign(s, in, 1);
+		return;
+	}
 	snprintf(pid, sizeof(pid), "%d", in->pid);
 	snprintf(rev, sizeof(rev), "%llu", (unsigned long long)in->revision);
 	if (st == SCHED_RUNNING &&

@@ -66,7 +66,7 @@ struct sched {
 	int nstarts;	       /* entries used in starts */
 	int paused;	       /* the pool waits for the start limit */
 	uint64_t rng;
-		/* state of sched__random */ /* monotonic ms of the last tick */
+	/* state of sched__random */ /* monotonic ms of the last tick */
 	int shutting_down;
 	void (*shutdown_done)(void *arg);
 	void *shutdown_arg;
