@@ -170,8 +170,13 @@ int sched_place(const struct place_worker *w, size_t n,
 			rt_buf_puts(why, " and ");
 		}
 		rt_buf_printf(why, "%d MB free", r->memory_mb);
+		/* Name the namespace only when it is what stood in the way:
+		 * some worker fits but is dedicated to others. */
 		for (i = 0; (size_t)i < n; i++)
-			if (w[i].usable && !serves(&w[i], r->tenant, r->ns))
+			if (w[i].usable &&
+			    w[i].memory_mb - w[i].used_mb >= r->memory_mb &&
+			    (r->ntags == 0 || r->loose || has_all_tags(&w[i], r)) &&
+			    !serves(&w[i], r->tenant, r->ns))
 				break;
 		if ((size_t)i < n)
 			rt_buf_printf(why, " that serves %s/%s", r->tenant,

@@ -199,3 +199,46 @@ all_execd() {
 worker_pids() {
 	cat "$MNT"/workers/*/pid 2>/dev/null
 }
+
+# ---- workers started by hand
+
+declare -A WPID=()
+
+# start_worker ID MB [ARGS...]: starts `fnfs worker` and waits (bounded)
+# until it is registered and healthy.
+start_worker() {
+	local id=$1 mb=$2
+	shift 2
+	"$FNFS" worker --connect "$DATA/ctl.sock" --id "$id" --memory "$mb" "$@" 2>>"$T/workers.log" &
+	WPID[$id]=$!
+	BGPIDS+=("$!")
+	wait_until 10 state_is "$MNT/workers/$id/state" healthy
+}
+
+# where INSTANCE-DIR: the id of the worker it is on ("" if none).
+where() {
+	local t
+	t=$(readlink "$1/worker" 2>/dev/null) || return 0
+	echo "${t##*/}"
+}
+
+# count_on FUNCTION-DIR WORKER: how many of its instances are on WORKER.
+count_on() {
+	local d n=0
+	for d in "$1"/instances/*; do
+		[ "$(where "$d")" = "$2" ] && n=$((n + 1))
+	done
+	echo "$n"
+}
+
+# procs_with VAR=VALUE: how many live processes have it in their
+# environment (every copy of an instance, wherever it runs).
+procs_with() {
+	local f n=0
+	for f in /proc/[0-9]*/environ; do
+		if { tr '\0' '\n' <"$f"; } 2>/dev/null | grep -qx "$1"; then
+			n=$((n + 1))
+		fi
+	done
+	echo "$n"
+}
