@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Drain, resume, rebalance; EBUSY for the last usable worker.
+. "$(dirname "$0")/lib.sh"
+start_fnfs --workers 0 || exit 1
+check "two workers register" eval 'start_worker w1 4096 && start_worker w2 4096'
+F=$MNT/tenants/dr/ns/fn
+mkdir -p "$F"
+echo 4 >"$F/parallelism"
+echo 'sleep 1000' >"$F/command"
+check "4 instances run, 2 on each" wait_until 10 eval 'running_all "$F" 4 && [ "$(count_on "$F" w1)" = 2 ]'
+
+echo drain >"$MNT/workers/w1/state"
+check_eq "a drained worker with nothing left says drained" "$(cat "$MNT/workers/w1/state")" "drained"
+check "its instances moved to w2" wait_until 10 eval 'running_all "$F" 4 && [ "$(count_on "$F" w2)" = 4 ]'
+check_eq "nothing is assigned to w1" "$(ls "$MNT/workers/w1/assignments" | wc -l)" "0"
+check "worker.draining and worker.drained are journalled" eval 'grep -q "worker.draining w1" "$MNT/events" && grep -q "worker.drained w1" "$MNT/events"'
+check "nothing runs twice" wait_until 5 eval '[ "$(procs_with FN_TENANT=dr)" = 4 ]'
+G=$MNT/tenants/dr/ns/new
+mkdir "$G"
+echo 'sleep 1000' >"$G/command"
+check "a new instance avoids the drained worker" wait_until 10 eval 'running_all "$G" 1 && [ "$(where "$G/instances/0")" = w2 ]'
+check_fails_with "draining the last usable worker is EBUSY" "Device or resource busy" write "$MNT/workers/w2/state" drain
+check_eq "it stays healthy" "$(cat "$MNT/workers/w2/state")" "healthy"
+check_fails_with "a bad word is EINVAL" "Invalid argument" write "$MNT/workers/w2/state" sleep
+check "the drain survives a remount" eval 'stop_fnfs; start_fnfs --workers 0 && start_worker w2 4096 && "$FNFS" worker --connect "$DATA/ctl.sock" --id w1 --memory 4096 2>>"$T/workers.log" & BGPIDS+=($!); wait_until 10 state_is "$MNT/workers/w1/state" drained'
+
+echo resume >"$MNT/workers/w1/state"
+check_eq "resume makes it healthy" "$(cat "$MNT/workers/w1/state")" "healthy"
+p2=$(cat "$F"/instances/*/pid | tr '\n' ' ')
+echo 1 >"$MNT/workers/rebalance"
+check "rebalance evens out the counts" wait_until 10 eval 'running_all "$F" 4 && running_all "$G" 1 && [ $(( $(ls "$MNT/workers/w1/assignments" | wc -l) - $(ls "$MNT/workers/w2/assignments" | wc -l) )) -ge -1 ] && [ $(( $(ls "$MNT/workers/w1/assignments" | wc -l) - $(ls "$MNT/workers/w2/assignments" | wc -l) )) -le 1 ]'
+check "rebalance.done says how many moved" grep -q 'rebalance.done workers moved=2' "$MNT/events"
+kept=0
+for p in $(cat "$F"/instances/*/pid); do
+	case " $p2 " in *" $p "*) kept=$((kept + 1)) ;; esac
+done
+check "only moved instances restarted" test "$kept" -ge 2
+echo 1 >"$MNT/workers/rebalance"
+check "a second rebalance moves nothing" grep -q 'rebalance.done workers moved=0' "$MNT/events"
+check_fails_with "rebalance takes 1" "Invalid argument" write "$MNT/workers/rebalance" 2
+
+# A third worker joins: rebalance spreads to it too.
+check "a third worker registers" start_worker w3 4096
+echo 1 >"$MNT/workers/rebalance"
+check "the counts differ by at most one" wait_until 10 eval 'c1=$(ls "$MNT/workers/w1/assignments" | wc -l); c2=$(ls "$MNT/workers/w2/assignments" | wc -l); c3=$(ls "$MNT/workers/w3/assignments" | wc -l); [ $c3 -ge 1 ] && [ $(( (c1>c2?c1:c2)>c3 ? (c1>c2?c1:c2) : c3 )) -le $(( ((c1<c2?c1:c2)<c3 ? (c1<c2?c1:c2) : c3) + 1 )) ]'
+check "and everything runs" wait_until 10 eval 'running_all "$F" 4 && running_all "$G" 1 && [ "$(procs_with FN_TENANT=dr)" = 5 ]'
+done_testing
