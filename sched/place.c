@@ -175,7 +175,8 @@ int sched_place(const struct place_worker *w, size_t n,
 		for (i = 0; (size_t)i < n; i++)
 			if (w[i].usable &&
 			    w[i].memory_mb - w[i].used_mb >= r->memory_mb &&
-			    (r->ntags == 0 || r->loose || has_all_tags(&w[i], r)) &&
+			    (r->ntags == 0 || r->loose ||
+			     has_all_tags(&w[i], r)) &&
 			    !serves(&w[i], r->tenant, r->ns))
 				break;
 		if ((size_t)i < n)
