@@ -31,6 +31,7 @@ echo 1 >"$MNT/workers/rebalance"
 check "rebalance evens out the counts" wait_until 10 eval 'running_all "$F" 4 && running_all "$G" 1 && [ $(( $(ls "$MNT/workers/w1/assignments" | wc -l) - $(ls "$MNT/workers/w2/assignments" | wc -l) )) -ge -1 ] && [ $(( $(ls "$MNT/workers/w1/assignments" | wc -l) - $(ls "$MNT/workers/w2/assignments" | wc -l) )) -le 1 ]'
 check "rebalance.done says how many moved" grep -q 'rebalance.done workers moved=2' "$MNT/events"
 kept=0
+# shellcheck disable=SC2013 # one pid a line
 for p in $(cat "$F"/instances/*/pid); do
 	case " $p2 " in *" $p "*) kept=$((kept + 1)) ;; esac
 done

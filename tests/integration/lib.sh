@@ -202,6 +202,7 @@ worker_pids() {
 
 # ---- workers started by hand
 
+# shellcheck disable=SC2034 # used by the tests that source this
 declare -A WPID=()
 
 # start_worker ID MB [ARGS...]: starts `fnfs worker` and waits (bounded)
