@@ -205,8 +205,6 @@ int main(int argc, char **argv)
 		return cmd_mount(argc - 1, argv + 1);
 	if (strcmp(cmd, "worker") == 0)
 		return rt_worker_main(argc - 1, argv + 1);
-	if (strcmp(cmd, "_instance") == 0)
-		return rt_instance_shim_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
 		printf("fnfs %s\n", FNFS_VERSION);
 		return 0;

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,20 +120,6 @@ static size_t tail_file(const char *path, size_t max, struct rt_buf *out)
 	return r > 0 ? (size_t)r : 0;
 }
 
-int rt_instance_shim_main(int argc, char **argv)
-{
-	/* fnfs _instance WORKER-PID PROGRAM ARGS...: die with the worker,
-	 * then become PROGRAM (same pid). */
-	if (argc < 3)
-		return 127;
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (getppid() != (pid_t)atoi(argv[1]))
-		return 127; /* the worker is already gone */
-	rt_close_fds(-1);   /* the function gets stdio and nothing else */
-	execv(argv[2], argv + 2);
-	return 127;
-}
-
 int rt_instance_log_tail(struct rt_instance *in, size_t max, struct rt_buf *out)
 {
 	struct rt_buf cur = { 0 }, older = { 0 };
@@ -194,19 +181,26 @@ static int simple_command(const char *cmd)
 
 static void free_if_unused(struct rt_instance *in);
 
-static void run_closed(uv_handle_t *h)
+/* Frees a run once its process is reaped and its output closed. */
+static void run_release(struct rt_run *r)
 {
-	struct rt_run *r = h->data;
+	struct rt_instance *in = r->in;
 
-	if (--r->handles > 0)
+	if (!r->reaped || r->out_open)
 		return;
-	if (r->in != NULL) {
-		struct rt_instance *in = r->in;
-
+	if (in != NULL) {
 		in->runs--;
 		free_if_unused(in);
 	}
 	free(r);
+}
+
+static void out_closed(uv_handle_t *h)
+{
+	struct rt_run *r = h->data;
+
+	r->out_open = 0;
+	run_release(r);
 }
 
 static void on_output(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
@@ -216,25 +210,35 @@ static void on_output(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 	if (n > 0 && r->in != NULL)
 		log_write(r->in, buf->base, (size_t)n);
 	if (n < 0)
-		uv_close((uv_handle_t *)s, run_closed);
+		uv_close((uv_handle_t *)s, out_closed);
 }
 
 static void after_exit(struct rt_instance *in, int64_t code, int sig);
 
-static void on_exit_cb(uv_process_t *p, int64_t status, int sig)
+void rt_instances_reap(struct rt_worker *w)
 {
-	struct rt_run *r = p->data;
-	struct rt_instance *in = r->in;
+	int status;
+	pid_t pid;
 
-	r->reaped = 1;
-	/* Whatever is left of its process group goes with it. */
-	if (p->pid > 0)
-		kill(-p->pid, SIGKILL);
-	uv_close((uv_handle_t *)p, run_closed);
-	if (in != NULL && in->run == r) {
-		in->run = NULL;
-		in->pid = 0;
-		after_exit(in, status, sig);
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		struct rt_run *r = rt_idmap_get(&w->runs, (uint64_t)pid);
+		struct rt_instance *in;
+
+		if (r == NULL)
+			continue;
+		rt_idmap_del(&w->runs, (uint64_t)pid);
+		r->reaped = 1;
+		/* Whatever is left of its process group goes with it. */
+		kill(-pid, SIGKILL);
+		in = r->in;
+		if (in != NULL && in->run == r) {
+			in->run = NULL;
+			in->pid = 0;
+			after_exit(in,
+				   WIFEXITED(status) ? WEXITSTATUS(status) : 0,
+				   WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+		}
+		run_release(r);
 	}
 }
 
@@ -285,6 +289,136 @@ static void spawn_failed(struct rt_instance *in, const char *why)
 	after_exit(in, 127, 0);
 }
 
+/* Putting a process into a memory cgroup takes the kernel a millisecond
+ * or more (a cgroup-wide lock and an RCU grace period): it is done on
+ * libuv's threadpool, not on the loop thread, and the spawn does not wait
+ * for it. Each spawn gets a group of its own ("t:ns:fn:N.PID"), so jobs
+ * never share a directory. */
+struct cgroup_job {
+	uv_work_t req;
+	struct rt_worker *w;
+	char *instance; /* id, owned */
+	char *root;	/* owned copy */
+	char name[320];
+	int mb;
+	pid_t pid;
+	char *dir; /* the result, owned, or NULL */
+};
+
+static void cgroup_work(uv_work_t *req)
+{
+	struct cgroup_job *j = (struct cgroup_job *)req;
+
+	j->dir = rt_cgroup_make(j->root, j->name, j->mb);
+	if (j->dir != NULL && rt_cgroup_add(j->dir, j->pid) < 0) {
+		rt_cgroup_remove(j->dir);
+		free(j->dir);
+		j->dir = NULL;
+	}
+}
+
+static void cgroup_done(uv_work_t *req, int status)
+{
+	struct cgroup_job *j = (struct cgroup_job *)req;
+	struct rt_instance *in = rt_map_get(&j->w->instances, j->instance);
+
+	(void)status;
+	if (in != NULL && !in->freeing && in->run != NULL &&
+	    in->pid == j->pid && j->dir != NULL) {
+		free(in->cgroup);
+		in->cgroup = j->dir; /* read at its exit for an OOM kill */
+	} else if (j->dir != NULL) {
+		rt_cgroup_remove(j->dir); /* it has exited already */
+		free(j->dir);
+	}
+	free(j->instance);
+	free(j->root);
+	free(j);
+}
+
+static void cgroup_attach(struct rt_instance *in, int mb)
+{
+	struct cgroup_job *j = calloc(1, sizeof(*j));
+	size_t i;
+
+	if (j == NULL)
+		return;
+	j->w = in->w;
+	j->instance = strdup(in->id);
+	j->root = strdup(in->w->cgroup_root);
+	j->mb = mb;
+	j->pid = in->pid;
+	snprintf(j->name, sizeof(j->name), "%s.%d", in->id, (int)in->pid);
+	for (i = 0; j->name[i]; i++)
+		if (j->name[i] == '/')
+			j->name[i] = ':';
+	if (j->instance == NULL || j->root == NULL ||
+	    uv_queue_work(in->w->loop, &j->req, cgroup_work, cgroup_done) < 0) {
+		free(j->instance);
+		free(j->root);
+		free(j);
+	}
+}
+
+/* Whether `cmd` is plain words the worker can exec itself, without a
+ * shell: no quotes, expansions, globs, redirections or assignments. */
+static int plain_words(const char *cmd)
+{
+	return simple_command(cmd) && strpbrk(cmd, "'\"\\$*?[]~={}#%") == NULL;
+}
+
+/* Splits plain words on blanks into a NULL-terminated vector. */
+static char **split_words(const char *cmd)
+{
+	size_t n = strlen(cmd) / 2 + 2, k = 0;
+	char **v = calloc(n, sizeof(char *)), *copy = strdup(cmd), *tok,
+	     *save = NULL;
+
+	if (v == NULL || copy == NULL) {
+		free(v);
+		free(copy);
+		return NULL;
+	}
+	for (tok = strtok_r(copy, " \t", &save); tok != NULL && k + 1 < n;
+	     tok = strtok_r(NULL, " \t", &save))
+		v[k++] = strdup(tok);
+	free(copy);
+	return v;
+}
+
+/* The child's side of a spawn: die with the worker, a session and
+ * process group of its own, stdio, working directory, nothing else open,
+ * then the program. Only calls that are safe after fork. */
+static void child(pid_t worker, int out, const char *cwd, char **argv,
+		  char **env, int search)
+{
+	sigset_t none;
+	int null;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != worker)
+		_exit(127); /* the worker died already */
+	setsid();
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	signal(SIGPIPE, SIG_DFL); /* the worker ignores it; the function not */
+	null = open("/dev/null", O_RDONLY);
+	if (null < 0 || dup2(null, 0) < 0 || dup2(out, 1) < 0 ||
+	    dup2(out, 2) < 0)
+		_exit(127);
+	if (chdir(cwd) < 0) {
+		dprintf(2, "fnfs: cwd %s: %s\n", cwd, strerror(errno));
+		_exit(127);
+	}
+	rt_close_fds(-1);
+	if (search)
+		execvpe(argv[0], argv, env);
+	else
+		execve(argv[0], argv, env);
+	dprintf(2, "fnfs: cannot run %s: %s\n", argv[0], strerror(errno));
+	_exit(127);
+}
+
 static void spawn(struct rt_instance *in)
 {
 	struct rt_worker *w = in->w;
@@ -292,15 +426,12 @@ static void spawn(struct rt_instance *in)
 		json_object_get(in->spec, "command"));
 	const char *cwd = json_string_value(json_object_get(in->spec, "cwd"));
 	int mb = (int)json_integer_value(json_object_get(in->spec, "memory"));
-	uv_process_options_t opt;
-	uv_stdio_container_t stdio[3];
 	struct rt_buf script = { 0 };
-	char ppid[16];
-	char *argv[7] = { w->self, "_instance", ppid, "/bin/sh",
-			  "-c",	   NULL,	NULL };
-	char **env = NULL;
+	char *shell[4] = { "/bin/sh", "-c", NULL, NULL };
+	char **argv = shell, **words = NULL, **env = NULL;
 	struct rt_run *r = NULL;
-	int fds[2] = { -1, -1 }, rc;
+	int fds[2] = { -1, -1 }, search = 0;
+	pid_t pid, self = getpid();
 
 	in->started_ms = rt_now_ms();
 	in->started_mono = rt_mono_ms();
@@ -316,75 +447,51 @@ static void spawn(struct rt_instance *in)
 		spawn_failed(in, "no command");
 		return;
 	}
-	if (simple_command(cmd))
-		rt_buf_printf(&script, "exec %s", cmd);
-	else
-		rt_buf_puts(&script, cmd);
-	argv[5] = script.data;
-	snprintf(ppid, sizeof(ppid), "%d", (int)getpid());
+	/* Plain words are exec'ed directly; a simple command through
+	 * `exec` in a shell; anything else as shell code. Either way the
+	 * pid is the program's own when it can be. */
+	if (plain_words(cmd) && (words = split_words(cmd)) != NULL &&
+	    words[0] != NULL) {
+		argv = words;
+		search = 1;
+	} else {
+		if (simple_command(cmd))
+			rt_buf_printf(&script, "exec %s", cmd);
+		else
+			rt_buf_puts(&script, cmd);
+		shell[2] = script.data;
+	}
 	env = build_env(in->spec);
 	r = calloc(1, sizeof(*r));
 	if (env == NULL || r == NULL || pipe2(fds, O_CLOEXEC) < 0) {
 		spawn_failed(in, "out of resources");
 		goto out;
 	}
-	memset(&opt, 0, sizeof(opt));
-	stdio[0].flags = UV_IGNORE;
-	stdio[1].flags = UV_INHERIT_FD;
-	stdio[1].data.fd = fds[1];
-	stdio[2].flags = UV_INHERIT_FD;
-	stdio[2].data.fd = fds[1];
-	opt.file = argv[0];
-	opt.args = argv;
-	opt.env = env;
-	opt.cwd = cwd != NULL && cwd[0] != '\0' ? cwd : "/";
-	opt.stdio = stdio;
-	opt.stdio_count = 3;
-	/* Its own session and process group, so that a stop reaches every
-	 * process it made, and a terminal's Ctrl-C none. */
-	opt.flags = UV_PROCESS_DETACHED;
-	opt.exit_cb = on_exit_cb;
-	r->in = in;
-	r->proc.data = r;
-	rc = uv_spawn(w->loop, &r->proc, &opt);
+	pid = fork();
+	if (pid == 0)
+		child(self, fds[1], cwd != NULL && cwd[0] != '\0' ? cwd : "/",
+		      argv, env, search);
 	close(fds[1]);
 	fds[1] = -1;
-	if (rc < 0) {
-		/* libuv still wants the handle closed. */
-		r->handles = 1;
-		in->runs++;
-		uv_close((uv_handle_t *)&r->proc, run_closed);
-		r = NULL;
-		spawn_failed(in, uv_strerror(rc));
+	if (pid < 0) {
+		spawn_failed(in, strerror(errno));
 		goto out;
 	}
-	r->handles = 2;
+	r->in = in;
+	r->pid = pid;
 	in->runs++;
 	in->run = r;
-	in->pid = r->proc.pid;
+	in->pid = pid;
+	rt_idmap_put(&w->runs, (uint64_t)pid, r);
 	uv_pipe_init(w->loop, &r->out, 0);
 	r->out.data = r;
+	r->out_open = 1;
 	uv_pipe_open(&r->out, fds[0]);
 	fds[0] = -1;
 	uv_read_start((uv_stream_t *)&r->out, rt_read_alloc, on_output);
 	r = NULL;
-	if (w->cgroup_root != NULL && mb > 0) {
-		char name[300];
-		size_t i;
-
-		snprintf(name, sizeof(name), "%s", in->id);
-		for (i = 0; name[i]; i++)
-			if (name[i] == '/')
-				name[i] = ':';
-		free(in->cgroup);
-		in->cgroup = rt_cgroup_make(w->cgroup_root, name, mb);
-		if (in->cgroup != NULL &&
-		    rt_cgroup_add(in->cgroup, in->pid) < 0) {
-			rt_cgroup_remove(in->cgroup);
-			free(in->cgroup);
-			in->cgroup = NULL;
-		}
-	}
+	if (w->cgroup_root != NULL && mb > 0)
+		cgroup_attach(in, mb);
 	set_state(in, RT_RUNNING, "started");
 answered:
 	if (in->wait_spawn_seq > 0) {
@@ -399,6 +506,7 @@ out:
 		close(fds[1]);
 	free(r);
 	free_strv(env);
+	free_strv(words);
 	rt_buf_free(&script);
 }
 

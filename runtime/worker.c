@@ -121,6 +121,7 @@ void rt_worker_maybe_exit(struct rt_worker *w)
 		uv_close((uv_handle_t *)&w->retry, closed_noop);
 		for (i = 0; i < 3; i++)
 			uv_close((uv_handle_t *)&w->sig[i], closed_noop);
+		uv_close((uv_handle_t *)&w->sigchld, closed_noop);
 		if (w->connected || w->connecting) {
 			w->connected = w->connecting = 0;
 			uv_close((uv_handle_t *)&w->conn, closed_noop);
@@ -337,6 +338,12 @@ static void on_tick(uv_timer_t *t)
 		shutdown_all(w, "no controller within the orphan timeout");
 }
 
+static void on_sigchld(uv_signal_t *s, int signum)
+{
+	(void)signum;
+	rt_instances_reap(s->data);
+}
+
 static void on_signal(uv_signal_t *s, int signum)
 {
 	shutdown_all(s->data, strsignal(signum));
@@ -482,12 +489,6 @@ int rt_worker_main(int argc, char **argv)
 	w.orphan_timeout_ms = orphan_s * 1000;
 	signal(SIGPIPE, SIG_IGN);
 	rt_close_fds(-1);
-	{
-		ssize_t n = readlink("/proc/self/exe", w.self,
-				     sizeof(w.self) - 1);
-
-		w.self[n > 0 ? n : 0] = '\0';
-	}
 
 	/* Logs of instances go next to the socket, in the data directory. */
 	rt_buf_puts(&dir, w.sock_path);
@@ -520,11 +521,15 @@ int rt_worker_main(int argc, char **argv)
 		w.sig[i].data = &w;
 		uv_signal_start(&w.sig[i], on_signal, signums[i]);
 	}
+	uv_signal_init(&loop, &w.sigchld);
+	w.sigchld.data = &w;
+	uv_signal_start(&w.sigchld, on_sigchld, SIGCHLD);
 	w.lost_mono = rt_mono_ms(); /* counts until the first registration */
 	try_connect(&w);
 	uv_run(&loop, UV_RUN_DEFAULT);
 	uv_loop_close(&loop);
 	rt_map_free(&w.instances);
+	rt_idmap_free(&w.runs);
 	if (w.cgroup_root != NULL)
 		rmdir(w.cgroup_root);
 	free(w.cgroup_root);

@@ -53,10 +53,10 @@ struct rt_instance;
  * restart spawns anew while the old handles are still closing. */
 struct rt_run {
 	struct rt_instance *in; /* owner; NULL once the instance is gone */
-	uv_process_t proc;
-	uv_pipe_t out; /* its stdout and stderr */
-	int handles;   /* handles not yet closed */
-	int reaped;    /* the exit callback has run */
+	pid_t pid;		/* the process */
+	uv_pipe_t out;		/* its stdout and stderr */
+	int out_open;		/* out not yet closed */
+	int reaped;		/* its exit has been collected */
 };
 
 /* One instance this worker runs. */
@@ -100,7 +100,6 @@ struct rt_worker {
 	uv_loop_t *loop;
 	const char *sock_path; /* the controller's socket */
 	const char *id;
-	char self[4096]; /* the fnfs binary, for the exec shim */
 	int memory_mb;
 	json_t *tags;	       /* array of strings, owned */
 	json_t *namespaces;    /* array of strings, owned */
@@ -120,6 +119,8 @@ struct rt_worker {
 	int64_t lost_mono; /* when the controller went away, or 0 */
 	uv_signal_t sig[3];
 	struct rt_map instances; /* id -> struct rt_instance * */
+	struct rt_idmap runs;	 /* pid -> struct rt_run *, live processes */
+	uv_signal_t sigchld;	 /* their exits */
 	int shutting_down;	 /* stopping everything, then exit */
 	int exit_code;
 };
@@ -195,10 +196,8 @@ long long rt_cgroup_oom_kills(const char *dir);
 /* Removes an empty cgroup. */
 void rt_cgroup_remove(const char *dir);
 
-/* The exec shim every instance starts through (`fnfs _instance PPID
- * PROGRAM ARGS...`): it asks for SIGKILL when the worker dies, so that a
- * killed worker leaves no instance behind, then execs PROGRAM. */
-int rt_instance_shim_main(int argc, char **argv);
+/* Collects the exits of instance processes (the worker's SIGCHLD). */
+void rt_instances_reap(struct rt_worker *w);
 
 /* The main of `fnfs worker`. Returns the exit code. */
 int rt_worker_main(int argc, char **argv);
