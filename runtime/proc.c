@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,7 +95,7 @@ static int own_cgroup(const char *controller, char *out, size_t n)
 
 /* Ends what a dead worker of the same id left in its cgroups: every
  * process, then the groups. Nothing runs twice. */
-static void sweep(const char *root)
+void rt_cgroup_sweep(const char *root)
 {
 	DIR *d = opendir(root);
 	struct dirent *e;
@@ -130,25 +131,34 @@ static void sweep(const char *root)
 	closedir(d);
 }
 
-char *rt_cgroup_root(const char *worker_id)
+char *rt_cgroup_root(const char *worker_id, const char *key)
 {
 	char own[2048], dir[4096], probe[4200];
 	struct stat st;
 
 	/* cgroup v1 with a memory hierarchy, else v2 with memory enabled. */
+	/* The id alone is not unique on a host (every pool has a local-1):
+	 * the controller's socket path is part of the name. */
+	uint64_t h = 1469598103934665603ULL;
+	const char *k;
+
+	for (k = key; *k; k++)
+		h = (h ^ (unsigned char)*k) * 1099511628211ULL;
 	if (own_cgroup("memory", own, sizeof(own)) == 0 &&
 	    stat("/sys/fs/cgroup/memory", &st) == 0)
-		snprintf(dir, sizeof(dir), "/sys/fs/cgroup/memory%s/fnfs-%s",
-			 strcmp(own, "/") == 0 ? "" : own, worker_id);
+		snprintf(dir, sizeof(dir),
+			 "/sys/fs/cgroup/memory%s/fnfs-%08x-%s",
+			 strcmp(own, "/") == 0 ? "" : own, (unsigned)h,
+			 worker_id);
 	else if (own_cgroup("", own, sizeof(own)) == 0 &&
 		 stat("/sys/fs/cgroup/cgroup.controllers", &st) == 0)
-		snprintf(dir, sizeof(dir), "/sys/fs/cgroup%s/fnfs-%s",
-			 strcmp(own, "/") == 0 ? "" : own, worker_id);
+		snprintf(dir, sizeof(dir), "/sys/fs/cgroup%s/fnfs-%08x-%s",
+			 strcmp(own, "/") == 0 ? "" : own, (unsigned)h,
+			 worker_id);
 	else
 		return NULL;
 	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
 		return NULL;
-	sweep(dir);
 	/* Usable only if a limit can be set in a child group. */
 	snprintf(probe, sizeof(probe), "%s/probe", dir);
 	if (mkdir(probe, 0755) < 0 && errno != EEXIST) {
@@ -216,8 +226,57 @@ long long rt_cgroup_oom_kills(const char *dir)
 	return n;
 }
 
-void rt_cgroup_remove(const char *dir)
+int rt_cgroup_remove(const char *dir)
 {
-	if (dir != NULL)
-		rmdir(dir);
+	return dir != NULL && rmdir(dir) < 0 && errno != ENOENT ? -errno : 0;
+}
+
+void rt_cgroup_kill(const char *dir)
+{
+	char path[4200], line[32];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	f = fopen(path, "re");
+	if (f == NULL)
+		return;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		pid_t pid = (pid_t)atoi(line);
+
+		if (pid > 1)
+			kill(pid, SIGKILL);
+	}
+	fclose(f);
+}
+
+/* Writes `text` to dir/name with raw syscalls (safe after fork). */
+static int write_raw(const char *dir, const char *name, const char *text)
+{
+	char path[4200];
+	size_t dl = strlen(dir), nl = strlen(name), tl = strlen(text);
+	int fd, rc = -1;
+
+	if (dl + nl + 2 > sizeof(path))
+		return -1;
+	memcpy(path, dir, dl);
+	path[dl] = '/';
+	memcpy(path + dl + 1, name, nl + 1);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		rc = write(fd, text, tl) == (ssize_t)tl ? 0 : -1;
+		close(fd);
+	}
+	return rc;
+}
+
+int rt_cgroup_join(const char *dir, const char *limit)
+{
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		return -1;
+	if (write_raw(dir, "memory.limit_in_bytes", limit) < 0 &&
+	    write_raw(dir, "memory.max", limit) < 0)
+		return -1;
+	write_raw(dir, "memory.memsw.limit_in_bytes", limit);
+	write_raw(dir, "memory.swap.max", "0");
+	return write_raw(dir, "cgroup.procs", "0");
 }

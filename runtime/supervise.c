@@ -289,77 +289,6 @@ static void spawn_failed(struct rt_instance *in, const char *why)
 	after_exit(in, 127, 0);
 }
 
-/* Putting a process into a memory cgroup takes the kernel a millisecond
- * or more (a cgroup-wide lock and an RCU grace period): it is done on
- * libuv's threadpool, not on the loop thread, and the spawn does not wait
- * for it. Each spawn gets a group of its own ("t:ns:fn:N.PID"), so jobs
- * never share a directory. */
-struct cgroup_job {
-	uv_work_t req;
-	struct rt_worker *w;
-	char *instance; /* id, owned */
-	char *root;	/* owned copy */
-	char name[320];
-	int mb;
-	pid_t pid;
-	char *dir; /* the result, owned, or NULL */
-};
-
-static void cgroup_work(uv_work_t *req)
-{
-	struct cgroup_job *j = (struct cgroup_job *)req;
-
-	j->dir = rt_cgroup_make(j->root, j->name, j->mb);
-	if (j->dir != NULL && rt_cgroup_add(j->dir, j->pid) < 0) {
-		rt_cgroup_remove(j->dir);
-		free(j->dir);
-		j->dir = NULL;
-	}
-}
-
-static void cgroup_done(uv_work_t *req, int status)
-{
-	struct cgroup_job *j = (struct cgroup_job *)req;
-	struct rt_instance *in = rt_map_get(&j->w->instances, j->instance);
-
-	(void)status;
-	if (in != NULL && !in->freeing && in->run != NULL &&
-	    in->pid == j->pid && j->dir != NULL) {
-		free(in->cgroup);
-		in->cgroup = j->dir; /* read at its exit for an OOM kill */
-	} else if (j->dir != NULL) {
-		rt_cgroup_remove(j->dir); /* it has exited already */
-		free(j->dir);
-	}
-	free(j->instance);
-	free(j->root);
-	free(j);
-}
-
-static void cgroup_attach(struct rt_instance *in, int mb)
-{
-	struct cgroup_job *j = calloc(1, sizeof(*j));
-	size_t i;
-
-	if (j == NULL)
-		return;
-	j->w = in->w;
-	j->instance = strdup(in->id);
-	j->root = strdup(in->w->cgroup_root);
-	j->mb = mb;
-	j->pid = in->pid;
-	snprintf(j->name, sizeof(j->name), "%s.%d", in->id, (int)in->pid);
-	for (i = 0; j->name[i]; i++)
-		if (j->name[i] == '/')
-			j->name[i] = ':';
-	if (j->instance == NULL || j->root == NULL ||
-	    uv_queue_work(in->w->loop, &j->req, cgroup_work, cgroup_done) < 0) {
-		free(j->instance);
-		free(j->root);
-		free(j);
-	}
-}
-
 /* Whether `cmd` is plain words the worker can exec itself, without a
  * shell: no quotes, expansions, globs, redirections or assignments. */
 static int plain_words(const char *cmd)
@@ -390,18 +319,27 @@ static char **split_words(const char *cmd)
  * process group of its own, stdio, working directory, nothing else open,
  * then the program. Only calls that are safe after fork. */
 static void child(pid_t worker, int out, const char *cwd, char **argv,
-		  char **env, int search)
+		  char **env, const char *cgroup, const char *limit)
 {
 	sigset_t none;
-	int null;
+	int null, sig;
 
+	/* The worker's handlers (libuv's) must not run here: a signal meant
+	 * for this process would reach the worker's own signal pipe. Signals
+	 * are blocked across the fork; reset them all, then unblock. */
+	for (sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			signal(sig, SIG_DFL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() != worker)
 		_exit(127); /* the worker died already */
 	setsid();
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	signal(SIGPIPE, SIG_DFL); /* the worker ignores it; the function not */
+	/* Its memory group first: everything it starts is in it too. */
+	if (cgroup != NULL && rt_cgroup_join(cgroup, limit) < 0)
+		dprintf(out, "fnfs: memory cgroup %s: %s\n", cgroup,
+			strerror(errno));
 	null = open("/dev/null", O_RDONLY);
 	if (null < 0 || dup2(null, 0) < 0 || dup2(out, 1) < 0 ||
 	    dup2(out, 2) < 0)
@@ -411,12 +349,36 @@ static void child(pid_t worker, int out, const char *cwd, char **argv,
 		_exit(127);
 	}
 	rt_close_fds(-1);
-	if (search)
-		execvpe(argv[0], argv, env);
-	else
-		execve(argv[0], argv, env);
+	execve(argv[0], argv, env);
 	dprintf(2, "fnfs: cannot run %s: %s\n", argv[0], strerror(errno));
 	_exit(127);
+}
+
+/* Finds `name` along the PATH of `env` (the function's, not the
+ * worker's). Returns a malloc'd path, or NULL. */
+static char *find_program(const char *name, char **env)
+{
+	const char *path = "/usr/local/bin:/usr/bin:/bin", *p, *e;
+	struct rt_buf b = { 0 };
+	size_t i;
+
+	if (strchr(name, '/') != NULL)
+		return strdup(name);
+	for (i = 0; env != NULL && env[i] != NULL; i++)
+		if (strncmp(env[i], "PATH=", 5) == 0)
+			path = env[i] + 5;
+	for (p = path; *p; p = *e ? e + 1 : e) {
+		e = strchr(p, ':');
+		if (e == NULL)
+			e = p + strlen(p);
+		rt_buf_reset(&b);
+		rt_buf_printf(&b, "%.*s/%s", (int)(e - p), e > p ? p : ".",
+			      name);
+		if (b.data != NULL && access(b.data, X_OK) == 0)
+			return b.data;
+	}
+	rt_buf_free(&b);
+	return NULL;
 }
 
 static void spawn(struct rt_instance *in)
@@ -428,9 +390,11 @@ static void spawn(struct rt_instance *in)
 	int mb = (int)json_integer_value(json_object_get(in->spec, "memory"));
 	struct rt_buf script = { 0 };
 	char *shell[4] = { "/bin/sh", "-c", NULL, NULL };
-	char **argv = shell, **words = NULL, **env = NULL;
+	char **argv = shell, **words = NULL, **env = NULL, *prog = NULL;
+	char *cgroup = NULL, limit[32];
 	struct rt_run *r = NULL;
-	int fds[2] = { -1, -1 }, search = 0;
+	int fds[2] = { -1, -1 };
+	sigset_t all, old;
 	pid_t pid, self = getpid();
 
 	in->started_ms = rt_now_ms();
@@ -450,10 +414,12 @@ static void spawn(struct rt_instance *in)
 	/* Plain words are exec'ed directly; a simple command through
 	 * `exec` in a shell; anything else as shell code. Either way the
 	 * pid is the program's own when it can be. */
+	env = build_env(in->spec);
 	if (plain_words(cmd) && (words = split_words(cmd)) != NULL &&
-	    words[0] != NULL) {
+	    words[0] != NULL && (prog = find_program(words[0], env)) != NULL) {
+		free(words[0]);
+		words[0] = prog;
 		argv = words;
-		search = 1;
 	} else {
 		if (simple_command(cmd))
 			rt_buf_printf(&script, "exec %s", cmd);
@@ -461,16 +427,31 @@ static void spawn(struct rt_instance *in)
 			rt_buf_puts(&script, cmd);
 		shell[2] = script.data;
 	}
-	env = build_env(in->spec);
 	r = calloc(1, sizeof(*r));
 	if (env == NULL || r == NULL || pipe2(fds, O_CLOEXEC) < 0) {
 		spawn_failed(in, "out of resources");
 		goto out;
 	}
+	if (w->cgroup_root != NULL && mb > 0) {
+		struct rt_buf d = { 0 };
+		size_t i, start;
+
+		rt_buf_printf(&d, "%s/", w->cgroup_root);
+		start = d.len;
+		rt_buf_printf(&d, "%s.%d", in->id, in->spawned);
+		for (i = start; d.data != NULL && i < d.len; i++)
+			if (d.data[i] == '/')
+				d.data[i] = ':';
+		cgroup = d.data;
+		snprintf(limit, sizeof(limit), "%lld", (long long)mb << 20);
+	}
+	sigfillset(&all);
+	sigprocmask(SIG_SETMASK, &all, &old);
 	pid = fork();
 	if (pid == 0)
 		child(self, fds[1], cwd != NULL && cwd[0] != '\0' ? cwd : "/",
-		      argv, env, search);
+		      argv, env, cgroup, limit);
+	sigprocmask(SIG_SETMASK, &old, NULL);
 	close(fds[1]);
 	fds[1] = -1;
 	if (pid < 0) {
@@ -490,8 +471,9 @@ static void spawn(struct rt_instance *in)
 	fds[0] = -1;
 	uv_read_start((uv_stream_t *)&r->out, rt_read_alloc, on_output);
 	r = NULL;
-	if (w->cgroup_root != NULL && mb > 0)
-		cgroup_attach(in, mb);
+	free(in->cgroup);
+	in->cgroup = cgroup; /* read at its exit for an OOM kill */
+	cgroup = NULL;
 	set_state(in, RT_RUNNING, "started");
 answered:
 	if (in->wait_spawn_seq > 0) {
@@ -505,12 +487,45 @@ out:
 	if (fds[1] >= 0)
 		close(fds[1]);
 	free(r);
+	free(cgroup);
 	free_strv(env);
 	free_strv(words);
 	rt_buf_free(&script);
 }
 
 /* ============================================================= exits */
+
+/* Removes a group; one whose members are still dying is kept on a list
+ * and retried (rt_cgroups_collect). Takes `dir`. */
+static void cgroup_discard(struct rt_worker *w, char *dir)
+{
+	char **v;
+
+	if (rt_cgroup_remove(dir) == 0) {
+		free(dir);
+		return;
+	}
+	v = realloc(w->cg_garbage, (size_t)(w->ncg_garbage + 1) * sizeof(*v));
+	if (v == NULL) {
+		free(dir);
+		return;
+	}
+	w->cg_garbage = v;
+	v[w->ncg_garbage++] = dir;
+}
+
+void rt_cgroups_collect(struct rt_worker *w)
+{
+	int i, k = 0;
+
+	for (i = 0; i < w->ncg_garbage; i++) {
+		if (rt_cgroup_remove(w->cg_garbage[i]) == 0)
+			free(w->cg_garbage[i]);
+		else
+			w->cg_garbage[k++] = w->cg_garbage[i];
+	}
+	w->ncg_garbage = k;
+}
 
 static void record_exit(struct rt_instance *in, int64_t code, int sig)
 {
@@ -521,8 +536,8 @@ static void record_exit(struct rt_instance *in, int64_t code, int sig)
 	if (in->cgroup != NULL) {
 		kills = rt_cgroup_oom_kills(in->cgroup);
 		e.oom = kills > 0;
-		rt_cgroup_remove(in->cgroup);
-		free(in->cgroup);
+		rt_cgroup_kill(in->cgroup); /* even what left its group */
+		cgroup_discard(in->w, in->cgroup);
 		in->cgroup = NULL;
 	}
 	if (in->oom_pending)
@@ -660,7 +675,10 @@ static void terminate(struct rt_instance *in)
 		json_object_get(in->spec, "grace_ms"));
 
 	set_state(in, RT_STOPPING, "stopping");
+	/* The group, and the leader itself in case it has not made its
+	 * group yet (just forked). */
 	kill(-in->pid, SIGTERM);
+	kill(in->pid, SIGTERM);
 	schedule(in, grace > 0 ? grace : RT_STOP_GRACE_MS, on_grace_over);
 }
 
@@ -795,8 +813,7 @@ void rt_instance_remove(struct rt_instance *in)
 	json_decref(in->spec);
 	in->spec = NULL;
 	if (in->cgroup != NULL) {
-		rt_cgroup_remove(in->cgroup);
-		free(in->cgroup);
+		cgroup_discard(in->w, in->cgroup);
 		in->cgroup = NULL;
 	}
 	if (in->log_fd >= 0)

@@ -162,6 +162,10 @@ static void handle(struct rt_worker *w, const struct rt_msg *m)
 		w->retry_ms = RETRY_FIRST_MS;
 		if (w->registered_once)
 			rt_log(RT_LOG_INFO, "worker %s: reconnected", w->id);
+		if (!w->registered_once && w->cgroup_root != NULL)
+			/* Accepted: the groups under our name are ours to
+			 * clean (a duplicate would have been refused). */
+			rt_cgroup_sweep(w->cgroup_root);
 		w->registered_once = 1;
 		/* A controller that starts over learns everything it runs. */
 		report_all(w);
@@ -326,6 +330,7 @@ static void on_tick(uv_timer_t *t)
 	json_t *samples = json_array();
 
 	rt_map_each(&w->instances, sample_cb, samples);
+	rt_cgroups_collect(w);
 	if (w->connected)
 		rt_worker_send(w,
 			       json_pack("{s:s, s:o}", "type", "heartbeat",
@@ -501,7 +506,7 @@ int rt_worker_main(int argc, char **argv)
 	mkdir(dir.data, 0755);
 	w.log_dir = dir.data;
 	if (!w.simulate)
-		w.cgroup_root = rt_cgroup_root(w.id);
+		w.cgroup_root = rt_cgroup_root(w.id, w.sock_path);
 	if (w.cgroup_root == NULL && !w.simulate)
 		rt_log(RT_LOG_INFO,
 		       "worker %s: no memory cgroup; RSS sampling "

@@ -105,8 +105,10 @@ struct rt_worker {
 	json_t *namespaces;    /* array of strings, owned */
 	int orphan_timeout_ms; /* without a controller this long: exit */
 	int simulate;	       /* accept instances without processes */
-	char *log_dir;	       /* owned: <data>/logs/<worker id> */
-	char *cgroup_root;     /* owned, NULL when cgroups are unusable */
+	char **cg_garbage;     /* groups to remove once empty, owned */
+	int ncg_garbage;
+	char *log_dir;	   /* owned: <data>/logs/<worker id> */
+	char *cgroup_root; /* owned, NULL when cgroups are unusable */
 	uv_pipe_t conn;
 	uv_connect_t connect_req;
 	int connected;	     /* registered with the controller */
@@ -181,7 +183,20 @@ json_t *rt_instance_describe(struct rt_instance *in);
 int rt_proc_sample(pid_t pid, double *cpu_seconds, long long *rss_bytes);
 
 /* Finds where this worker may make memory cgroups, or NULL. */
-char *rt_cgroup_root(const char *worker_id);
+char *rt_cgroup_root(const char *worker_id, const char *key);
+
+/* Kills what a dead worker of the same id and controller left in `root`'s
+ * groups, and removes them. Nothing runs twice. */
+void rt_cgroup_sweep(const char *root);
+
+/* After fork, in the child: makes the group `dir` with the memory limit
+ * `limit` (bytes, as text) and moves the calling process into it, before
+ * exec, so that everything it starts is limited too. Uses only calls safe
+ * after fork. Returns 0 or -1. */
+int rt_cgroup_join(const char *dir, const char *limit);
+
+/* Kills every process in group `dir`. */
+void rt_cgroup_kill(const char *dir);
 
 /* Makes a fresh memory cgroup for an instance with a limit of `mb`.
  * Returns its path (owned) or NULL. */
@@ -193,8 +208,12 @@ int rt_cgroup_add(const char *dir, pid_t pid);
 /* The cgroup's count of OOM kills, or -1. */
 long long rt_cgroup_oom_kills(const char *dir);
 
-/* Removes an empty cgroup. */
-void rt_cgroup_remove(const char *dir);
+/* Removes an empty cgroup. Returns 0 or -errno (-EBUSY while members
+ * are still dying). */
+int rt_cgroup_remove(const char *dir);
+
+/* Removes the memory groups that were still busy at an exit. */
+void rt_cgroups_collect(struct rt_worker *w);
 
 /* Collects the exits of instance processes (the worker's SIGCHLD). */
 void rt_instances_reap(struct rt_worker *w);

@@ -23,11 +23,11 @@
  *
  *   floor          the program's own child: kill(SIGTERM), waitpid, then
  *                  posix_spawn, which returns once the child has exec'd
- *   floor-cgroup   the same, plus what fnfs does for a memory limit: the
- *                  memory cgroup CGROUP_DIR removed and made again with
- *                  a 128 MB limit before the spawn, and the new child
- *                  written to its cgroup.procs after it; CGROUP_DIR's
- *                  parent must exist
+ *   floor-cgroup   the same, plus a memory limit the way fnfs sets one:
+ *                  the memory cgroup CGROUP_DIR removed and made again
+ *                  with a 128 MB limit before the spawn, and the new
+ *                  child written to its cgroup.procs after it, all before
+ *                  the restart counts; CGROUP_DIR's parent must exist
  *   fnfs           open INSTANCE_DIR/restart, write(2) "1\n", close; the
  *                  new pid is read from INSTANCE_DIR/pid
  *   fnfs-sh        /bin/sh -c 'echo 1 > INSTANCE_DIR/restart', started

@@ -71,12 +71,12 @@ echo 1 >"$F/instances/1/restart"
 new=$(pid_of "$F/instances/1")
 check "restart: the pid has changed when the write returns" test -n "$new" -a "$new" != "$old"
 check "restart: the new pid is alive" kill -0 "$new"
-check "restart: the old one is gone" wait_until 5 eval '! kill -0 $old 2>/dev/null'
+check "restart: the old one is gone" wait_until 5 eval '! alive $old'
 
 # echo stop > state returns once the process has exited.
 old=$(pid_of "$F/instances/2")
 echo stop >"$F/instances/2/state"
-check "stop: the process is gone when the write returns" eval '! kill -0 $old 2>/dev/null'
+check "stop: the process is gone when the write returns" eval '! alive $old'
 check_eq "stop: state is stopped" "$(cat "$F/instances/2/state")" "stopped"
 check_eq "stop: no pid" "$(pid_of "$F/instances/2")" ""
 check_eq "a user-stopped instance is not wanted: the function runs" "$(cat "$F/state")" "running"
@@ -111,7 +111,7 @@ p3=$(pid_of "$F/instances/3")
 p4=$(pid_of "$F/instances/4")
 echo 3 >"$F/parallelism"
 check_eq "parallelism 3 removes instances 3 and 4" "$(ls "$F/instances" | tr '\n' ' ')" "0 1 2 "
-check "their processes end" wait_until 10 eval '! kill -0 $p3 2>/dev/null && ! kill -0 $p4 2>/dev/null'
+check "their processes end" wait_until 10 eval '! alive $p3 && ! alive $p4'
 
 # Logs.
 G=$MNT/tenants/acme/prod/tick
@@ -133,7 +133,7 @@ check "and logs" wait_until 10 grep -q '^loop 0$' "$H/instances/0/log"
 # shellcheck disable=SC2034
 pt=$(pid_of "$G/instances/0")
 rmdir "$G"
-check "rmdir of a running function ends its processes" wait_until 10 eval '! kill -0 $pt 2>/dev/null'
+check "rmdir of a running function ends its processes" wait_until 10 eval '! alive $pt'
 
 # Unmount leaves no fnfs or function process behind.
 pids="$PID $(worker_pids) $(cat "$F"/instances/*/pid "$H"/instances/*/pid)"
@@ -141,7 +141,7 @@ check_eq "there were 6 processes to stop" "$(echo "$pids" | wc -w)" "6"
 fusermount3 -u "$MNT"
 alive_any() {
 	local p
-	for p in $pids; do kill -0 "$p" 2>/dev/null && return 0; done
+	for p in $pids; do alive "$p" && return 0; done
 	return 1
 }
 check "unmount ends the controller, the worker and every instance" wait_until 15 eval '! alive_any'

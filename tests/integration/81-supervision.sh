@@ -57,7 +57,7 @@ kids=$(pgrep -g "$leader" -f "sleep 100[01]" | tr '\n' ' ')
 echo stop >"$H/state"
 gone() {
 	local p
-	for p in $leader $kids; do kill -0 "$p" 2>/dev/null && return 1; done
+	for p in $leader $kids; do alive "$p" && return 1; done
 	return 0
 }
 check "stop ends the leader and every process of its group" wait_until 5 gone
@@ -67,10 +67,11 @@ mkdir "$I"
 echo "trap '' TERM; while true; do sleep 0.1; done" >"$I/command"
 check "a process that ignores SIGTERM runs" wait_until 10 state_is "$I/instances/0/state" running
 p=$(pid_of "$I/instances/0")
+check "it has set SIGTERM aside" wait_until 5 ignores "$p" 15
 start=$(date +%s%N)
 echo stop >"$I/instances/0/state"
 ms=$((($(date +%s%N) - start) / 1000000))
-check "stop returns once it is gone (SIGKILL after the grace period)" eval '! kill -0 $p 2>/dev/null'
+check "stop returns once it is gone (SIGKILL after the grace period)" eval '! alive $p'
 check "the grace period was waited for" test "$ms" -ge 4000 -a "$ms" -lt 9000
 check_eq "its exit is a SIGKILL" "$(stat_of "$I/instances/0/status" last_exit)" "signal:9"
 

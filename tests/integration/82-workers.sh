@@ -41,7 +41,7 @@ check "a killed worker is replaced" wait_until 15 eval '[ -n "$(cat "$W"/local-*
 check "its instances run again" wait_until 15 running_all "$F" 2
 olds_gone() {
 	local p
-	for p in $old_instances; do kill -0 "$p" 2>/dev/null && return 1; done
+	for p in $old_instances; do alive "$p" && return 1; done
 	return 0
 }
 check "the killed worker's instances died with it: nothing runs twice" olds_gone

@@ -7,6 +7,7 @@ start_fnfs --workers 0 --heartbeat-timeout 1500 || exit 1
 check "two workers register" eval 'start_worker w1 2048 && start_worker w2 2048'
 F=$MNT/tenants/fail/ns/fn
 mkdir -p "$F"
+mark_env "$F"
 echo 4 >"$F/parallelism"
 echo 'sleep 1000' >"$F/command"
 check "4 instances run" wait_until 10 running_all "$F" 4
@@ -56,6 +57,7 @@ check "recovery is journalled" grep -q 'recovery.done workers' "$MNT/events"
 # instances and exits.
 G=$MNT/tenants/orphan/ns/fn
 mkdir -p "$G"
+mark_env "$G"
 echo lonely >"$G/tags"
 echo 'sleep 1000' >"$G/command"
 check "a short-lived worker registers" start_worker lonely 512 --tags lonely --orphan-timeout 2

@@ -5,6 +5,7 @@ start_fnfs --workers 0 || exit 1
 check "two workers register" eval 'start_worker w1 4096 && start_worker w2 4096'
 F=$MNT/tenants/dr/ns/fn
 mkdir -p "$F"
+mark_env "$F"
 echo 4 >"$F/parallelism"
 echo 'sleep 1000' >"$F/command"
 check "4 instances run, 2 on each" wait_until 10 eval 'running_all "$F" 4 && [ "$(count_on "$F" w1)" = 2 ]'
@@ -17,6 +18,7 @@ check "worker.draining and worker.drained are journalled" eval 'grep -q "worker.
 check "nothing runs twice" wait_until 5 eval '[ "$(procs_with FN_TENANT=dr)" = 4 ]'
 G=$MNT/tenants/dr/ns/new
 mkdir "$G"
+mark_env "$G"
 echo 'sleep 1000' >"$G/command"
 check "a new instance avoids the drained worker" wait_until 10 eval 'running_all "$G" 1 && [ "$(where "$G/instances/0")" = w2 ]'
 check_fails_with "draining the last usable worker is EBUSY" "Device or resource busy" write "$MNT/workers/w2/state" drain

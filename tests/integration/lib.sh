@@ -108,8 +108,20 @@ wait_until() {
 	done
 }
 
+# alive PID: the process exists and is not a zombie (a zombie runs
+# nothing; the sandbox's pid 1 may be slow to reap orphans).
 alive() {
-	[ -n "$1" ] && kill -0 "$1" 2>/dev/null
+	local st
+	[ -n "$1" ] && kill -0 "$1" 2>/dev/null || return 1
+	st=$(sed 's/.*) \(.\).*/\1/' "/proc/$1/stat" 2>/dev/null) || return 1
+	[ "$st" != Z ]
+}
+
+# ignores PID SIGNUM: the process has set the signal to be ignored.
+ignores() {
+	local mask
+	mask=$(awk '$1 == "SigIgn:" { print $2 }' "/proc/$1/status" 2>/dev/null) || return 1
+	[ -n "$mask" ] && (((16#$mask >> ($2 - 1)) & 1))
 }
 
 mounted() {
@@ -232,12 +244,23 @@ count_on() {
 	echo "$n"
 }
 
-# procs_with VAR=VALUE: how many live processes have it in their
-# environment (every copy of an instance, wherever it runs).
+# A marker for the functions of this run, in their env (see mark_env):
+# other runs on the machine have the same function names.
+RUN_MARK="FNFS_TEST_RUN=${T##*/}"
+
+# mark_env FUNCTION-DIR: sets the run's marker as the function's env.
+mark_env() {
+	echo "$RUN_MARK" >"$1/env"
+}
+
+# procs_with VAR=VALUE: how many live processes of this run (functions
+# marked with mark_env) have it in their environment: every copy of an
+# instance, wherever it runs.
 procs_with() {
-	local f n=0
+	local f n=0 env
 	for f in /proc/[0-9]*/environ; do
-		if { tr '\0' '\n' <"$f"; } 2>/dev/null | grep -qx "$1"; then
+		env=$({ tr '\0' '\n' <"$f"; } 2>/dev/null) || continue
+		if grep -qx "$RUN_MARK" <<<"$env" && grep -qx "$1" <<<"$env"; then
 			n=$((n + 1))
 		fi
 	done
