@@ -292,6 +292,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fi->keep_cache = 1;
 	fi->nonseekable = 0;
 	if (fuse_reply_open(req, fi) != 0) {
+		rt_buf_free(&h->value);
 		free(h);
 	}
 	return;

@@ -776,8 +776,12 @@ void rt_instance_stop(struct rt_instance *in, long long seq, int forget)
 	if (in->state != RT_STOPPED)
 		set_state(in, RT_STOPPED, "stopped");
 	rt_worker_reply(in->w, seq, 0, NULL);
-	if (forget)
+	if (forget) {
+		struct rt_worker *w = in->w;
+
 		rt_instance_remove(in);
+		rt_worker_maybe_exit(w);
+	}
 }
 
 static void free_if_unused(struct rt_instance *in)

@@ -27,7 +27,12 @@ static void try_connect(struct rt_worker *w);
 void rt_worker_send(struct rt_worker *w, json_t *header, const void *body,
 		    size_t len)
 {
-	if (!w->connected && !w->connecting) {
+	const char *type = json_string_value(json_object_get(header, "type"));
+
+	/* Before the controller has accepted us, only the registration
+	 * goes out; what happened meanwhile is reported afterwards. */
+	if (!w->connected &&
+	    (!w->connecting || type == NULL || strcmp(type, "register") != 0)) {
 		json_decref(header);
 		return;
 	}
@@ -61,11 +66,16 @@ static int running_cb(const char *key, void *value, void *arg)
 	struct rt_instance *in = value;
 
 	(void)key;
-	if (in->run != NULL || in->state == RT_RUNNING)
+	/* Every instance it holds, with its state: a failed one stays
+	 * failed under a new controller instead of being started again. */
+	if (!in->freeing && in->spec != NULL)
 		json_array_append_new(
-			arg, json_pack("{s:s, s:I, s:i}", "instance", in->id,
-				       "revision", (json_int_t)in->revision,
-				       "pid", (int)in->pid));
+			arg,
+			json_pack("{s:s, s:I, s:i, s:s, s:I}", "instance",
+				  in->id, "revision", (json_int_t)in->revision,
+				  "pid", (int)in->pid, "state",
+				  rt_state_name(in->state), "restarts",
+				  (json_int_t)in->restarts));
 	return 0;
 }
 
@@ -100,6 +110,9 @@ static void shutdown_all(struct rt_worker *w, const char *why)
 	if (w->shutting_down)
 		return;
 	rt_log(RT_LOG_INFO, "worker %s: shutting down: %s", w->id, why);
+	if (w->connected)
+		rt_worker_send(w, json_pack("{s:s}", "type", "leaving"), NULL,
+			       0);
 	w->shutting_down = 1;
 	v = rt_map_values(&w->instances, &n);
 	for (i = 0; v != NULL && i < n; i++)
@@ -182,10 +195,14 @@ static void handle(struct rt_worker *w, const struct rt_msg *m)
 	} else if (strcmp(m->type, "start") == 0 && id != NULL) {
 		json_t *spec = json_object_get(m->header, "spec");
 
+		if (w->shutting_down || !json_is_object(spec)) {
+			rt_worker_reply(w, seq, EINVAL, NULL);
+			return;
+		}
 		if (in == NULL)
 			in = rt_instance_new(w, id);
-		if (in == NULL || !json_is_object(spec) || w->shutting_down)
-			rt_worker_reply(w, seq, in ? EINVAL : ENOMEM, NULL);
+		if (in == NULL)
+			rt_worker_reply(w, seq, ENOMEM, NULL);
 		else
 			rt_instance_start(in, spec,
 					  rt_msg_int(m, "revision", 0), seq);
@@ -291,6 +308,8 @@ static void on_connect(uv_connect_t *req, int status)
 {
 	struct rt_worker *w = req->data;
 
+	if (status == UV_ECANCELED)
+		return; /* the handle is being closed already */
 	if (status < 0) {
 		w->connected = 0;
 		w->connecting = 1; /* so conn_lost closes the handle */

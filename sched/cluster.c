@@ -436,6 +436,14 @@ static void handle(struct conn *c, const struct rt_msg *m)
 		sched__on_instance(s, w, m);
 	} else if (strcmp(m->type, "exited") == 0) {
 		sched__on_exited(s, w, m);
+	} else if (strcmp(m->type, "leaving") == 0) {
+		/* It is shutting down: place nothing more there, and move
+		 * what runs there before it goes. */
+		if (!w->leaving) {
+			w->leaving = 1;
+			sched__worker_lost(s, w, 0);
+			sched__reconcile_all(s);
+		}
 	} else if (strcmp(m->type, "reply") == 0) {
 		long long seq = rt_msg_int(m, "seq", 0);
 		struct sched_request *r = seq > 0 ? rt_idmap_get(&s->requests,
@@ -992,6 +1000,18 @@ static int health_cb(const char *key, void *value, void *arg)
 	return 0;
 }
 
+/* After the recovery window: a known worker still away loses its
+ * instances to the others. */
+static int absent_cb(const char *key, void *value, void *arg)
+{
+	struct sched_worker *w = value;
+
+	(void)key;
+	if (!w->online && w->assignments.count > 0)
+		sched__worker_lost(arg, w, 0);
+	return 0;
+}
+
 static void on_tick(uv_timer_t *t)
 {
 	struct sched *s = t->data;
@@ -1011,6 +1031,7 @@ static void on_tick(uv_timer_t *t)
 	if (was_recovering && rt_mono_ms() >= s->recovery_until) {
 		s->recovery_until = 0;
 		/* Workers that did not come back: their instances move. */
+		rt_map_each(&s->pool.children, absent_cb, s);
 		sched_event(s, "recovery.done", "workers", NULL);
 	}
 	pool_check(s);

@@ -387,7 +387,8 @@ static void converge(struct sched *s, struct sched_instance *in, struct view *v)
 		if (in->worker == NULL)
 			place_in(s, in, v);
 		if (in->worker != NULL && in->worker->online &&
-		    in->sent_revision != fn_of(in)->run_revision)
+		    (in->sent_revision != fn_of(in)->run_revision ||
+		     (in->state == SCHED_STOPPED && !in->sent_stop)))
 			send_start(s, in, NULL);
 	} else if (in->worker != NULL && in->worker->online && !in->sent_stop &&
 		   in->state != SCHED_STOPPED) {
@@ -540,12 +541,14 @@ int sched__instances_drop(struct sched *s, struct sched_function *fn)
 	struct collect c = instances_of(fn);
 	const char *t = fn->obj.parent->parent->name,
 		   *ns = fn->obj.parent->name;
-	int i;
+	int i, began = store_begin(s->store) == 0;
 
 	for (i = 0; i < c.n; i++) {
 		store_instance_delete(s->store, t, ns, fn->obj.name, c.v[i]->n);
 		retire(s, c.v[i], 0);
 	}
+	if (began)
+		store_commit(s->store);
 	free(c.v);
 	return 0;
 }
@@ -743,38 +746,48 @@ void sched__adopt(struct sched *s, struct sched_worker *w, json_t *running)
 {
 	json_t *r;
 	size_t i;
+	int began = store_begin(s->store) == 0;
 
 	json_array_foreach (running, i, r) {
 		const char *id = json_string_value(
 			json_object_get(r, "instance"));
+		const char *st = json_string_value(json_object_get(r, "state"));
 		struct sched_instance *in = id ? sched__instance_by_id(s, id)
 					       : NULL;
 		long long rev = json_integer_value(
 			json_object_get(r, "revision"));
+		long long restarts = json_integer_value(
+			json_object_get(r, "restarts"));
 
 		if (id == NULL)
 			continue;
 		if (in != NULL && in->worker == NULL && in->desired_run &&
+		    usable(w) &&
 		    w->memory_mb - w->used_mb >= fn_of(in)->spec.memory) {
 			/* Not placed anywhere since: take it back as it runs
 			 * (Flink's consolidation) rather than restart it. */
 			assign(s, in, w);
 		}
-		if (in == NULL || in->worker != w) {
+		if (in == NULL || in->worker != w || !in->desired_run) {
 			/* It runs elsewhere now, or not at all. */
 			sched__send(s, w,
 				    json_pack("{s:s, s:s, s:b}", "type", "stop",
 					      "instance", id, "forget", 1));
 			continue;
 		}
-		/* Taken over as it is: same process, no restart. A stale
-		 * revision is restarted by reconciliation. */
+		/* Taken over as it is: same process, same state, no restart.
+		 * A stale revision is restarted by reconciliation; a failed
+		 * one stays failed. */
 		in->pid = (int)json_integer_value(json_object_get(r, "pid"));
-		in->state = SCHED_RUNNING;
+		in->state = st != NULL ? parse_state(st) : SCHED_RUNNING;
 		in->revision = (uint64_t)rev;
 		in->sent_revision = (uint64_t)rev;
+		in->restarts_total = restarts;
+		in->worker_restarts = restarts;
 		in->reason[0] = '\0';
 	}
+	if (began)
+		store_commit(s->store);
 }
 
 void sched__worker_lost(struct sched *s, struct sched_worker *w, int quiet)
@@ -986,7 +999,7 @@ static int write_instances(struct sched *s, struct sched_obj *o,
 					    ? fn_of((struct sched_instance *)o)
 					    : (struct sched_function *)o;
 	int restart = f == SCHED_FN_RESTART || f == SCHED_INST_RESTART, run = 1,
-	    i;
+	    i, began;
 	const char *file = restart ? "restart" : "state";
 	struct collect c;
 
@@ -1006,12 +1019,15 @@ static int write_instances(struct sched *s, struct sched_obj *o,
 		return 0;
 	}
 	c = instances_of(fn);
+	began = store_begin(s->store) == 0; /* one commit for them all */
 	for (i = 0; i < c.n; i++) {
 		if (restart)
 			restart_one(s, c.v[i], wait);
 		else
 			set_desired(s, c.v[i], run, wait);
 	}
+	if (began)
+		store_commit(s->store);
 	free(c.v);
 	return 0;
 }
@@ -1227,18 +1243,20 @@ static int may_run_on(struct sched *s, struct sched_instance *in,
 	return sched_place(&pw, 1, &r, NULL) == 0;
 }
 
-/* Whether `w` runs an instance of `fn`. */
-static int runs_function(const struct sched_worker *w,
-			 const struct sched_function *fn)
+/* Fills `set` with the ids of the functions that have an instance on
+ * `w`: one pass over its assignments. */
+static void functions_on(const struct sched_worker *w, struct rt_idmap *set)
 {
 	size_t i, n;
-	void **mine = rt_map_values(&fn->obj.children, &n);
-	int found = 0;
+	void **v = rt_map_values(&w->assignments, &n);
 
-	for (i = 0; mine != NULL && i < n && !found; i++)
-		found = ((struct sched_instance *)mine[i])->worker == w;
-	free(mine);
-	return found;
+	for (i = 0; v != NULL && i < n; i++) {
+		struct sched_function *fn = fn_of(v[i]);
+
+		if (rt_idmap_get(set, fn->obj.id) == NULL)
+			rt_idmap_put(set, fn->obj.id, fn);
+	}
+	free(v);
 }
 
 int sched__rebalance(struct sched *s)
@@ -1252,6 +1270,7 @@ int sched__rebalance(struct sched *s)
 		void **all = rt_map_values(&s->pool.children, &n);
 		struct sched_worker *hi = NULL, *lo = NULL;
 		struct sched_instance **on, *pick = NULL;
+		struct rt_idmap there = { 0 };
 
 		for (i = 0; all != NULL && i < n; i++) {
 			struct sched_worker *w = all[i];
@@ -1272,6 +1291,7 @@ int sched__rebalance(struct sched *s)
 		/* Move only what must move: one instance from the fullest
 		 * to the emptiest, one that may run there, preferring a
 		 * function not yet on it. */
+		functions_on(lo, &there);
 		on = (struct sched_instance **)rt_map_values(&hi->assignments,
 							     &m);
 		for (k = 0; on != NULL && k < m; k++) {
@@ -1279,12 +1299,13 @@ int sched__rebalance(struct sched *s)
 				continue;
 			if (pick == NULL)
 				pick = on[k];
-			if (!runs_function(lo, fn_of(on[k]))) {
+			if (rt_idmap_get(&there, fn_of(on[k])->obj.id) == NULL) {
 				pick = on[k];
 				break;
 			}
 		}
 		free(on);
+		rt_idmap_free(&there);
 		if (pick == NULL)
 			break; /* nothing there may move: as even as it gets */
 		move(s, pick, lo);

@@ -93,5 +93,5 @@ check "and still serves" running_all "$F" 2
 # Unmount: the hand-started worker stays, its instances stop.
 kill "$w1"
 check "a hand-started worker ends on SIGTERM" wait_until 10 eval '! kill -0 $w1 2>/dev/null'
-check "and shows offline" wait_until 10 state_is "$W/gpu-1/state" offline
+check "a worker that leaves cleanly is removed" wait_until 10 eval '[ ! -e "$W/gpu-1" ] && grep -q "worker.removed gpu-1" "$MNT/events"'
 done_testing
