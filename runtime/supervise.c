@@ -281,11 +281,21 @@ static void free_strv(char **v)
 	free(v);
 }
 
+/* Answers the request in `*seq` (if any) and clears it: every request
+ * gets one answer, also when another replaces it. */
+static void answer(struct rt_instance *in, long long *seq, int err)
+{
+	if (*seq > 0)
+		rt_worker_reply(in->w, *seq, err, NULL);
+	*seq = 0;
+}
+
 /* Records a spawn failure as an exit of status 127. */
 static void spawn_failed(struct rt_instance *in, const char *why)
 {
 	snprintf(in->reason, sizeof(in->reason), "spawn failed: %s", why);
 	rt_log(RT_LOG_WARN, "%s: spawn failed: %s", in->id, why);
+	answer(in, &in->wait_spawn_seq, 0);
 	after_exit(in, 127, 0);
 }
 
@@ -585,6 +595,8 @@ static void after_exit(struct rt_instance *in, int64_t code, int sig)
 	json_t *msg;
 
 	record_exit(in, code, sig);
+	/* Whoever waited for this exit has it, whatever comes next. */
+	answer(in, &in->wait_exit_seq, 0);
 	exit_words(&in->exits[0], what, sizeof(what));
 	failure = in->exits[0].oom || sig != 0 || code != 0;
 	msg = json_pack("{s:s, s:s, s:s, s:i, s:i, s:b}", "type", "exited",
@@ -740,6 +752,8 @@ void rt_instance_start(struct rt_instance *in, json_t *spec, long long revision,
 		/* Another revision, or it is being stopped: start it again
 		 * once it has exited. */
 		in->restart_now = 1;
+		if (in->wait_spawn_seq != seq)
+			answer(in, &in->wait_spawn_seq, 0);
 		in->wait_spawn_seq = seq;
 		if (in->state != RT_STOPPING)
 			terminate(in);
@@ -750,6 +764,8 @@ void rt_instance_start(struct rt_instance *in, json_t *spec, long long revision,
 	uv_timer_stop(in->timer);
 	in->nrecent = 0;
 	in->backoff_ms = RT_BACKOFF_FIRST_MS;
+	if (in->wait_spawn_seq != seq)
+		answer(in, &in->wait_spawn_seq, 0);
 	in->wait_spawn_seq = seq;
 	set_state(in, RT_STARTING, "starting");
 	spawn(in);
@@ -848,6 +864,8 @@ void rt_instance_restart(struct rt_instance *in, long long seq)
 		return;
 	}
 	uv_timer_stop(in->timer);
+	if (in->wait_spawn_seq != seq)
+		answer(in, &in->wait_spawn_seq, 0);
 	in->wait_spawn_seq = seq;
 	set_state(in, RT_STARTING, "restarting");
 	spawn(in);

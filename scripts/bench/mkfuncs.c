@@ -345,7 +345,10 @@ int main(int argc, char **argv)
 		if (drain(ev) == 0) {
 			if (mono_ms() - t_first > (double)timeout_ms)
 				break;
-			if (!fallback && unread(ev) > 0)
+			/* Twice, so that lines appended between the read
+			 * and the fstat are not taken for a gap. */
+			if (!fallback && unread(ev) > 0 && drain(ev) == 0 &&
+			    unread(ev) > 0)
 				fallback = 1;
 			nanosleep(&ms, NULL);
 		}
