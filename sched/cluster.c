@@ -713,6 +713,14 @@ static void pool_check(struct sched *s)
 		    rt_mono_ms() >= l->next_spawn_mono && !l->closing &&
 		    start_allowed(s))
 			local_spawn(s, l);
+		if (l->wanted && l->live && !l->closing && w != NULL &&
+		    !w->online && rt_now_ms() - w->since_ms > SCHED_HUNG_MS) {
+			/* Alive but silent for long: hung. Replace it. */
+			rt_log(RT_LOG_WARN,
+			       "local worker %s is hung; killing it", l->id);
+			kill(-l->proc.pid, SIGKILL);
+			kill(l->proc.pid, SIGKILL);
+		}
 		if (!l->wanted && w != NULL && w->online && !w->leaving) {
 			w->leaving = 1;
 			sched__worker_lost(s, w, 0);

@@ -1299,7 +1299,8 @@ int sched__rebalance(struct sched *s)
 				continue;
 			if (pick == NULL)
 				pick = on[k];
-			if (rt_idmap_get(&there, fn_of(on[k])->obj.id) == NULL) {
+			if (rt_idmap_get(&there, fn_of(on[k])->obj.id) ==
+			    NULL) {
 				pick = on[k];
 				break;
 			}

@@ -23,6 +23,8 @@
 #define SCHED_LOG_WAIT_MS	5000  /* bound of a log read */
 #define SCHED_LOG_TAIL		65536 /* bytes of log per instance */
 #define SCHED_RESPAWN_MS	1000 /* delay before replacing a local worker */
+#define SCHED_HUNG_MS                                                          \
+	30000 /* offline yet alive this long: killed and replaced */
 
 /* A local worker process of the pool. */
 struct sched_local {
