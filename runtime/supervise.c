@@ -199,8 +199,27 @@ static void out_closed(uv_handle_t *h)
 {
 	struct rt_run *r = h->data;
 
+	if (r->prev != NULL)
+		r->prev->next = r->next;
+	if (r->next != NULL)
+		r->next->prev = r->prev;
+	if (r->prev == NULL && r->owner != NULL && r->owner->open_runs == r)
+		r->owner->open_runs = r->next;
 	r->out_open = 0;
 	run_release(r);
+}
+
+void rt_runs_close(struct rt_worker *w)
+{
+	struct rt_run *r = w->open_runs, *next;
+
+	/* Descendants that left their group may hold a finished run's
+	 * output open: the worker does not wait for them to exit. */
+	for (; r != NULL; r = next) {
+		next = r->next;
+		if (!uv_is_closing((uv_handle_t *)&r->out))
+			uv_close((uv_handle_t *)&r->out, out_closed);
+	}
 }
 
 static void on_output(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
@@ -477,6 +496,11 @@ static void spawn(struct rt_instance *in)
 	uv_pipe_init(w->loop, &r->out, 0);
 	r->out.data = r;
 	r->out_open = 1;
+	r->owner = w;
+	r->next = w->open_runs;
+	if (r->next != NULL)
+		r->next->prev = r;
+	w->open_runs = r;
 	uv_pipe_open(&r->out, fds[0]);
 	fds[0] = -1;
 	uv_read_start((uv_stream_t *)&r->out, rt_read_alloc, on_output);

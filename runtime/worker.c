@@ -127,6 +127,7 @@ void rt_worker_maybe_exit(struct rt_worker *w)
 
 	if (!w->shutting_down || w->instances.count > 0)
 		return;
+	rt_runs_close(w);
 	uv_timer_stop(&w->tick);
 	uv_timer_stop(&w->retry);
 	if (!uv_is_closing((uv_handle_t *)&w->tick)) {

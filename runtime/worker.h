@@ -52,11 +52,14 @@ struct rt_instance;
  * been reaped and its output drained. Heap-allocated per spawn, since a
  * restart spawns anew while the old handles are still closing. */
 struct rt_run {
-	struct rt_instance *in; /* owner; NULL once the instance is gone */
-	pid_t pid;		/* the process */
-	uv_pipe_t out;		/* its stdout and stderr */
-	int out_open;		/* out not yet closed */
-	int reaped;		/* its exit has been collected */
+	struct rt_instance *in;	 /* owner; NULL once the instance is gone */
+	pid_t pid;		 /* the process */
+	uv_pipe_t out;		 /* its stdout and stderr */
+	int out_open;		 /* out not yet closed */
+	struct rt_worker *owner; /* the worker (kept when in is gone) */
+	struct rt_run *next;	 /* the worker's list of runs with out open */
+	struct rt_run *prev;
+	int reaped; /* its exit has been collected */
 };
 
 /* One instance this worker runs. */
@@ -120,10 +123,11 @@ struct rt_worker {
 	int retry_ms;	   /* the next reconnection delay */
 	int64_t lost_mono; /* when the controller went away, or 0 */
 	uv_signal_t sig[3];
-	struct rt_map instances; /* id -> struct rt_instance * */
-	struct rt_idmap runs;	 /* pid -> struct rt_run *, live processes */
-	uv_signal_t sigchld;	 /* their exits */
-	int shutting_down;	 /* stopping everything, then exit */
+	struct rt_map instances;  /* id -> struct rt_instance * */
+	struct rt_run *open_runs; /* runs whose output is still open */
+	struct rt_idmap runs;	  /* pid -> struct rt_run *, live processes */
+	uv_signal_t sigchld;	  /* their exits */
+	int shutting_down;	  /* stopping everything, then exit */
 	int exit_code;
 };
 
@@ -211,6 +215,9 @@ long long rt_cgroup_oom_kills(const char *dir);
 /* Removes an empty cgroup. Returns 0 or -errno (-EBUSY while members
  * are still dying). */
 int rt_cgroup_remove(const char *dir);
+
+/* Closes the output of every run (at the worker's exit). */
+void rt_runs_close(struct rt_worker *w);
 
 /* Removes the memory groups that were still busy at an exit. */
 void rt_cgroups_collect(struct rt_worker *w);
