@@ -336,10 +336,14 @@ static void try_connect(struct rt_worker *w)
 
 static int sample_cb(const char *key, void *value, void *arg)
 {
-	json_t *o = json_object();
+	struct rt_instance *in = value;
+	json_t *o;
 
 	(void)key;
-	rt_instance_sample(value, o);
+	if (in->run == NULL || in->pid <= 0)
+		return 0; /* nothing to sample: no process */
+	o = json_object();
+	rt_instance_sample(in, o);
 	json_array_append_new(arg, o);
 	return 0;
 }

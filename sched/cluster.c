@@ -871,7 +871,7 @@ static int sum_cb(const char *key, void *value, void *arg)
 	struct sums *t = arg;
 
 	(void)key;
-	if (in->state == SCHED_RUNNING && in->pid > 0) {
+	if (in->state == SCHED_RUNNING) {
 		t->running++;
 		t->cpu += in->cpu_seconds;
 		t->rss += in->rss_bytes;

@@ -123,11 +123,11 @@ static int choose(const struct place_worker *w, size_t n,
 	size_t i, count = 0, pick;
 	int best = -1;
 
-	for (i = 0; i < n; i++)
-		count += (size_t)in_tier(&w[i], r, t);
-	if (count == 0)
-		return -1;
 	if (r->strategy == SCHED_RANDOM) {
+		for (i = 0; i < n; i++)
+			count += (size_t)in_tier(&w[i], r, t);
+		if (count == 0)
+			return -1;
 		pick = r->random % count;
 		for (i = 0; i < n; i++)
 			if (in_tier(&w[i], r, t) && pick-- == 0)

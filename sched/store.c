@@ -95,10 +95,16 @@ static const char schema_v1[] = "CREATE TABLE tenants("
 				"  key TEXT PRIMARY KEY,"
 				"  value TEXT NOT NULL);";
 
+/* Statements of run_sql, prepared once: keyed by the address of their
+ * (static) text. */
+#define STORE_CACHE 16
+
 struct store {
 	sqlite3 *db;
 	sqlite3_stmt *stmt[ST_COUNT]; /* prepared on open */
-	int depth;		      /* open transactions, nested */
+	const char *cache_sql[STORE_CACHE];
+	sqlite3_stmt *cache[STORE_CACHE];
+	int depth; /* open transactions, nested */
 };
 
 static int db_fail(struct store *st, const char *what)
@@ -217,6 +223,8 @@ void store_close(struct store *st)
 		return;
 	for (i = 0; i < ST_COUNT; i++)
 		sqlite3_finalize(st->stmt[i]);
+	for (i = 0; i < STORE_CACHE; i++)
+		sqlite3_finalize(st->cache[i]);
 	sqlite3_close(st->db);
 	free(st);
 }
@@ -390,8 +398,23 @@ static int run_sql(struct store *st, const char *sql, int ntext,
 	sqlite3_stmt *q = NULL;
 	int i, step, rc = 0;
 
-	if (sqlite3_prepare_v2(st->db, sql, -1, &q, NULL) != SQLITE_OK)
-		return db_fail(st, sql);
+	for (i = 0; i < STORE_CACHE && st->cache_sql[i] != NULL; i++)
+		if (st->cache_sql[i] == sql) {
+			q = st->cache[i];
+			break;
+		}
+	if (q == NULL) {
+		if (sqlite3_prepare_v3(st->db, sql, -1,
+				       SQLITE_PREPARE_PERSISTENT, &q,
+				       NULL) != SQLITE_OK)
+			return db_fail(st, sql);
+		if (i < STORE_CACHE) {
+			st->cache_sql[i] = sql;
+			st->cache[i] = q;
+		}
+	}
+	sqlite3_reset(q);
+	sqlite3_clear_bindings(q);
 	for (i = 0; i < ntext; i++)
 		if (text[i] != NULL)
 			sqlite3_bind_text(q, i + 1, text[i], -1, SQLITE_STATIC);
@@ -400,7 +423,11 @@ static int run_sql(struct store *st, const char *sql, int ntext,
 	step = sqlite3_step(q);
 	if (step != SQLITE_DONE)
 		rc = db_fail(st, sql);
-	sqlite3_finalize(q);
+	sqlite3_reset(q);
+	for (i = 0; i < STORE_CACHE; i++)
+		if (st->cache[i] == q)
+			return rc;
+	sqlite3_finalize(q); /* the cache was full */
 	return rc;
 }
 

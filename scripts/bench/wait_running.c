@@ -162,7 +162,7 @@ int main(int argc, char **argv)
 			nanosleep(&pause, NULL);
 	}
 	now = mono_ms();
-	printf("elapsed_ms %.1f kill_epoch_ms %.0f polls %ld\n", now - t0,
-	       k_real, polls);
+	printf("elapsed_ms %.1f kill_epoch_ms %lld polls %ld\n", now - t0,
+	       (long long)k_real, polls); /* truncated, as the journal's */
 	return 0;
 }
