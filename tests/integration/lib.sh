@@ -223,6 +223,7 @@ start_worker() {
 	local id=$1 mb=$2
 	shift 2
 	"$FNFS" worker --connect "$DATA/ctl.sock" --id "$id" --memory "$mb" "$@" 2>>"$T/workers.log" &
+	# shellcheck disable=SC2034 # read by the tests
 	WPID[$id]=$!
 	BGPIDS+=("$!")
 	wait_until 10 state_is "$MNT/workers/$id/state" healthy
