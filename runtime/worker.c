@@ -559,6 +559,10 @@ int rt_worker_main(int argc, char **argv)
 	uv_loop_close(&loop);
 	rt_map_free(&w.instances);
 	rt_idmap_free(&w.runs);
+	rt_cgroups_collect(&w);
+	for (i = 0; i < w.ncg_garbage; i++)
+		free(w.cg_garbage[i]);
+	free(w.cg_garbage);
 	if (w.cgroup_root != NULL)
 		rmdir(w.cgroup_root);
 	free(w.cgroup_root);
