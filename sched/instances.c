@@ -220,6 +220,21 @@ static int view_build(struct sched *s, struct view *v,
 	return 0;
 }
 
+/* What placement is asked for an instance of `fn`. */
+static void request_of(struct sched *s, const struct sched_function *fn,
+		       struct place_request *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->memory_mb = fn->spec.memory;
+	r->tags = fn->spec.tags;
+	r->ntags = fn->spec.ntags;
+	r->loose = fn->spec.tags_policy == SCHED_TAGS_LOOSE;
+	r->ns = fn->obj.parent->name;
+	r->tenant = fn->obj.parent->parent->name;
+	r->strategy = (enum sched_strategy)s->strategy;
+	r->random = sched__random(s);
+}
+
 /* Records why an instance waits, in its status, the function's error file
  * and the journal, once per reason. */
 static void set_pending(struct sched *s, struct sched_instance *in,
@@ -261,15 +276,7 @@ static void place_in(struct sched *s, struct sched_instance *in, struct view *v)
 	}
 	if (!v->built && view_build(s, v, fn) < 0)
 		return;
-	memset(&r, 0, sizeof(r));
-	r.memory_mb = fn->spec.memory;
-	r.tags = fn->spec.tags;
-	r.ntags = fn->spec.ntags;
-	r.loose = fn->spec.tags_policy == SCHED_TAGS_LOOSE;
-	r.ns = fn->obj.parent->name;
-	r.tenant = fn->obj.parent->parent->name;
-	r.strategy = (enum sched_strategy)s->strategy;
-	r.random = sched__random(s);
+	request_of(s, fn, &r);
 	k = sched_place(v->w, v->n, &r, &why);
 	if (k < 0) {
 		set_pending(s, in, why.data ? why.data : "no worker");
@@ -1232,14 +1239,7 @@ static int may_run_on(struct sched *s, struct sched_instance *in,
 				   0 };
 	struct place_request r;
 
-	(void)s;
-	memset(&r, 0, sizeof(r));
-	r.memory_mb = fn->spec.memory;
-	r.tags = fn->spec.tags;
-	r.ntags = fn->spec.ntags;
-	r.loose = fn->spec.tags_policy == SCHED_TAGS_LOOSE;
-	r.ns = fn->obj.parent->name;
-	r.tenant = fn->obj.parent->parent->name;
+	request_of(s, fn, &r);
 	return sched_place(&pw, 1, &r, NULL) == 0;
 }
 
