@@ -478,8 +478,9 @@ void sched__reconcile(struct sched *s, struct sched_function *fn)
 	struct collect c;
 	char name[16];
 
-	/* One transaction: new instances, removals and assignments. */
-	began = store_begin(s->store) == 0;
+	/* One transaction: new instances, removals and assignments, all
+	 * derived from the spec (which was stored durably). */
+	began = store_begin_derived(s->store) == 0;
 	for (n = 0; n < want; n++) {
 		struct sched_instance *in;
 
@@ -536,7 +537,7 @@ static int reconcile_root(const char *key, void *value, void *arg)
 
 void sched__reconcile_all(struct sched *s)
 {
-	int began = store_begin(s->store) == 0;
+	int began = store_begin_derived(s->store) == 0;
 
 	rt_map_each(&s->root.children, reconcile_root, s);
 	if (began)

@@ -100,6 +100,7 @@ static const char schema_v1[] = "CREATE TABLE tenants("
 #define STORE_CACHE 16
 
 struct store {
+	int relaxed; /* the open transaction is derived */
 	sqlite3 *db;
 	sqlite3_stmt *stmt[ST_COUNT]; /* prepared on open */
 	const char *cache_sql[STORE_CACHE];
@@ -298,6 +299,31 @@ int store_begin(struct store *st)
 	return rc;
 }
 
+int store_begin_derived(struct store *st)
+{
+	int rc;
+
+	if (st->depth > 0)
+		return store_begin(st);
+	rc = exec(st, "PRAGMA synchronous = NORMAL");
+	if (rc == 0)
+		rc = store_begin(st);
+	if (rc == 0)
+		st->relaxed = 1;
+	else
+		exec(st, "PRAGMA synchronous = FULL");
+	return rc;
+}
+
+/* Puts durability back after a derived transaction. */
+static void unrelax(struct store *st)
+{
+	if (st->relaxed) {
+		st->relaxed = 0;
+		exec(st, "PRAGMA synchronous = FULL");
+	}
+}
+
 int store_commit(struct store *st)
 {
 	char sql[32];
@@ -311,6 +337,9 @@ int store_commit(struct store *st)
 			store_rollback(st);
 			return rc;
 		}
+		st->depth--;
+		unrelax(st);
+		return 0;
 	} else {
 		snprintf(sql, sizeof(sql), "RELEASE sp%d", st->depth - 1);
 		rc = exec(st, sql);
@@ -328,6 +357,9 @@ void store_rollback(struct store *st)
 	if (st->depth == 1) {
 		if (!sqlite3_get_autocommit(st->db))
 			exec(st, "ROLLBACK");
+		st->depth--;
+		unrelax(st);
+		return;
 	} else {
 		snprintf(sql, sizeof(sql), "ROLLBACK TO sp%d; RELEASE sp%d",
 			 st->depth - 1, st->depth - 1);

@@ -45,6 +45,14 @@ int store_load(struct store *st, int (*fn)(const struct store_row *, void *),
 /* Opens a write transaction. Returns 0 or -EIO. */
 int store_begin(struct store *st);
 
+/* Opens a write transaction for derived state (instances made from a
+ * spec, assignments): its commit does not wait for the disk. It survives
+ * a crash of the process, and the next durable commit syncs it too; a
+ * power cut may lose it, and the controller rebuilds it from the specs
+ * and the workers' reports. Nested inside a durable transaction, it is
+ * durable. Returns 0 or -EIO. */
+int store_begin_derived(struct store *st);
+
 /* Commits it durably before returning. Returns 0 or -EIO (rolled back). */
 int store_commit(struct store *st);
 

@@ -272,3 +272,29 @@ TEST(store_nested_transactions)
 	CHECK_STR(c.last, "0:a/-/-:-");
 	store_close(st);
 }
+
+TEST(store_derived_transaction)
+{
+	const char *dir = tmpdir();
+	char path[128];
+	struct store *st;
+	struct rows c = { 0 };
+	struct store_row a = { .kind = STORE_TENANT, .tenant = "a" };
+
+	snprintf(path, sizeof(path), "%s/fnfs.db", dir);
+	CHECK(store_open(&st, path) == 0);
+	CHECK(store_begin_derived(st) == 0);
+	CHECK(store_insert(st, &a) == 0);
+	CHECK(store_commit(st) == 0);
+	store_close(st);
+	/* Committed (the process did not die): visible after a reopen. */
+	CHECK(store_open(&st, path) == 0);
+	CHECK(store_load(st, collect, &c) == 0);
+	CHECK(c.n == 1);
+	/* Nested in a durable transaction, a derived one is part of it. */
+	CHECK(store_begin(st) == 0);
+	CHECK(store_begin_derived(st) == 0);
+	store_rollback(st);
+	CHECK(store_commit(st) == 0);
+	store_close(st);
+}
