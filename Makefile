@@ -31,7 +31,7 @@ endif
 # pkg-config is asked only when compiling, so `make help`-like targets and
 # install-deps work on a machine that lacks the libraries.
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
-PKG_LIBS = $(shell pkg-config --libs $(PKGS))
+PKG_LIBS = $(shell pkg-config --libs $(PKGS)) -lm
 
 B := build/$(VARIANT)
 
