@@ -59,7 +59,12 @@ enum fs_kind {
 	FS_WORKER_STATS,
 	FS_ASSIGN_DIR,
 	FS_ASSIGN_LINK, /* symlink to an instance directory */
-	FS_FN_ATTR,	/* + enum sched_attr */
+	FS_STATUS,	/* the root's table of functions */
+	FS_STATS,
+	FS_METRICS,
+	FS_FN_STATS,
+	FS_FN_INVOKE, /* the transaction file of calls */
+	FS_FN_ATTR,   /* + enum sched_attr */
 	FS_KIND_COUNT = FS_FN_ATTR + SCHED_ATTR_COUNT
 };
 
@@ -114,6 +119,9 @@ int fs_node_dynamic(const struct fs_node *n);
 
 /* Whether writes of one open add up to one value (env, config). */
 int fs_node_multiline(const struct fs_node *n);
+
+/* Whether `n` is a transaction file (invoke). */
+int fs_node_transaction(const struct fs_node *n);
 
 /* The directory `n` appears in, for "..". */
 struct fs_node fs_parent(struct fs *fs, const struct fs_node *n);

@@ -10,6 +10,7 @@
 /* Flags of a kind. */
 #define NODE_NOSIZE 1 /* content comes from workers: size shown as 0 */
 #define NODE_STATIC 2 /* constant content the page cache may keep */
+#define NODE_NOSTAT 4 /* costly to render: size shown as 0 */
 
 /* The fixed entries of the tree: name, the directory kind they live in,
  * their mode, the type of object they belong to, and the sched file they
@@ -95,6 +96,16 @@ static const struct {
 			    SCHED_WORKER, -1, 0 },
 	[FS_ASSIGN_LINK] = { NULL, FS_ASSIGN_DIR, S_IFLNK | 0777,
 			     SCHED_INSTANCE, -1, 0 },
+	[FS_STATUS] = { "status", FS_ROOT_DIR, S_IFREG | 0444, SCHED_ROOT,
+			SCHED_ROOT_STATUS, 0 },
+	[FS_STATS] = { "stats", FS_ROOT_DIR, S_IFREG | 0444, SCHED_ROOT,
+		       SCHED_ROOT_STATS, 0 },
+	[FS_METRICS] = { "metrics", FS_ROOT_DIR, S_IFREG | 0444, SCHED_ROOT,
+			 SCHED_ROOT_METRICS, NODE_NOSTAT },
+	[FS_FN_STATS] = { "stats", FS_FN_DIR, S_IFREG | 0444, SCHED_FUNCTION,
+			  SCHED_FN_STATS, 0 },
+	[FS_FN_INVOKE] = { "invoke", FS_FN_DIR, S_IFREG | 0666, SCHED_FUNCTION,
+			   -1, NODE_NOSIZE },
 };
 
 static int is_attr(enum fs_kind k)
@@ -263,6 +274,11 @@ int fs_children(struct fs *fs, const struct fs_node *dir,
 	return map ? rt_map_each(map, each_obj, &c) : 0;
 }
 
+int fs_node_transaction(const struct fs_node *n)
+{
+	return n->kind == FS_FN_INVOKE;
+}
+
 int fs_node_multiline(const struct fs_node *n)
 {
 	return n->kind == FS_FN_ATTR + SCHED_ATTR_ENV ||
@@ -348,7 +364,7 @@ void fs_stat(struct fs *fs, const struct fs_node *n, struct stat *st)
 		if (n->kind == FS_EVENTS)
 			st->st_size = (off_t)sched_events_end(fs->sched);
 		else if (!is_attr(n->kind) &&
-			 ((kinds[n->kind].flags & NODE_NOSIZE) ||
+			 ((kinds[n->kind].flags & (NODE_NOSIZE | NODE_NOSTAT)) ||
 			  !(st->st_mode & 0444)))
 			st->st_size = 0;
 		else if (fs_render(fs, n, &b, NULL, NULL, &w) == 0)

@@ -247,7 +247,19 @@ struct handle {
 	int multi;	     /* env or config: writes of one open add up */
 	int append;	     /* opened with O_APPEND */
 	int refused;	     /* a piece of this value was refused */
+	/* invoke: one transaction at a time */
+	struct fs *fs;
+	struct rt_buf req;	 /* the request written so far */
+	struct sched_call *call; /* the call under way, or NULL */
+	int call_state;		 /* CALL_NONE, CALL_UNDER_WAY, CALL_DONE */
+	int call_err;		 /* its errno, once done */
+	struct rt_buf resp;	 /* its response */
+	size_t resp_pos;	 /* bytes of it read so far */
+	fuse_req_t reader;	 /* a read waiting for it, or NULL */
+	size_t reader_size;
 };
+
+enum { CALL_NONE, CALL_UNDER_WAY, CALL_DONE };
 
 /* The most bytes a multi-line value may take, below the kernel's largest
  * write so that one write(2) reaches us whole. */
@@ -277,6 +289,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	h->node = n;
 	h->id = n.obj->id;
+	h->fs = fs;
 	h->multi = fs_node_multiline(&n);
 	h->append = (fi->flags & O_APPEND) != 0;
 	if (h->multi && h->append && acc != O_RDONLY) {
@@ -290,7 +303,8 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fi->direct_io = 1;
 	else
 		fi->keep_cache = 1;
-	fi->nonseekable = 0;
+	/* A transaction is a stream: offsets mean nothing there. */
+	fi->nonseekable = fs_node_transaction(&n);
 	if (fuse_reply_open(req, fi) != 0) {
 		rt_buf_free(&h->value);
 		free(h);
@@ -388,6 +402,150 @@ static struct pending *pending_new(fuse_req_t req, struct fs *fs,
 	return p;
 }
 
+/* ============================================================ invoke
+ *
+ * A transaction file (spec 7): writes add up to a request, the first read
+ * starts the call and waits for its end, the reads then return the
+ * response and end of file. A write after that begins a new call, so one
+ * open file serves call after call. A request written and never read is
+ * started at the last close, as an asynchronous call. */
+
+/* Replies to a read from the finished call's response. */
+static void reply_response(fuse_req_t req, struct handle *h, size_t size)
+{
+	size_t n = h->resp.len - h->resp_pos;
+
+	if (h->call_err != 0) {
+		fuse_reply_err(req, h->call_err);
+		return;
+	}
+	if (n > size)
+		n = size;
+	fuse_reply_buf(req, n ? h->resp.data + h->resp_pos : NULL, n);
+	h->resp_pos += n;
+}
+
+static void on_call_done(void *arg, int err, const char *body, size_t len)
+{
+	struct handle *h = arg;
+	fuse_req_t r = h->reader;
+
+	h->call = NULL;
+	h->call_state = CALL_DONE;
+	h->call_err = err;
+	rt_buf_reset(&h->resp);
+	h->resp_pos = 0;
+	if (err == 0 && len > 0 && rt_buf_append(&h->resp, body, len) < 0)
+		h->call_err = ENOMEM;
+	if (r != NULL) {
+		h->reader = NULL;
+		reply_response(r, h, h->reader_size);
+	}
+}
+
+/* Ctrl-C on a reader: its wait ends with EINTR; the call goes on, is
+ * counted, and a later read of the same open file still gets its end. */
+static void on_call_interrupt(fuse_req_t req, void *arg)
+{
+	struct handle *h = arg;
+
+	if (h->reader != req)
+		return;
+	h->reader = NULL;
+	fuse_reply_err(req, EINTR);
+}
+
+/* Leaves the transaction under way or done, to start a new one. */
+static void call_reset(struct handle *h)
+{
+	if (h->call != NULL)
+		sched_call_detach(h->fs->sched, h->call);
+	h->call = NULL;
+	h->call_state = CALL_NONE;
+	h->call_err = 0;
+	rt_buf_reset(&h->resp);
+	h->resp_pos = 0;
+	rt_buf_reset(&h->req);
+}
+
+static void invoke_write(fuse_req_t req, struct handle *h, const char *buf,
+			 size_t size)
+{
+	struct sched_function *fn = (struct sched_function *)h->node.obj;
+	size_t before;
+	int rc;
+
+	if (h->call_state != CALL_NONE)
+		call_reset(h);
+	before = h->req.len;
+	if (before + size > SCHED_CALL_MAX) {
+		rc = sched_call_check(h->fs->sched, fn, NULL,
+				      SCHED_CALL_MAX + 1, 1);
+		goto out;
+	}
+	rc = rt_buf_append(&h->req, buf, size);
+	if (rc == 0)
+		rc = sched_call_check(h->fs->sched, fn, h->req.data,
+				      h->req.len, 1);
+	if (rc < 0 && h->req.len > before) {
+		/* A refused piece leaves the request as it was. */
+		h->req.len = before;
+		if (h->req.data != NULL)
+			h->req.data[before] = '\0';
+	}
+out:
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_write(req, size);
+}
+
+static void invoke_read(fuse_req_t req, struct handle *h, size_t size)
+{
+	struct sched_function *fn = (struct sched_function *)h->node.obj;
+	int rc;
+
+	if (h->call_state == CALL_NONE) {
+		rc = sched_call_start(h->fs->sched, fn,
+				      h->req.data ? h->req.data : "",
+				      h->req.len, on_call_done, h, &h->call);
+		rt_buf_reset(&h->req);
+		if (rc < 0) {
+			h->call_state = CALL_DONE;
+			h->call_err = -rc;
+		} else {
+			h->call_state = CALL_UNDER_WAY;
+		}
+	}
+	if (h->call_state == CALL_DONE) {
+		reply_response(req, h, size);
+		return;
+	}
+	if (h->reader != NULL) {
+		fuse_reply_err(req, EBUSY); /* one reader waits at a time */
+		return;
+	}
+	h->reader = req;
+	h->reader_size = size;
+	fuse_req_interrupt_func(req, on_call_interrupt, h);
+}
+
+/* The last close: a request never read is started as an async call. */
+static void invoke_release(struct handle *h)
+{
+	struct sched_call *c;
+
+	if (h->call_state == CALL_NONE && h->req.len > 0)
+		sched_call_start(h->fs->sched,
+				 (struct sched_function *)h->node.obj,
+				 h->req.data, h->req.len, NULL, NULL, &c);
+	else if (h->call != NULL)
+		sched_call_detach(h->fs->sched, h->call);
+	h->call = NULL;
+	rt_buf_free(&h->req);
+	rt_buf_free(&h->resp);
+}
+
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
@@ -403,6 +561,10 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 	if (h->node.kind == FS_EVENTS) {
 		read_events(req, h, size, off);
+		return;
+	}
+	if (fs_node_transaction(&h->node)) {
+		invoke_read(req, h, size);
 		return;
 	}
 	/* Render once per open; a read from offset 0 starts over, as a
@@ -450,6 +612,10 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 	if (sched_find(fs->sched, h->id) != h->node.obj) {
 		rc = -ENOENT;
 		goto out;
+	}
+	if (fs_node_transaction(&h->node)) {
+		invoke_write(req, h, buf, size);
+		return;
 	}
 	if (h->multi) {
 		if (off == 0 && !h->append) {
@@ -501,6 +667,13 @@ static void op_release(fuse_req_t req, fuse_ino_t ino,
 	struct handle *h = fh_handle(fi);
 
 	(void)ino;
+	if (fs_node_transaction(&h->node) &&
+	    sched_find(h->fs->sched, h->id) == h->node.obj)
+		invoke_release(h);
+	else if (h->call != NULL)
+		sched_call_detach(h->fs->sched, h->call);
+	rt_buf_free(&h->req);
+	rt_buf_free(&h->resp);
 	rt_buf_free(&h->snap);
 	rt_buf_free(&h->value);
 	free(h);

@@ -282,3 +282,18 @@ void rt_idmap_free(struct rt_idmap *m)
 	free(m->values);
 	memset(m, 0, sizeof(*m));
 }
+
+void **rt_idmap_values(const struct rt_idmap *m, size_t *n)
+{
+	void **v = malloc((m->count + 1) * sizeof(void *));
+	size_t j, k = 0;
+
+	*n = 0;
+	if (v == NULL)
+		return NULL;
+	for (j = 0; j < m->nslots; j++)
+		if (m->keys[j] != 0 && m->keys[j] != IDMAP_TOMB)
+			v[k++] = m->values[j];
+	*n = k;
+	return v;
+}

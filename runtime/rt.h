@@ -134,6 +134,9 @@ void rt_idmap_del(struct rt_idmap *m, uint64_t id);
 /* Frees the map's memory. */
 void rt_idmap_free(struct rt_idmap *m);
 
+/* A malloc'd snapshot of the values, as rt_map_values. */
+void **rt_idmap_values(const struct rt_idmap *m, size_t *n);
+
 /* ----------------------------------------------------------------- names */
 
 /* Whether `s` is a valid tenant, namespace or function name: 1 to 63

@@ -77,7 +77,7 @@ static void log_rotate(struct rt_instance *in)
 
 /* Appends process output to the log. The file is in the page cache; an
  * append does not wait for the disk. */
-static void log_write(struct rt_instance *in, const char *p, size_t n)
+void rt_log_write(struct rt_instance *in, const char *p, size_t n)
 {
 	ssize_t w;
 
@@ -181,32 +181,42 @@ static int simple_command(const char *cmd)
 
 static void free_if_unused(struct rt_instance *in);
 
-/* Frees a run once its process is reaped and its output closed. */
+/* Frees a run once its process is reaped and its pipes closed. */
 static void run_release(struct rt_run *r)
 {
 	struct rt_instance *in = r->in;
 
-	if (!r->reaped || r->out_open)
+	if (!r->reaped || r->nopen > 0)
 		return;
 	if (in != NULL) {
 		in->runs--;
 		free_if_unused(in);
 	}
+	rt_buf_free(&r->line);
+	free(r->cgroup);
 	free(r);
 }
 
-static void out_closed(uv_handle_t *h)
+static void run_handle_closed(uv_handle_t *h)
 {
 	struct rt_run *r = h->data;
 
+	if (--r->nopen > 0)
+		return;
 	if (r->prev != NULL)
 		r->prev->next = r->next;
 	if (r->next != NULL)
 		r->next->prev = r->prev;
 	if (r->prev == NULL && r->owner != NULL && r->owner->open_runs == r)
 		r->owner->open_runs = r->next;
-	r->out_open = 0;
 	run_release(r);
+}
+
+/* Closes one of a run's pipes (if open). */
+void rt_run_close(struct rt_run *r, uv_pipe_t *p)
+{
+	if (p->data == r && !uv_is_closing((uv_handle_t *)p))
+		uv_close((uv_handle_t *)p, run_handle_closed);
 }
 
 void rt_runs_close(struct rt_worker *w)
@@ -217,8 +227,9 @@ void rt_runs_close(struct rt_worker *w)
 	 * output open: the worker does not wait for them to exit. */
 	for (; r != NULL; r = next) {
 		next = r->next;
-		if (!uv_is_closing((uv_handle_t *)&r->out))
-			uv_close((uv_handle_t *)&r->out, out_closed);
+		rt_run_close(r, &r->out);
+		rt_run_close(r, &r->req);
+		rt_run_close(r, &r->resp);
 	}
 }
 
@@ -227,9 +238,9 @@ static void on_output(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 	struct rt_run *r = s->data;
 
 	if (n > 0 && r->in != NULL)
-		log_write(r->in, buf->base, (size_t)n);
+		rt_log_write(r->in, buf->base, (size_t)n);
 	if (n < 0)
-		uv_close((uv_handle_t *)s, out_closed);
+		rt_run_close(r, (uv_pipe_t *)s);
 }
 
 static void after_exit(struct rt_instance *in, int64_t code, int sig);
@@ -247,15 +258,19 @@ void rt_instances_reap(struct rt_worker *w)
 			continue;
 		rt_idmap_del(&w->runs, (uint64_t)pid);
 		r->reaped = 1;
-		/* Whatever is left of its process group goes with it. */
+		r->code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
+		r->sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+		/* Whatever is left of its process group goes with it, and
+		 * nothing more is written to it. */
 		kill(-pid, SIGKILL);
+		rt_run_close(r, &r->req);
 		in = r->in;
-		if (in != NULL && in->run == r) {
+		if (r->cold) {
+			rt_call_cold_exited(r);
+		} else if (in != NULL && in->run == r) {
 			in->run = NULL;
 			in->pid = 0;
-			after_exit(in,
-				   WIFEXITED(status) ? WEXITSTATUS(status) : 0,
-				   WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+			after_exit(in, r->code, r->sig);
 		}
 		run_release(r);
 	}
@@ -347,8 +362,9 @@ static char **split_words(const char *cmd)
 /* The child's side of a spawn: die with the worker, a session and
  * process group of its own, stdio, working directory, nothing else open,
  * then the program. Only calls that are safe after fork. */
-static void child(pid_t worker, int out, const char *cwd, char **argv,
-		  char **env, const char *cgroup, const char *limit)
+static void child(pid_t worker, int in, int out, int err, const char *cwd,
+		  char **argv, char **env, const char *cgroup,
+		  const char *limit)
 {
 	sigset_t none;
 	int null, sig;
@@ -367,11 +383,11 @@ static void child(pid_t worker, int out, const char *cwd, char **argv,
 	setsid();
 	/* Its memory group first: everything it starts is in it too. */
 	if (cgroup != NULL && rt_cgroup_join(cgroup, limit) < 0)
-		dprintf(out, "fnfs: memory cgroup %s: %s\n", cgroup,
+		dprintf(err, "fnfs: memory cgroup %s: %s\n", cgroup,
 			strerror(errno));
-	null = open("/dev/null", O_RDONLY);
+	null = in >= 0 ? in : open("/dev/null", O_RDONLY);
 	if (null < 0 || dup2(null, 0) < 0 || dup2(out, 1) < 0 ||
-	    dup2(out, 2) < 0)
+	    dup2(err, 2) < 0)
 		_exit(127);
 	if (chdir(cwd) < 0) {
 		dprintf(2, "fnfs: cwd %s: %s\n", cwd, strerror(errno));
@@ -410,7 +426,17 @@ static char *find_program(const char *name, char **env)
 	return NULL;
 }
 
-static void spawn(struct rt_instance *in)
+/* Opens `fd` (taken) as pipe `p` of run `r`. */
+static void run_pipe(struct rt_run *r, uv_pipe_t *p, int fd)
+{
+	uv_pipe_init(r->owner->loop, p, 0);
+	p->data = r;
+	r->nopen++;
+	uv_pipe_open(p, fd);
+}
+
+struct rt_run *rt_run_spawn(struct rt_instance *in, int calls, const char *tag,
+			    const char **why)
 {
 	struct rt_worker *w = in->w;
 	const char *cmd = json_string_value(
@@ -421,24 +447,15 @@ static void spawn(struct rt_instance *in)
 	char *shell[4] = { "/bin/sh", "-c", NULL, NULL };
 	char **argv = shell, **words = NULL, **env = NULL, *prog = NULL;
 	char *cgroup = NULL, limit[32];
-	struct rt_run *r = NULL;
-	int fds[2] = { -1, -1 };
+	struct rt_run *r = NULL, *done = NULL;
+	/* err: stderr (the log); in, out: a call's stdin and stdout */
+	int err[2] = { -1, -1 }, ip[2] = { -1, -1 }, op[2] = { -1, -1 };
 	sigset_t all, old;
 	pid_t pid, self = getpid();
 
-	in->started_ms = rt_now_ms();
-	in->started_mono = rt_mono_ms();
-	if (in->spawned++ > 0)
-		in->restarts++;
-	in->oom_pending = 0;
-	if (w->simulate) {
-		in->pid = 0;
-		set_state(in, RT_RUNNING, "simulated");
-		goto answered;
-	}
 	if (cmd == NULL || cmd[0] == '\0') {
-		spawn_failed(in, "no command");
-		return;
+		*why = "no command";
+		return NULL;
 	}
 	/* Plain words are exec'ed directly; a simple command through
 	 * `exec` in a shell; anything else as shell code. Either way the
@@ -457,8 +474,9 @@ static void spawn(struct rt_instance *in)
 		shell[2] = script.data;
 	}
 	r = calloc(1, sizeof(*r));
-	if (env == NULL || r == NULL || pipe2(fds, O_CLOEXEC) < 0) {
-		spawn_failed(in, "out of resources");
+	if (env == NULL || r == NULL || pipe2(err, O_CLOEXEC) < 0 ||
+	    (calls && (pipe2(ip, O_CLOEXEC) < 0 || pipe2(op, O_CLOEXEC) < 0))) {
+		*why = "out of resources";
 		goto out;
 	}
 	if (w->cgroup_root != NULL && mb > 0) {
@@ -467,7 +485,7 @@ static void spawn(struct rt_instance *in)
 
 		rt_buf_printf(&d, "%s/", w->cgroup_root);
 		start = d.len;
-		rt_buf_printf(&d, "%s.%d", in->id, in->spawned);
+		rt_buf_printf(&d, "%s.%s", in->id, tag);
 		for (i = start; d.data != NULL && i < d.len; i++)
 			if (d.data[i] == '/')
 				d.data[i] = ':';
@@ -478,36 +496,98 @@ static void spawn(struct rt_instance *in)
 	sigprocmask(SIG_SETMASK, &all, &old);
 	pid = fork();
 	if (pid == 0)
-		child(self, fds[1], cwd != NULL && cwd[0] != '\0' ? cwd : "/",
-		      argv, env, cgroup, limit);
+		child(self, ip[0], calls ? op[1] : err[1], err[1],
+		      cwd != NULL && cwd[0] != '\0' ? cwd : "/", argv, env,
+		      cgroup, limit);
 	sigprocmask(SIG_SETMASK, &old, NULL);
-	close(fds[1]);
-	fds[1] = -1;
 	if (pid < 0) {
-		spawn_failed(in, strerror(errno));
+		*why = strerror(errno);
 		goto out;
 	}
 	r->in = in;
 	r->pid = pid;
-	in->runs++;
-	in->run = r;
-	in->pid = pid;
-	rt_idmap_put(&w->runs, (uint64_t)pid, r);
-	uv_pipe_init(w->loop, &r->out, 0);
-	r->out.data = r;
-	r->out_open = 1;
 	r->owner = w;
+	r->calls = calls;
+	r->cgroup = cgroup;
+	cgroup = NULL;
+	in->runs++;
+	rt_idmap_put(&w->runs, (uint64_t)pid, r);
 	r->next = w->open_runs;
 	if (r->next != NULL)
 		r->next->prev = r;
 	w->open_runs = r;
-	uv_pipe_open(&r->out, fds[0]);
-	fds[0] = -1;
+	run_pipe(r, &r->out, err[0]);
+	err[0] = -1;
 	uv_read_start((uv_stream_t *)&r->out, rt_read_alloc, on_output);
+	if (calls) {
+		run_pipe(r, &r->req, ip[1]);
+		run_pipe(r, &r->resp, op[0]);
+		ip[1] = op[0] = -1;
+		uv_read_start((uv_stream_t *)&r->resp, rt_read_alloc,
+			      rt_call_on_output);
+	}
+	done = r;
 	r = NULL;
+out:
+	if (err[0] >= 0)
+		close(err[0]);
+	if (err[1] >= 0)
+		close(err[1]);
+	if (ip[0] >= 0)
+		close(ip[0]);
+	if (ip[1] >= 0)
+		close(ip[1]);
+	if (op[0] >= 0)
+		close(op[0]);
+	if (op[1] >= 0)
+		close(op[1]);
+	free(r);
+	free(cgroup);
+	free_strv(env);
+	free_strv(words);
+	rt_buf_free(&script);
+	return done;
+}
+
+/* Whether the instance runs in `mode` ("hot", "cold"). */
+int rt_instance_mode_is(const struct rt_instance *in, const char *mode)
+{
+	const char *m = json_string_value(json_object_get(in->spec, "mode"));
+
+	return m != NULL && strcmp(m, mode) == 0;
+}
+
+static void spawn(struct rt_instance *in)
+{
+	struct rt_worker *w = in->w;
+	struct rt_run *r;
+	const char *why = "?";
+	char tag[16];
+
+	in->started_ms = rt_now_ms();
+	in->started_mono = rt_mono_ms();
+	if (in->spawned++ > 0)
+		in->restarts++;
+	in->oom_pending = 0;
+	if (w->simulate || rt_instance_mode_is(in, "cold")) {
+		/* A cold instance is a slot: each call forks its own
+		 * process. */
+		in->pid = 0;
+		set_state(in, RT_RUNNING,
+			  w->simulate ? "simulated" : "ready for calls");
+		goto answered;
+	}
+	snprintf(tag, sizeof(tag), "%d", in->spawned);
+	r = rt_run_spawn(in, rt_instance_mode_is(in, "hot"), tag, &why);
+	if (r == NULL) {
+		spawn_failed(in, why);
+		return;
+	}
+	in->run = r;
+	in->pid = r->pid;
 	free(in->cgroup);
-	in->cgroup = cgroup; /* read at its exit for an OOM kill */
-	cgroup = NULL;
+	in->cgroup = r->cgroup; /* read at its exit for an OOM kill */
+	r->cgroup = NULL;
 	set_state(in, RT_RUNNING, "started");
 answered:
 	if (in->wait_spawn_seq > 0) {
@@ -515,23 +595,14 @@ answered:
 				json_pack("{s:i}", "pid", (int)in->pid));
 		in->wait_spawn_seq = 0;
 	}
-out:
-	if (fds[0] >= 0)
-		close(fds[0]);
-	if (fds[1] >= 0)
-		close(fds[1]);
-	free(r);
-	free(cgroup);
-	free_strv(env);
-	free_strv(words);
-	rt_buf_free(&script);
+	rt_call_ready(in);
 }
 
 /* ============================================================= exits */
 
 /* Removes a group; one whose members are still dying is kept on a list
  * and retried (rt_cgroups_collect). Takes `dir`. */
-static void cgroup_discard(struct rt_worker *w, char *dir)
+void rt_cgroup_discard(struct rt_worker *w, char *dir)
 {
 	char **v;
 
@@ -571,7 +642,7 @@ static void record_exit(struct rt_instance *in, int64_t code, int sig)
 		kills = rt_cgroup_oom_kills(in->cgroup);
 		e.oom = kills > 0;
 		rt_cgroup_kill(in->cgroup); /* even what left its group */
-		cgroup_discard(in->w, in->cgroup);
+		rt_cgroup_discard(in->w, in->cgroup);
 		in->cgroup = NULL;
 	}
 	if (in->oom_pending)
@@ -619,6 +690,7 @@ static void after_exit(struct rt_instance *in, int64_t code, int sig)
 	json_t *msg;
 
 	record_exit(in, code, sig);
+	rt_call_process_gone(in);
 	/* Whoever waited for this exit has it, whatever comes next. */
 	answer(in, &in->wait_exit_seq, 0);
 	exit_words(&in->exits[0], what, sizeof(what));
@@ -797,6 +869,7 @@ void rt_instance_start(struct rt_instance *in, json_t *spec, long long revision,
 
 void rt_instance_stop(struct rt_instance *in, long long seq, int forget)
 {
+	rt_call_abort(in, "the instance is stopping");
 	in->desired_run = 0;
 	in->restart_now = 0;
 	in->forget = forget;
@@ -845,6 +918,7 @@ void rt_instance_remove(struct rt_instance *in)
 {
 	if (in->freeing)
 		return;
+	rt_call_abort(in, "the instance is gone");
 	in->freeing = 1;
 	rt_map_del(&in->w->instances, in->id);
 	if (in->run != NULL) {
@@ -857,7 +931,7 @@ void rt_instance_remove(struct rt_instance *in)
 	json_decref(in->spec);
 	in->spec = NULL;
 	if (in->cgroup != NULL) {
-		cgroup_discard(in->w, in->cgroup);
+		rt_cgroup_discard(in->w, in->cgroup);
 		in->cgroup = NULL;
 	}
 	if (in->log_fd >= 0)

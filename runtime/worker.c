@@ -231,6 +231,8 @@ static void handle(struct rt_worker *w, const struct rt_msg *m)
 			      (json_int_t)seq, "err", in ? 0 : ENOENT);
 		rt_worker_send(w, o, tail.data ? tail.data : "", tail.len);
 		rt_buf_free(&tail);
+	} else if (strcmp(m->type, "call") == 0) {
+		rt_call_start(w, in, m);
 	} else if (strcmp(m->type, "shutdown") == 0) {
 		shutdown_all(w, "asked by the controller");
 	} else {

@@ -48,18 +48,44 @@ struct rt_exit {
 struct rt_worker;
 struct rt_instance;
 
+struct rt_call;
+
 /* One spawned process of an instance, from spawn until its process has
- * been reaped and its output drained. Heap-allocated per spawn, since a
+ * been reaped and its pipes closed. Heap-allocated per spawn, since a
  * restart spawns anew while the old handles are still closing. */
 struct rt_run {
 	struct rt_instance *in;	 /* owner; NULL once the instance is gone */
 	pid_t pid;		 /* the process */
-	uv_pipe_t out;		 /* its stdout and stderr */
-	int out_open;		 /* out not yet closed */
+	uv_pipe_t out;		 /* its stderr (and a daemon's stdout): log */
+	uv_pipe_t req;		 /* calls: its stdin */
+	uv_pipe_t resp;		 /* calls: its stdout */
+	int nopen;		 /* pipes not yet closed */
+	int calls;		 /* it takes calls on stdin and stdout */
+	int cold;		 /* it serves the one call `call` */
+	int killed;		 /* killed by the worker (a timeout) */
+	int resp_eof;		 /* its stdout ended */
+	struct rt_buf line;	 /* hot: a response line being read */
+	struct rt_call *call;	 /* cold: the call it serves, or NULL */
+	char *cgroup;		 /* its memory group until handed over */
+	int code, sig;		 /* its exit, once reaped */
 	struct rt_worker *owner; /* the worker (kept when in is gone) */
-	struct rt_run *next;	 /* the worker's list of runs with out open */
+	struct rt_run *next;	 /* the worker's list of runs with pipes */
 	struct rt_run *prev;
 	int reaped; /* its exit has been collected */
+};
+
+/* A call a worker runs on one of its hot or cold instances. */
+struct rt_call {
+	struct rt_instance *in; /* NULL once finished */
+	long long id;
+	char idstr[24];
+	int64_t deadline_ms; /* epoch ms */
+	char *body;	     /* the request, owned */
+	size_t len;
+	int sent;	     /* written to the process */
+	uv_timer_t *timer;   /* the deadline; owned until closed */
+	struct rt_run *run;  /* cold: its process */
+	struct rt_buf resp;  /* cold: its stdout so far */
 };
 
 /* One instance this worker runs. */
@@ -96,6 +122,8 @@ struct rt_instance {
 	double cpu_seconds;	  /* last /proc sample */
 	long long rss_bytes;
 	int freeing; /* removed; freed when nothing refers */
+	struct rt_call *call; /* hot, cold: the call it serves, or NULL */
+	long long cold_spawns; /* cold: processes forked for calls */
 };
 
 /* The worker process. */
@@ -216,8 +244,52 @@ long long rt_cgroup_oom_kills(const char *dir);
  * are still dying). */
 int rt_cgroup_remove(const char *dir);
 
-/* Closes the output of every run (at the worker's exit). */
+/* Closes the pipes of every run (at the worker's exit). */
 void rt_runs_close(struct rt_worker *w);
+
+/* Closes pipe `p` of run `r` if it is open. */
+void rt_run_close(struct rt_run *r, uv_pipe_t *p);
+
+/* Forks the program of `in` as a new run, in a memory group named after
+ * `tag`. With `calls`, its stdin and stdout are pipes to the worker (hot
+ * and cold modes); otherwise stdin is /dev/null and stdout goes to the
+ * log. Its stderr always goes to the log. Returns the run (in the
+ * worker's maps, not yet the instance's `run`), or NULL with `why`. */
+struct rt_run *rt_run_spawn(struct rt_instance *in, int calls, const char *tag,
+			    const char **why);
+
+/* Whether the instance's spec has `mode` ("hot", "cold"). */
+int rt_instance_mode_is(const struct rt_instance *in, const char *mode);
+
+/* Appends process output to the instance's log (rotating it). */
+void rt_log_write(struct rt_instance *in, const char *p, size_t n);
+
+/* Removes a memory group now, or once its members are gone. Takes
+ * `dir`. */
+void rt_cgroup_discard(struct rt_worker *w, char *dir);
+
+/* ---- call.c: calls of hot and cold instances */
+
+/* Handles the controller's `call` message for `in` (NULL: unknown). */
+void rt_call_start(struct rt_worker *w, struct rt_instance *in,
+		   const struct rt_msg *m);
+
+/* A hot instance's process was spawned: writes a waiting call to it. */
+void rt_call_ready(struct rt_instance *in);
+
+/* The process of a hot instance is gone: a call written to it fails
+ * (ECONNRESET), one not yet written waits for the next process. */
+void rt_call_process_gone(struct rt_instance *in);
+
+/* The instance stops or goes away: its call fails, and a cold call's
+ * process is killed. */
+void rt_call_abort(struct rt_instance *in, const char *why);
+
+/* A cold call's process was reaped. */
+void rt_call_cold_exited(struct rt_run *r);
+
+/* Reads a calls process's stdout (a libuv read callback). */
+void rt_call_on_output(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
 
 /* Removes the memory groups that were still busy at an exit. */
 void rt_cgroups_collect(struct rt_worker *w);

@@ -162,13 +162,26 @@ static void request_done(struct sched *s, struct sched_request *r,
 
 /* =============================================================== sending */
 
-static void conn_send(struct conn *c, json_t *header)
+static void conn_send_body(struct conn *c, json_t *header, const void *body,
+			   size_t len)
 {
 	if (c == NULL || c->closing) {
 		json_decref(header);
 		return;
 	}
-	rt_wire_send((uv_stream_t *)&c->pipe, header, NULL, 0);
+	rt_wire_send((uv_stream_t *)&c->pipe, header, body, len);
+}
+
+static void conn_send(struct conn *c, json_t *header)
+{
+	conn_send_body(c, header, NULL, 0);
+}
+
+void sched__send_body(struct sched *s, struct sched_worker *w, json_t *header,
+		      const void *body, size_t len)
+{
+	(void)s;
+	conn_send_body(w != NULL ? w->conn : NULL, header, body, len);
 }
 
 void sched__send(struct sched *s, struct sched_worker *w, json_t *header)
@@ -436,6 +449,8 @@ static void handle(struct conn *c, const struct rt_msg *m)
 		sched__on_instance(s, w, m);
 	} else if (strcmp(m->type, "exited") == 0) {
 		sched__on_exited(s, w, m);
+	} else if (strcmp(m->type, "result") == 0) {
+		sched__on_result(s, w, m);
 	} else if (strcmp(m->type, "leaving") == 0) {
 		/* It is shutting down: place nothing more there, and move
 		 * what runs there before it goes. */
@@ -1043,6 +1058,7 @@ static void on_tick(uv_timer_t *t)
 		sched_event(s, "recovery.done", "workers", NULL);
 	}
 	pool_check(s);
+	sched__calls_tick(s);
 	if (s->capacity_changed || was_recovering) {
 		s->capacity_changed = 0;
 		sched__reconcile_all(s);
@@ -1292,6 +1308,7 @@ void sched_shutdown(struct sched *s, void (*done)(void *arg), void *arg)
 	if (s->shutting_down)
 		return;
 	s->shutting_down = 1;
+	sched__calls_close(s);
 	s->shutdown_done = done;
 	s->shutdown_arg = arg;
 	if (s->loop == NULL) {

@@ -34,12 +34,14 @@ static void parts(const struct sched_instance *in, const char **t,
 }
 
 /* How many instances a function wants: daemons with a command run
- * `parallelism` of them. Hot and cold functions run through calls. */
+ * `parallelism` of them; hot and cold ones at least that many, more while
+ * calls have scaled them out (calls.c). */
 static int wanted(const struct sched_function *fn)
 {
-	if (fn->spec.mode != SCHED_MODE_DAEMON || fn->spec.command == NULL ||
-	    fn->spec.command[0] == '\0')
+	if (fn->spec.command == NULL || fn->spec.command[0] == '\0')
 		return 0;
+	if (fn->spec.mode != SCHED_MODE_DAEMON)
+		return sched__wanted(fn);
 	return fn->spec.parallelism;
 }
 
@@ -332,10 +334,11 @@ static json_t *run_spec(const struct sched_instance *in)
 	FN_ENV("FN_MEMORY_MB=%d", sp->memory);
 	FN_ENV("FN_WORKER=%s", in->worker ? in->worker->obj.name : "");
 #undef FN_ENV
-	return json_pack("{s:s, s:o, s:s, s:i, s:s}", "command",
+	return json_pack("{s:s, s:o, s:s, s:i, s:s, s:s, s:s}", "command",
 			 sp->command ? sp->command : "", "env", env, "cwd",
 			 sp->cwd ? sp->cwd : "", "memory", sp->memory,
-			 "restart_policy", policies[sp->restart_policy]);
+			 "restart_policy", policies[sp->restart_policy],
+			 "mode", modes[sp->mode], "format", formats[sp->format]);
 }
 
 static char *instance_id(const struct sched_instance *in)
@@ -427,6 +430,7 @@ instance_new(struct sched *s, struct sched_function *fn, int n, int desired_run)
 void sched__instance_free(struct sched_instance *in)
 {
 	free(in->exits);
+	free(in->stats);
 }
 
 /* Stops and forgets an instance that is no longer wanted. */
@@ -434,6 +438,7 @@ static void retire(struct sched *s, struct sched_instance *in, int persist)
 {
 	const char *t, *ns, *fn;
 
+	sched__call_lost(s, in, "its instance was removed");
 	if (in->worker != NULL) {
 		send_simple(s, in, "stop", 1, NULL);
 		unassign(s, in, 0);
@@ -697,6 +702,12 @@ void sched__on_instance(struct sched *s, struct sched_worker *w,
 		inst_event(s, in, "instance.stopped", "worker", w->obj.name,
 			   NULL, NULL);
 	}
+	if (st == SCHED_RUNNING && fn_of(in)->spec.mode != SCHED_MODE_DAEMON) {
+		/* Ready for calls: the queue may move. */
+		if (old != SCHED_RUNNING)
+			in->idle_mono = rt_mono_ms();
+		sched__dispatch(s, fn_of(in));
+	}
 }
 
 void sched__on_exited(struct sched *s, struct sched_worker *w,
@@ -811,6 +822,7 @@ void sched__worker_lost(struct sched *s, struct sched_worker *w, int quiet)
 		if (!quiet)
 			inst_event(s, in, "instance.lost", "worker",
 				   w->obj.name, NULL, NULL);
+		sched__call_lost(s, in, "its worker went away");
 		unassign(s, in, 1);
 		in->state = in->desired_run ? SCHED_LOST : SCHED_STOPPED;
 		snprintf(in->reason, sizeof(in->reason), "worker %s went away",
@@ -853,6 +865,7 @@ static int render_instance(struct sched_instance *in, enum sched_file f,
 		return rt_buf_printf(out, "reason %s\n",
 				     in->reason[0] ? in->reason : "-");
 	case SCHED_INST_STATS:
+		sched__instance_call_stats(NULL, in, out);
 		return rt_buf_printf(
 			out,
 			"pid %d\nuptime_ms %lld\ncpu_seconds %.3f\n"
@@ -865,6 +878,15 @@ static int render_instance(struct sched_instance *in, enum sched_file f,
 			in->pid > 0 ? in->rss_bytes : 0LL, in->restarts_total);
 	default: return -EINVAL;
 	}
+}
+
+struct sched_instance **sched__instances_sorted(struct sched_function *fn,
+						int *n)
+{
+	struct collect c = instances_of(fn);
+
+	*n = c.v != NULL ? c.n : 0;
+	return c.v;
 }
 
 /* The one-word state of a function (spec 4). */
@@ -895,6 +917,14 @@ static const char *function_state(struct sched_function *fn, int *nrun,
 	if (*nrun == 0 && *npend > 0)
 		return "pending";
 	return "degraded";
+}
+
+const char *sched__function_state(struct sched_function *fn, int *nrun,
+				  int *nwant)
+{
+	int npend, nfail;
+
+	return function_state(fn, nrun, nwant, &npend, &nfail);
 }
 
 static int render_function(struct sched_function *fn, enum sched_file f,
@@ -1093,6 +1123,10 @@ int sched_file_read(struct sched *s, struct sched_obj *o, enum sched_file f,
 		return render_instance((struct sched_instance *)o, f, out);
 	case SCHED_FN_LOG:
 	case SCHED_INST_LOG: break;
+	case SCHED_FN_STATS:
+	case SCHED_ROOT_STATUS:
+	case SCHED_ROOT_STATS:
+	case SCHED_ROOT_METRICS: return sched__calls_render(s, o, f, out);
 	default: return sched__worker_render(s, o, f, out);
 	}
 	/* Logs live with the workers: ask them. */
@@ -1152,6 +1186,7 @@ static void move(struct sched *s, struct sched_instance *in,
 {
 	struct sched_worker *from = in->worker;
 
+	sched__call_lost(s, in, "its instance moved to another worker");
 	if (from != NULL) {
 		if (from->online)
 			send_simple(s, in, "stop", 1, NULL);

@@ -11,6 +11,7 @@
 #include "events.h"
 #include "place.h"
 #include "sched.h"
+#include "stats.h"
 #include "store.h"
 
 #define SCHED_POOL_MAX 256 /* local workers at most */
@@ -69,10 +70,46 @@ struct sched {
 	int paused;	       /* the pool waits for the start limit */
 	uint64_t rng;
 	/* state of sched__random */ /* monotonic ms of the last tick */
+	struct rt_idmap calls;	   /* id -> struct sched_call *, unfinished */
+	uint64_t next_call;	   /* the id the next call gets */
+	struct sched_stats *stats; /* over every call, owned */
+	struct rt_idmap scaled;	   /* functions scaled above parallelism */
+	struct rt_idmap failing;   /* functions with unreported failures */
 	int shutting_down;
 	void (*shutdown_done)(void *arg);
 	void *shutdown_arg;
 	uv_timer_t shutdown_timer;
+};
+
+/* A call from its start to its end. */
+struct sched_call {
+	uint64_t id;
+	struct sched *s;
+	struct sched_function *fn; /* its function */
+	struct sched_instance *in; /* where it runs, or NULL while queued */
+	char *body;		   /* the request, owned, until sent */
+	size_t len;
+	int64_t start_us;    /* monotonic us it started */
+	int64_t deadline_ms; /* epoch ms */
+	uv_timer_t *timer;   /* the deadline; frees the call once closed */
+	sched_call_fn done;  /* NULL: nobody waits (async, detached) */
+	void *arg;
+	struct sched_call *next; /* in the queue */
+	int late;		 /* past the deadline, waiting for the worker */
+	int cold;		 /* a cold function's call */
+};
+
+/* A function's calls: its queue, how far it is scaled out, its stats and
+ * the summary of its failures in the journal. */
+struct sched_fn_calls {
+	struct sched_call *head, *tail; /* the queue */
+	int queued;
+	int scale; /* instances wanted now, above parallelism when busy */
+	struct sched_stats stats;
+	int64_t fail_sec;     /* epoch second of the last call.failed line */
+	long fail_pending;    /* failures not yet in the journal */
+	int fail_errno;	      /* of the newest */
+	char fail_reason[200];
 };
 
 /* An outstanding request to a worker. */
@@ -111,6 +148,9 @@ void sched__obj_drop(struct sched *s, struct sched_obj *o);
 /* Journals `kind` for object `o` with preformatted " k=v" pairs. */
 void sched__event(struct sched *s, const struct sched_obj *o, const char *kind,
 		  const char *kvs);
+
+/* Sets a function's error file to `reason`, with the time. */
+void sched__set_error(struct sched_function *fn, const char *reason);
 
 /* Records a refused write in a function's error file and the journal. */
 void sched__reject(struct sched *s, struct sched_function *fn, const char *file,
@@ -151,10 +191,61 @@ void sched__adopt(struct sched *s, struct sched_worker *w, json_t *running);
  * (`quiet`: at shutdown, without events). */
 void sched__worker_lost(struct sched *s, struct sched_worker *w, int quiet);
 
+/* The instances of `fn` in order of their number (a malloc'd array, `*n`
+ * of them). */
+struct sched_instance **sched__instances_sorted(struct sched_function *fn,
+						int *n);
+
+/* The one-word state of a function, with its running and wanted
+ * instance counts. */
+const char *sched__function_state(struct sched_function *fn, int *nrun,
+				  int *nwant);
+
 /* Finds an instance by its id "t/ns/fn/N". */
 struct sched_instance *sched__instance_by_id(struct sched *s, const char *id);
 
+/* The instances a hot or cold function wants now. */
+int sched__wanted(const struct sched_function *fn);
+
+/* ---- calls.c */
+
+/* Sends queued calls of `fn` to its idle instances, and launches
+ * instances when Fn's rule says so. */
+void sched__dispatch(struct sched *s, struct sched_function *fn);
+
+/* A worker's `result` message. */
+void sched__on_result(struct sched *s, struct sched_worker *w,
+		      const struct rt_msg *m);
+
+/* Instance `in` can no longer answer its call (retired, lost, moved):
+ * the call fails with ECONNRESET. */
+void sched__call_lost(struct sched *s, struct sched_instance *in,
+		      const char *why);
+
+/* Once a second: scale-in of idle instances, summaries of failures. */
+void sched__calls_tick(struct sched *s);
+
+/* Frees the calls of a function being removed (they fail with ENOENT). */
+void sched__calls_free(struct sched *s, struct sched_function *fn);
+
+/* Frees the state of calls at close. */
+void sched__calls_close(struct sched *s);
+
+/* Renders a function's stats, an instance's call counters, and the root
+ * files status, stats and metrics. */
+int sched__calls_render(struct sched *s, struct sched_obj *o,
+			enum sched_file f, struct rt_buf *out);
+
+/* Appends an instance's call counters (stats keys) to `out`. */
+int sched__instance_call_stats(struct sched *s, struct sched_instance *in,
+			       struct rt_buf *out);
+
 /* ---- cluster.c */
+
+/* Sends a message with a body to a worker (dropped if it is not
+ * connected); consumes the header. */
+void sched__send_body(struct sched *s, struct sched_worker *w, json_t *header,
+		      const void *body, size_t len);
 
 /* Sends a message to a worker (dropped if it is not connected); consumes
  * the header. */

@@ -66,6 +66,7 @@ static void obj_free(struct sched_obj *o)
 
 		sched_spec_free(&fn->spec);
 		free(fn->error);
+		free(fn->calls);
 	} else if (o->type == SCHED_INSTANCE) {
 		sched__instance_free((struct sched_instance *)o);
 	} else if (o->type == SCHED_WORKER) {
@@ -77,6 +78,8 @@ static void obj_free(struct sched_obj *o)
 
 void sched__obj_drop(struct sched *s, struct sched_obj *o)
 {
+	if (o->type == SCHED_FUNCTION)
+		sched__calls_free(s, (struct sched_function *)o);
 	rt_map_del(&o->parent->children, o->name);
 	rt_idmap_del(&s->index, o->id);
 	obj_free(o);
@@ -244,6 +247,7 @@ int sched_open(struct sched **out, const char *datadir)
 	s->pool.type = SCHED_POOL;
 	s->pool.created_ms = s->pool.updated_ms = s->root.created_ms;
 	s->datadir = strdup(datadir);
+	s->stats = calloc(1, sizeof(*s->stats));
 	if (mkdir(datadir, 0700) < 0 && errno != EEXIST) {
 		rc = -errno;
 		rt_log(RT_LOG_ERROR, "mkdir %s: %s", datadir, strerror(errno));
@@ -280,6 +284,10 @@ void sched_close(struct sched *s)
 	free(s->sock_path);
 	rt_idmap_free(&s->requests);
 	rt_idmap_free(&s->index);
+	rt_idmap_free(&s->calls);
+	rt_idmap_free(&s->scaled);
+	rt_idmap_free(&s->failing);
+	free(s->stats);
 	store_close(s->store);
 	events_close(&s->events);
 	free(s);
@@ -443,10 +451,9 @@ int sched_remove(struct sched *s, struct sched_obj *parent, const char *name)
 
 /* ============================================================== attributes */
 
-void sched__reject(struct sched *s, struct sched_function *fn, const char *file,
-		   int err, const char *reason)
+void sched__set_error(struct sched_function *fn, const char *reason)
 {
-	struct rt_buf line = { 0 }, kvs = { 0 };
+	struct rt_buf line = { 0 };
 	char when[32];
 	size_t i;
 
@@ -461,6 +468,14 @@ void sched__reject(struct sched *s, struct sched_function *fn, const char *file,
 		free(fn->error);
 		fn->error = line.data; /* takes ownership */
 	}
+}
+
+void sched__reject(struct sched *s, struct sched_function *fn, const char *file,
+		   int err, const char *reason)
+{
+	struct rt_buf kvs = { 0 };
+
+	sched__set_error(fn, reason);
 	rt_buf_kv(&kvs, "file", file);
 	rt_buf_kv(&kvs, "errno", rt_errno_name(err));
 	rt_buf_kv(&kvs, "reason", reason);

@@ -162,6 +162,10 @@ struct sched_obj {
 	int64_t updated_ms;	  /* last change of it or its children */
 };
 
+struct sched_fn_calls;
+struct sched_call;
+struct sched_stats;
+
 /* A function: a tree node with a spec. */
 struct sched_function {
 	struct sched_obj obj;	/* first, so a pointer converts both ways */
@@ -170,6 +174,7 @@ struct sched_function {
 	uint64_t run_revision;	/* of the last change that needs running
 				 * instances restarted */
 	char *error;		/* owned: last error line, NULL if none */
+	struct sched_fn_calls *calls; /* owned: calls, stats; or NULL */
 };
 
 /* The id of the root object, and of the pool of workers. */
@@ -211,6 +216,10 @@ struct sched_instance {
 	char *exits;		   /* owned: status lines of recent exits */
 	double cpu_seconds;
 	long long rss_bytes;
+	struct sched_call *call;   /* the call it serves, or NULL */
+	int64_t idle_mono;	   /* monotonic ms it became idle */
+	int on_demand;		   /* launched for waiting calls */
+	struct sched_stats *stats; /* owned: its calls, or NULL */
 };
 
 /* A worker, local (started by the pool) or started by hand. */
@@ -305,6 +314,10 @@ enum sched_file {
 	SCHED_POOL_STRATEGY,
 	SCHED_POOL_REBALANCE,
 	SCHED_POOL_STATUS,
+	SCHED_FN_STATS,
+	SCHED_ROOT_STATUS,
+	SCHED_ROOT_STATS,
+	SCHED_ROOT_METRICS,
 	SCHED_FILE_COUNT
 };
 
@@ -370,6 +383,40 @@ int sched_start(struct sched *s, struct uv_loop_s *loop,
 /* Stops every instance and local worker, then calls `done` (bounded: after
  * the stop grace period it calls it anyway). */
 void sched_shutdown(struct sched *s, void (*done)(void *arg), void *arg);
+
+/* ================================================================= calls */
+
+/* The largest request a call may carry, bytes. */
+#define SCHED_CALL_MAX (1u << 20)
+/* Calls a function's queue holds; one more gets EAGAIN. */
+#define SCHED_QUEUE_MAX 1000
+
+/* Called once when a call ends: `err` is 0 with the response in `body`,
+ * or a positive errno (ETIMEDOUT, EREMOTEIO, ECONNRESET, EAGAIN, EIO,
+ * ENOENT). Not called after sched_call_detach. */
+typedef void (*sched_call_fn)(void *arg, int err, const char *body,
+			      size_t len);
+
+/* Checks a request being written to the invoke file of `fn` (a prefix of
+ * it when `partial`). Returns 0, -EOPNOTSUPP (a daemon, or no command),
+ * -EINVAL (line: a newline inside; json: not UTF-8) or -EFBIG; a refusal
+ * is recorded in `error` and the journal. */
+int sched_call_check(struct sched *s, struct sched_function *fn,
+		     const char *body, size_t len, int partial);
+
+/* Starts a call of `fn` with the request `body`: it goes to an idle
+ * instance, or waits in the function's queue (instances are launched as
+ * spec 7 says). Returns 0 with `*out` set, `done` being called later
+ * (with `done` NULL the call is asynchronous: counted, not returned), or
+ * -errno when it cannot start (EOPNOTSUPP, EINVAL, EFBIG, or EAGAIN: the
+ * queue is full, counted as a system error). */
+int sched_call_start(struct sched *s, struct sched_function *fn,
+		     const char *body, size_t len, sched_call_fn done,
+		     void *arg, struct sched_call **out);
+
+/* The caller no longer waits: `done` will not be called; the call goes on
+ * and is counted. */
+void sched_call_detach(struct sched *s, struct sched_call *c);
 
 /* ================================================================ events */
 

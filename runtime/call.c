@@ -1,0 +1,370 @@
+/*
+ * call.c - calls on a worker. A hot instance's long-lived process gets one
+ * call at a time on its stdin, in its format, and answers with a line on
+ * its stdout. A cold instance forks a process per call: the request on
+ * stdin, the response on stdout, exit status 0 for success. Every call
+ * ends in exactly one `result` message to the controller, at the latest at
+ * its deadline.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frame.h"
+#include "worker.h"
+
+/* A write to a process's stdin, with its bytes. */
+struct wreq {
+	uv_write_t req;
+	char *data;
+	struct rt_run *close_after; /* cold: close stdin once written */
+};
+
+static void call_freed(uv_handle_t *h)
+{
+	struct rt_call *c = h->data;
+
+	free(h);
+	free(c->body);
+	rt_buf_free(&c->resp);
+	free(c);
+}
+
+/* Ends call `c` with one result: status ok, error (the function's),
+ * timeout, reset (its process died) or failed (the worker could not run
+ * it), and the response or message in `body`. */
+static void finish(struct rt_call *c, const char *status, const char *reason,
+		   const char *body, size_t len)
+{
+	struct rt_instance *in = c->in;
+
+	if (in == NULL)
+		return;
+	rt_worker_send(in->w,
+		       json_pack("{s:s, s:I, s:s, s:s}", "type", "result",
+				 "call", (json_int_t)c->id, "status", status,
+				 "reason", reason ? reason : ""),
+		       body, len);
+	if (in->call == c)
+		in->call = NULL;
+	c->in = NULL;
+	if (c->run != NULL) {
+		c->run->call = NULL;
+		c->run = NULL;
+	}
+	uv_timer_stop(c->timer);
+	uv_close((uv_handle_t *)c->timer, call_freed);
+}
+
+static void written(uv_write_t *req, int status)
+{
+	struct wreq *wr = (struct wreq *)req;
+
+	(void)status; /* a process that went away shows up as its exit */
+	if (wr->close_after != NULL)
+		rt_run_close(wr->close_after, &wr->close_after->req);
+	free(wr->data);
+	free(wr);
+}
+
+/* Queues `data` (taken) on the run's stdin. Returns 0 or -errno. */
+static int write_stdin(struct rt_run *r, char *data, size_t len, int close)
+{
+	struct wreq *wr = calloc(1, sizeof(*wr));
+	uv_buf_t b = uv_buf_init(data, (unsigned)len);
+	int rc;
+
+	if (wr == NULL) {
+		free(data);
+		return -ENOMEM;
+	}
+	wr->data = data;
+	wr->close_after = close ? r : NULL;
+	rc = uv_write(&wr->req, (uv_stream_t *)&r->req, &b, 1, written);
+	if (rc < 0) {
+		free(data);
+		free(wr);
+	}
+	return rc;
+}
+
+static int is_json(const struct rt_instance *in)
+{
+	const char *f = json_string_value(json_object_get(in->spec, "format"));
+
+	return f != NULL && strcmp(f, "json") == 0;
+}
+
+/* Writes call `c` to the hot process of its instance. */
+static void hot_send(struct rt_call *c)
+{
+	struct rt_instance *in = c->in;
+	struct rt_buf frame = { 0 };
+	int rc = rt_frame_request(is_json(in), c->idstr, c->body, c->len,
+				  c->deadline_ms, &frame);
+
+	if (rc < 0) {
+		finish(c, "failed", "the payload does not fit the format",
+		       NULL, 0);
+		rt_buf_free(&frame);
+		return;
+	}
+	c->sent = 1;
+	if (write_stdin(in->run, frame.data, frame.len, 0) < 0)
+		finish(c, "reset", "cannot write to the process", NULL, 0);
+}
+
+/* Forks the process of a cold call. */
+static void cold_spawn(struct rt_call *c)
+{
+	struct rt_instance *in = c->in;
+	struct rt_run *r;
+	const char *why = "?";
+	char tag[32];
+
+	snprintf(tag, sizeof(tag), "c%lld", ++in->cold_spawns);
+	r = rt_run_spawn(in, 1, tag, &why);
+	if (r == NULL) {
+		finish(c, "failed", why, NULL, 0);
+		return;
+	}
+	r->cold = 1;
+	r->call = c;
+	c->run = r;
+	c->sent = 1;
+	if (c->len == 0) {
+		rt_run_close(r, &r->req);
+	} else {
+		char *copy = malloc(c->len);
+
+		if (copy != NULL)
+			memcpy(copy, c->body, c->len);
+		if (copy == NULL || write_stdin(r, copy, c->len, 1) < 0)
+			rt_run_close(r, &r->req);
+	}
+}
+
+/* Kills the process serving a call that is over. */
+static void kill_run(struct rt_run *r)
+{
+	if (r == NULL || r->reaped)
+		return;
+	r->killed = 1;
+	kill(-r->pid, SIGKILL);
+	kill(r->pid, SIGKILL);
+}
+
+static void on_deadline(uv_timer_t *t)
+{
+	struct rt_call *c = t->data;
+	struct rt_instance *in = c->in;
+	struct rt_run *r;
+
+	if (in == NULL)
+		return;
+	r = c->run != NULL ? c->run : c->sent ? in->run : NULL;
+	finish(c, "timeout", "no response within the timeout", NULL, 0);
+	/* Its process may answer late, or never: a hot one starts over at
+	 * once, so that the next call gets a clean process. */
+	if (r != NULL && !r->reaped) {
+		kill_run(r);
+		if (!r->cold && in->run == r)
+			in->restart_now = 1;
+	}
+}
+
+void rt_call_start(struct rt_worker *w, struct rt_instance *in,
+		   const struct rt_msg *m)
+{
+	long long id = rt_msg_int(m, "call", 0);
+	int64_t deadline = rt_msg_int(m, "deadline_ms", 0), now = rt_now_ms();
+	struct rt_call *c;
+
+	if (in == NULL || in->call != NULL || in->freeing ||
+	    !(in->state == RT_RUNNING || in->state == RT_STARTING ||
+	      in->state == RT_BACKOFF) ||
+	    !(rt_instance_mode_is(in, "hot") ||
+	      rt_instance_mode_is(in, "cold"))) {
+		rt_worker_send(
+			w,
+			json_pack("{s:s, s:I, s:s, s:s}", "type", "result",
+				  "call", (json_int_t)id, "status", "reset",
+				  "reason",
+				  in == NULL	     ? "no such instance here"
+				  : in->call != NULL ? "the instance is busy"
+						     : "the instance is not "
+						       "running"),
+			NULL, 0);
+		return;
+	}
+	c = calloc(1, sizeof(*c));
+	if (c != NULL)
+		c->timer = malloc(sizeof(*c->timer));
+	if (c == NULL || c->timer == NULL ||
+	    (m->body_len > 0 && (c->body = malloc(m->body_len)) == NULL)) {
+		if (c != NULL)
+			free(c->timer);
+		free(c);
+		rt_worker_send(w,
+			       json_pack("{s:s, s:I, s:s, s:s}", "type",
+					 "result", "call", (json_int_t)id,
+					 "status", "failed", "reason",
+					 "out of memory"),
+			       NULL, 0);
+		return;
+	}
+	c->in = in;
+	c->id = id;
+	snprintf(c->idstr, sizeof(c->idstr), "%lld", id);
+	c->deadline_ms = deadline;
+	if (m->body_len > 0)
+		memcpy(c->body, m->body, m->body_len);
+	c->len = m->body_len;
+	uv_timer_init(w->loop, c->timer);
+	c->timer->data = c;
+	uv_timer_start(c->timer, on_deadline,
+		       deadline > now ? (uint64_t)(deadline - now) : 0, 0);
+	in->call = c;
+	if (rt_instance_mode_is(in, "cold"))
+		cold_spawn(c);
+	else
+		rt_call_ready(in);
+}
+
+void rt_call_ready(struct rt_instance *in)
+{
+	struct rt_call *c = in->call;
+
+	if (c != NULL && !c->sent && in->run != NULL && !in->run->killed &&
+	    in->run->calls && in->state == RT_RUNNING)
+		hot_send(c);
+}
+
+void rt_call_process_gone(struct rt_instance *in)
+{
+	struct rt_call *c = in->call;
+
+	if (c != NULL && c->sent && c->run == NULL)
+		finish(c, "reset", "the process exited during the call", NULL,
+		       0);
+}
+
+void rt_call_abort(struct rt_instance *in, const char *why)
+{
+	struct rt_call *c = in->call;
+	struct rt_run *r;
+
+	if (c == NULL)
+		return;
+	r = c->run;
+	finish(c, "reset", why, NULL, 0);
+	kill_run(r);
+}
+
+/* Ends a cold call once its process has exited and its stdout ended. */
+static void cold_check(struct rt_run *r)
+{
+	struct rt_call *c = r->call;
+	int oom = 0;
+	char why[64];
+
+	if (!r->reaped || !r->resp_eof)
+		return;
+	if (r->cgroup != NULL) {
+		oom = rt_cgroup_oom_kills(r->cgroup) > 0;
+		rt_cgroup_kill(r->cgroup);
+		rt_cgroup_discard(r->owner, r->cgroup);
+		r->cgroup = NULL;
+	}
+	if (c == NULL)
+		return;
+	if (r->sig != 0) {
+		snprintf(why, sizeof(why), "%s (signal %d)",
+			 oom ? "killed for its memory limit" : "killed",
+			 r->sig);
+		finish(c, "reset", why, NULL, 0);
+	} else if (r->code != 0) {
+		snprintf(why, sizeof(why), "exit status %d", r->code);
+		finish(c, "error", why, why, strlen(why));
+	} else {
+		finish(c, "ok", NULL, c->resp.data, c->resp.len);
+	}
+}
+
+void rt_call_cold_exited(struct rt_run *r)
+{
+	cold_check(r);
+}
+
+/* One line a hot process wrote on its stdout. */
+static void hot_line(struct rt_run *r, const char *p, size_t len)
+{
+	struct rt_instance *in = r->in;
+	struct rt_call *c = in != NULL ? in->call : NULL;
+	struct rt_buf out = { 0 };
+	int user = 0, rc;
+
+	if (in == NULL)
+		return;
+	if (c == NULL || !c->sent || in->run != r || r->killed) {
+		/* Not an answer to anything: kept in the log. */
+		rt_log_write(in, p, len);
+		rt_log_write(in, "\n", 1);
+		return;
+	}
+	rc = rt_frame_response(is_json(in), c->idstr, p, len, &user, &out);
+	if (rc == 1) {
+		rt_log_write(in, p, len); /* an answer to an older call */
+		rt_log_write(in, "\n", 1);
+	} else if (rc < 0) {
+		finish(c, "error", "malformed response", out.data, out.len);
+	} else {
+		finish(c, user ? "error" : "ok", NULL, out.data, out.len);
+	}
+	rt_buf_free(&out);
+}
+
+void rt_call_on_output(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+	struct rt_run *r = s->data;
+	char *nl;
+
+	if (n < 0) {
+		r->resp_eof = 1;
+		rt_run_close(r, &r->resp);
+		if (r->cold)
+			cold_check(r);
+		return;
+	}
+	if (r->cold) {
+		if (r->call == NULL)
+			return;
+		if (r->call->resp.len + (size_t)n > RT_WIRE_BODY_MAX) {
+			struct rt_call *c = r->call;
+
+			finish(c, "failed", "the response is too large", NULL,
+			       0);
+			kill_run(r);
+			return;
+		}
+		rt_buf_append(&r->call->resp, buf->base, (size_t)n);
+		return;
+	}
+	rt_buf_append(&r->line, buf->base, (size_t)n);
+	while (r->line.len > 0 &&
+	       (nl = memchr(r->line.data, '\n', r->line.len)) != NULL) {
+		size_t used = (size_t)(nl - r->line.data) + 1;
+
+		hot_line(r, r->line.data, used - 1);
+		memmove(r->line.data, r->line.data + used, r->line.len - used);
+		r->line.len -= used;
+	}
+	if (r->line.len > RT_WIRE_BODY_MAX) {
+		rt_log(RT_LOG_WARN, "%s: a response line over %u bytes; "
+		       "killing", r->in ? r->in->id : "?", RT_WIRE_BODY_MAX);
+		rt_buf_reset(&r->line);
+		kill_run(r);
+	}
+}

@@ -1,0 +1,554 @@
+/*
+ * calls.c - calls of hot and cold functions (spec 7): each function's
+ * bounded queue, dispatch to idle instances, Fn's launch rule for scaling
+ * out, scale-in of idle instances, deadlines, and the counters every call
+ * ends in: received, then exactly one of processed, user error or system
+ * error.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../runtime/frame.h"
+#include "internal.h"
+
+/* How long past a call's deadline the controller waits for its worker,
+ * which enforces the deadline itself, before it gives up on it. */
+#define CALL_GRACE_MS 2000
+
+static int64_t mono_us(void)
+{
+	return (int64_t)(uv_hrtime() / 1000);
+}
+
+static struct sched_fn_calls *fn_calls(struct sched_function *fn)
+{
+	if (fn->calls == NULL)
+		fn->calls = calloc(1, sizeof(*fn->calls));
+	return fn->calls;
+}
+
+static struct sched_stats *inst_stats(struct sched_instance *in)
+{
+	if (in->stats == NULL)
+		in->stats = calloc(1, sizeof(*in->stats));
+	return in->stats;
+}
+
+int sched__wanted(const struct sched_function *fn)
+{
+	int w = fn->spec.parallelism, max = sched_spec_max_instances(&fn->spec);
+
+	if (fn->calls != NULL && fn->calls->scale > w)
+		w = fn->calls->scale;
+	return w > max ? max : w;
+}
+
+static int takes_calls(const struct sched_function *fn)
+{
+	return fn->spec.mode != SCHED_MODE_DAEMON && fn->spec.command != NULL &&
+	       fn->spec.command[0] != '\0';
+}
+
+/* ============================================================ failures */
+
+/* Puts the summary of a function's recent failures in the journal: one
+ * line for however many failed since the last one. */
+static void report_failures(struct sched *s, struct sched_function *fn)
+{
+	struct sched_fn_calls *fc = fn->calls;
+	struct rt_buf kvs = { 0 };
+	char n[32];
+
+	snprintf(n, sizeof(n), "%ld", fc->fail_pending);
+	rt_buf_kv(&kvs, "errno", rt_errno_name(fc->fail_errno));
+	rt_buf_kv(&kvs, "count", n);
+	rt_buf_kv(&kvs, "reason", fc->fail_reason);
+	sched__event(s, &fn->obj, "call.failed", kvs.data);
+	rt_buf_free(&kvs);
+	fc->fail_pending = 0;
+	fc->fail_sec = rt_now_ms() / 1000;
+	rt_idmap_del(&s->failing, fn->obj.id);
+}
+
+/* Records a failed call: `error` at once, the journal at most once a
+ * second per function, so that a failing function cannot flood it. */
+static void failure(struct sched *s, struct sched_function *fn, int err,
+		    const char *reason)
+{
+	struct sched_fn_calls *fc = fn->calls;
+	char line[300];
+
+	snprintf(line, sizeof(line), "call failed: %s: %s",
+		 rt_errno_name(err), reason);
+	sched__set_error(fn, line);
+	fc->fail_pending++;
+	fc->fail_errno = err;
+	snprintf(fc->fail_reason, sizeof(fc->fail_reason), "%s", reason);
+	if (rt_now_ms() / 1000 > fc->fail_sec)
+		report_failures(s, fn);
+	else if (rt_idmap_get(&s->failing, fn->obj.id) == NULL)
+		rt_idmap_put(&s->failing, fn->obj.id, fn);
+}
+
+/* ============================================================== ending */
+
+static void call_freed(uv_handle_t *h)
+{
+	struct sched_call *c = h->data;
+
+	free(h);
+	free(c->body);
+	free(c);
+}
+
+static void unqueue(struct sched_fn_calls *fc, struct sched_call *c)
+{
+	struct sched_call **p;
+
+	for (p = &fc->head; *p != NULL; p = &(*p)->next) {
+		if (*p != c)
+			continue;
+		*p = c->next;
+		if (fc->tail == c) {
+			struct sched_call *t = fc->head;
+
+			while (t != NULL && t->next != NULL)
+				t = t->next;
+			fc->tail = t;
+		}
+		fc->queued--;
+		c->next = NULL;
+		return;
+	}
+}
+
+/* Ends call `c`: counts it, records a failure, answers whoever waits and
+ * frees it. */
+static void finish(struct sched *s, struct sched_call *c, int err,
+		   const char *body, size_t len, const char *reason)
+{
+	struct sched_function *fn = c->fn;
+	struct sched_instance *in = c->in;
+	enum sched_outcome o = err == 0		? SCHED_PROCESSED
+			       : err == EREMOTEIO ? SCHED_USER_ERROR
+						  : SCHED_SYSTEM_ERROR;
+	int64_t now = rt_now_ms(),
+		us = o == SCHED_SYSTEM_ERROR ? -1 : mono_us() - c->start_us;
+	int timeout = err == ETIMEDOUT;
+	sched_call_fn done = c->done;
+
+	sched_stats_done(&fn->calls->stats, now, o, timeout, us);
+	sched_stats_done(s->stats, now, o, timeout, us);
+	if (in != NULL) {
+		if (in->stats != NULL)
+			sched_stats_done(in->stats, now, o, timeout, us);
+		if (in->call == c)
+			in->call = NULL;
+		in->idle_mono = rt_mono_ms();
+	}
+	if (err != 0) {
+		struct rt_buf why = { 0 };
+
+		if (err == EREMOTEIO)
+			rt_buf_printf(&why, "the function reported: %.*s",
+				      (int)(len < 160 ? len : 160),
+				      body ? body : "");
+		else
+			rt_buf_puts(&why, reason && reason[0] ? reason : "?");
+		failure(s, fn, err, why.data ? why.data : "?");
+		rt_buf_free(&why);
+	}
+	rt_idmap_del(&s->calls, c->id);
+	c->done = NULL;
+	c->in = NULL;
+	uv_timer_stop(c->timer);
+	uv_close((uv_handle_t *)c->timer, call_freed);
+	if (done != NULL)
+		done(c->arg, err, body, len);
+}
+
+static void on_deadline(uv_timer_t *t)
+{
+	struct sched_call *c = t->data;
+	struct sched *s = c->s;
+	char why[160];
+
+	if (c->in == NULL) {
+		unqueue(c->fn->calls, c);
+		snprintf(why, sizeof(why),
+			 "waited in the queue past the timeout of %d ms",
+			 c->fn->spec.timeout);
+		finish(s, c, ETIMEDOUT, NULL, 0, why);
+	} else if (!c->late) {
+		/* The worker times it out itself; give its answer time. */
+		c->late = 1;
+		uv_timer_start(t, on_deadline, CALL_GRACE_MS, 0);
+	} else {
+		finish(s, c, ETIMEDOUT, NULL, 0,
+		       "its worker did not answer by the deadline");
+	}
+}
+
+void sched__on_result(struct sched *s, struct sched_worker *w,
+		      const struct rt_msg *m)
+{
+	long long id = rt_msg_int(m, "call", 0);
+	struct sched_call *c = id > 0 ? rt_idmap_get(&s->calls, (uint64_t)id)
+				      : NULL;
+	const char *st = rt_msg_str(m, "status"), *reason = rt_msg_str(m,
+									"reason");
+	struct sched_function *fn;
+	int err;
+
+	if (c == NULL || c->in == NULL || c->in->worker != w || st == NULL)
+		return;
+	fn = c->fn;
+	if (strcmp(st, "ok") == 0)
+		err = 0;
+	else if (strcmp(st, "error") == 0)
+		err = EREMOTEIO;
+	else if (strcmp(st, "timeout") == 0)
+		err = ETIMEDOUT;
+	else if (strcmp(st, "reset") == 0)
+		err = ECONNRESET;
+	else
+		err = EIO;
+	if (err == ETIMEDOUT) {
+		char why[160];
+
+		snprintf(why, sizeof(why), "no response within %d ms",
+			 fn->spec.timeout);
+		finish(s, c, err, m->body, m->body_len, why);
+	} else {
+		finish(s, c, err, m->body, m->body_len, reason);
+	}
+	sched__dispatch(s, fn);
+}
+
+void sched__call_lost(struct sched *s, struct sched_instance *in,
+		      const char *why)
+{
+	if (in->call != NULL)
+		finish(s, in->call, ECONNRESET, NULL, 0, why);
+}
+
+/* ============================================================ dispatch */
+
+static int idle(const struct sched_function *fn,
+		const struct sched_instance *in)
+{
+	return in->call == NULL && in->desired_run &&
+	       in->state == SCHED_RUNNING && in->worker != NULL &&
+	       in->worker->online && !in->sent_stop &&
+	       in->sent_revision == fn->run_revision &&
+	       in->revision == fn->run_revision;
+}
+
+static void send_call(struct sched *s, struct sched_call *c,
+		      struct sched_instance *in)
+{
+	struct sched_function *fn = c->fn;
+	struct rt_buf id = { 0 };
+	struct sched_stats *st = inst_stats(in);
+	int64_t now = rt_now_ms();
+
+	c->in = in;
+	in->call = c;
+	if (st != NULL)
+		sched_stats_received(st, now);
+	if (fn->spec.mode == SCHED_MODE_COLD) {
+		/* Every call of a cold function starts a process. */
+		fn->calls->stats.cold_starts++;
+		s->stats->cold_starts++;
+		if (st != NULL)
+			st->cold_starts++;
+	}
+	sched_obj_path(&in->obj, &id);
+	sched__send_body(s, in->worker,
+			 json_pack("{s:s, s:s, s:I, s:I}", "type", "call",
+				   "instance", id.data ? id.data : "", "call",
+				   (json_int_t)c->id, "deadline_ms",
+				   (json_int_t)c->deadline_ms),
+			 c->body, c->len);
+	rt_buf_free(&id);
+	free(c->body);
+	c->body = NULL;
+}
+
+/* Fn's rule: launch an instance only when calls wait, none is idle, fewer
+ * than max_instances exist and the waiting calls outnumber the instances
+ * already starting. */
+static void scale_out(struct sched *s, struct sched_function *fn,
+		      struct sched_instance **v, int n)
+{
+	struct sched_fn_calls *fc = fn->calls;
+	int i, total = n, starting = 0, launched = 0, first = n,
+	       max = sched_spec_max_instances(&fn->spec);
+	char name[16];
+
+	for (i = 0; i < n; i++) {
+		enum sched_instance_state st = v[i]->state;
+
+		if (v[i]->desired_run &&
+		    (st == SCHED_PENDING || st == SCHED_STARTING ||
+		     st == SCHED_BACKOFF || st == SCHED_LOST ||
+		     (st == SCHED_RUNNING && !idle(fn, v[i]) &&
+		      v[i]->call == NULL)))
+			starting++;
+	}
+	while (fc->queued > starting && total < max) {
+		total++;
+		starting++;
+		launched++;
+	}
+	if (launched == 0)
+		return;
+	fc->scale = total;
+	if (fn->spec.mode == SCHED_MODE_HOT) {
+		fc->stats.cold_starts += (uint64_t)launched;
+		s->stats->cold_starts += (uint64_t)launched;
+	}
+	if (total > fn->spec.parallelism)
+		rt_idmap_put(&s->scaled, fn->obj.id, fn);
+	sched__reconcile(s, fn);
+	for (i = first; i < total; i++) {
+		struct sched_instance *in;
+
+		snprintf(name, sizeof(name), "%d", i);
+		in = (struct sched_instance *)sched_child(&fn->obj, name);
+		if (in != NULL) {
+			in->on_demand = fn->spec.mode == SCHED_MODE_HOT;
+			in->idle_mono = rt_mono_ms();
+		}
+	}
+}
+
+void sched__dispatch(struct sched *s, struct sched_function *fn)
+{
+	struct sched_fn_calls *fc = fn->calls;
+	struct sched_instance **v;
+	int i, n;
+
+	if (fc == NULL || fc->queued == 0)
+		return;
+	if (!takes_calls(fn)) {
+		/* It became a daemon, or lost its command, meanwhile. */
+		while (fc->head != NULL) {
+			struct sched_call *c = fc->head;
+
+			unqueue(fc, c);
+			finish(s, c, EOPNOTSUPP, NULL, 0,
+			       "the function no longer takes calls");
+		}
+		return;
+	}
+	v = sched__instances_sorted(fn, &n);
+	for (i = 0; i < n && fc->head != NULL; i++) {
+		struct sched_call *c;
+
+		if (!idle(fn, v[i]))
+			continue;
+		c = fc->head;
+		unqueue(fc, c);
+		send_call(s, c, v[i]);
+	}
+	if (fc->head != NULL)
+		scale_out(s, fn, v, n);
+	free(v);
+}
+
+/* ============================================================== starts */
+
+int sched_call_check(struct sched *s, struct sched_function *fn,
+		     const char *body, size_t len, int partial)
+{
+	struct rt_buf why = { 0 };
+	int rc = 0;
+
+	if (fn->spec.mode == SCHED_MODE_DAEMON) {
+		rc = -EOPNOTSUPP;
+		rt_buf_puts(&why, "a daemon function takes no calls; set mode "
+				  "to hot or cold");
+	} else if (!takes_calls(fn)) {
+		rc = -EOPNOTSUPP;
+		rt_buf_puts(&why, "the function has no command");
+	} else if (len > SCHED_CALL_MAX) {
+		rc = -EFBIG;
+		rt_buf_printf(&why, "a request holds at most %u bytes",
+			      SCHED_CALL_MAX);
+	} else if (fn->spec.mode == SCHED_MODE_HOT) {
+		int json = fn->spec.format == SCHED_FORMAT_JSON;
+		size_t n = len;
+
+		/* A line request may end in one newline (echo adds it). */
+		if (!json && n > 0 && body[n - 1] == '\n')
+			n--;
+		if (!json || !partial)
+			rc = rt_frame_check(json, body, n, &why);
+	}
+	if (rc < 0)
+		sched__reject(s, fn, "invoke", -rc, why.data ? why.data : "?");
+	rt_buf_free(&why);
+	return rc;
+}
+
+int sched_call_start(struct sched *s, struct sched_function *fn,
+		     const char *body, size_t len, sched_call_fn done,
+		     void *arg, struct sched_call **out)
+{
+	struct sched_fn_calls *fc;
+	struct sched_call *c;
+	int64_t now = rt_now_ms();
+	int rc = sched_call_check(s, fn, body, len, 0);
+
+	*out = NULL;
+	if (rc < 0)
+		return rc;
+	fc = fn_calls(fn);
+	c = calloc(1, sizeof(*c));
+	if (fc == NULL || c == NULL || s->loop == NULL ||
+	    (c->timer = malloc(sizeof(*c->timer))) == NULL) {
+		free(c);
+		return -ENOMEM;
+	}
+	sched_stats_received(&fc->stats, now);
+	sched_stats_received(s->stats, now);
+	if (fc->queued >= SCHED_QUEUE_MAX) {
+		char why[96];
+
+		free(c->timer);
+		free(c);
+		sched_stats_done(&fc->stats, now, SCHED_SYSTEM_ERROR, 0, -1);
+		sched_stats_done(s->stats, now, SCHED_SYSTEM_ERROR, 0, -1);
+		snprintf(why, sizeof(why),
+			 "the call queue is full (%d calls wait)", fc->queued);
+		failure(s, fn, EAGAIN, why);
+		return -EAGAIN;
+	}
+	if (fn->spec.mode == SCHED_MODE_HOT &&
+	    fn->spec.format == SCHED_FORMAT_LINE && len > 0 &&
+	    body[len - 1] == '\n')
+		len--;
+	c->body = malloc(len + 1);
+	if (c->body == NULL) {
+		free(c->timer);
+		free(c);
+		return -ENOMEM;
+	}
+	memcpy(c->body, body, len);
+	c->len = len;
+	c->s = s;
+	c->fn = fn;
+	c->id = ++s->next_call;
+	c->done = done;
+	c->arg = arg;
+	c->start_us = mono_us();
+	c->deadline_ms = now + fn->spec.timeout;
+	c->cold = fn->spec.mode == SCHED_MODE_COLD;
+	rt_idmap_put(&s->calls, c->id, c);
+	uv_timer_init(s->loop, c->timer);
+	c->timer->data = c;
+	uv_timer_start(c->timer, on_deadline, (uint64_t)fn->spec.timeout, 0);
+	if (fc->tail != NULL)
+		fc->tail->next = c;
+	else
+		fc->head = c;
+	fc->tail = c;
+	fc->queued++;
+	*out = c;
+	sched__dispatch(s, fn);
+	return 0;
+}
+
+void sched_call_detach(struct sched *s, struct sched_call *c)
+{
+	(void)s;
+	c->done = NULL;
+	c->arg = NULL;
+}
+
+/* ============================================================ the tick */
+
+/* Scale-in: the highest instances above parallelism go once idle for
+ * idle_timeout. */
+static void scale_in(struct sched *s, struct sched_function *fn)
+{
+	struct sched_fn_calls *fc = fn->calls;
+	int64_t now = rt_mono_ms(), idle_ms = (int64_t)fn->spec.idle_timeout *
+					      1000;
+	int changed = 0;
+	char name[16];
+
+	while (fc->scale > fn->spec.parallelism && fc->queued == 0) {
+		struct sched_instance *in;
+		int top = sched__wanted(fn) - 1;
+
+		if (top < fn->spec.parallelism)
+			break;
+		snprintf(name, sizeof(name), "%d", top);
+		in = (struct sched_instance *)sched_child(&fn->obj, name);
+		if (in != NULL && (in->call != NULL || now - in->idle_mono <
+							      idle_ms))
+			break;
+		fc->scale = top;
+		changed = 1;
+	}
+	if (fc->scale <= fn->spec.parallelism) {
+		fc->scale = 0;
+		rt_idmap_del(&s->scaled, fn->obj.id);
+	}
+	if (changed)
+		sched__reconcile(s, fn);
+}
+
+void sched__calls_tick(struct sched *s)
+{
+	size_t i, n;
+	void **v = rt_idmap_values(&s->failing, &n);
+	int64_t sec = rt_now_ms() / 1000;
+
+	for (i = 0; v != NULL && i < n; i++) {
+		struct sched_function *fn = v[i];
+
+		if (fn->calls->fail_pending > 0 && sec > fn->calls->fail_sec)
+			report_failures(s, fn);
+	}
+	free(v);
+	v = rt_idmap_values(&s->scaled, &n);
+	for (i = 0; v != NULL && i < n; i++)
+		scale_in(s, v[i]);
+	free(v);
+}
+
+void sched__calls_free(struct sched *s, struct sched_function *fn)
+{
+	struct sched_fn_calls *fc = fn->calls;
+
+	if (fc == NULL)
+		return;
+	while (fc->head != NULL) {
+		struct sched_call *c = fc->head;
+
+		unqueue(fc, c);
+		finish(s, c, ENOENT, NULL, 0, "the function was removed");
+	}
+	rt_idmap_del(&s->scaled, fn->obj.id);
+	rt_idmap_del(&s->failing, fn->obj.id);
+}
+
+void sched__calls_close(struct sched *s)
+{
+	size_t i, n;
+	void **v = rt_idmap_values(&s->calls, &n);
+
+	for (i = 0; v != NULL && i < n; i++) {
+		struct sched_call *c = v[i];
+
+		if (c->in == NULL)
+			unqueue(c->fn->calls, c);
+		finish(s, c, ECONNRESET, NULL, 0, "fnfs is shutting down");
+	}
+	free(v);
+}
