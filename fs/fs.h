@@ -161,6 +161,9 @@ struct fs_options {
  * ready. Returns the process exit code. */
 int fs_mount_main(const struct fs_options *opt);
 
+/* Runs `fnfs invoke`. Returns the exit code. */
+int fs_invoke_main(int argc, char **argv);
+
 /* The README file's text. */
 extern const char fs_readme[];
 

@@ -16,6 +16,7 @@ static const char usage_text[] =
 	"             [--heartbeat-timeout MS] [--worker-starts N] MOUNTPOINT\n"
 	"  fnfs worker --connect SOCKET --id ID --memory MB [--tags a,b]\n"
 	"              [--namespaces tenant/ns,...] [--orphan-timeout S]\n"
+	"  fnfs invoke TENANT/NAMESPACE/FUNCTION [--mount MOUNTPOINT] < request\n"
 	"  fnfs version\n"
 	"  fnfs help\n";
 
@@ -44,11 +45,23 @@ static const char help_text[] =
 	"      Runs a worker by hand: it registers and runs the instances\n"
 	"      placed on it. Without a controller for S seconds (default 60)\n"
 	"      it stops them and exits.\n"
+	"  fnfs invoke TENANT/NAMESPACE/FUNCTION [--mount MOUNTPOINT] < "
+	"request\n"
+	"      Calls a hot or cold function through the mount (default: the\n"
+	"      only fnfs mount of this user) and prints the response. On a\n"
+	"      failure it prints why and exits with: 3 no such function or\n"
+	"      mount, 4 not callable (a daemon), 5 a bad request (EINVAL,\n"
+	"      EFBIG), 6 queue full (EAGAIN), 7 timed out, 8 the function\n"
+	"      reported an error (EREMOTEIO), 9 its process died during\n"
+	"      the call (ECONNRESET), 130 interrupted, 1 anything else;\n"
+	"      2 is a usage error.\n"
 	"  fnfs version    prints the version\n"
 	"  fnfs help       prints this text\n"
 	"\n"
 	"The tree:\n"
 	"  README version events          about fnfs; the event journal\n"
+	"  status stats metrics           a table of functions; totals;\n"
+	"                                 Prometheus text format\n"
 	"  tenants/T/NS/FN/               mkdir -p makes a function\n"
 	"    config                       the whole spec as JSON\n"
 	"    command mode format parallelism max_instances memory timeout\n"
@@ -60,6 +73,9 @@ static const char help_text[] =
 	"                                 stopped | failed; write start | "
 	"stop\n"
 	"    restart status log           write 1 to restart; details; output\n"
+	"    stats                        call counters, latency, 1-min window\n"
+	"    invoke                       hot, cold: write a request, read the\n"
+	"                                 response (a transaction file)\n"
 	"    instances/N/                 state restart status stats pid log,\n"
 	"                                 worker -> "
 	"../../../../../../workers/W\n"
@@ -205,6 +221,8 @@ int main(int argc, char **argv)
 		return cmd_mount(argc - 1, argv + 1);
 	if (strcmp(cmd, "worker") == 0)
 		return rt_worker_main(argc - 1, argv + 1);
+	if (strcmp(cmd, "invoke") == 0)
+		return fs_invoke_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
 		printf("fnfs %s\n", FNFS_VERSION);
 		return 0;

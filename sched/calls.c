@@ -13,8 +13,11 @@
 #include "../runtime/frame.h"
 #include "internal.h"
 
-/* How long past a call's deadline the controller waits for its worker,
- * which enforces the deadline itself, before it gives up on it. */
+/* A call may wait in its function's queue for `timeout` ms, then run for
+ * `timeout` ms: a call that waited long still gets its whole time, and a
+ * healthy process is not killed for a wait it did not cause. How long past
+ * a call's deadline the controller waits for its worker, which enforces
+ * the deadline itself, before it gives up on it: */
 #define CALL_GRACE_MS 2000
 
 static int64_t mono_us(void)
@@ -256,6 +259,10 @@ static void send_call(struct sched *s, struct sched_call *c,
 
 	c->in = in;
 	in->call = c;
+	/* The timeout bounds the run; the wait in the queue had its own. */
+	c->deadline_ms = now + fn->spec.timeout;
+	c->late = 0;
+	uv_timer_start(c->timer, on_deadline, (uint64_t)fn->spec.timeout, 0);
 	if (st != NULL)
 		sched_stats_received(st, now);
 	if (fn->spec.mode == SCHED_MODE_COLD) {
