@@ -48,7 +48,7 @@ static const char help_text[] =
 	"  fnfs invoke TENANT/NAMESPACE/FUNCTION [--mount MOUNTPOINT] < "
 	"request\n"
 	"      Calls a hot or cold function through the mount (default: the\n"
-	"      only fnfs mount of this user) and prints the response. On a\n"
+	"      only mounted fnfs of this user) and prints the response. On a\n"
 	"      failure it prints why and exits with: 3 no such function or\n"
 	"      mount, 4 not callable (a daemon), 5 a bad request (EINVAL,\n"
 	"      EFBIG), 6 queue full (EAGAIN), 7 timed out, 8 the function\n"

@@ -5,7 +5,7 @@
 
 check "fnfs mount returns with the mount ready" start_fnfs
 check "the mount is listed as fuse.fnfs" mounted
-check_eq "ls of the root" "$(ls "$MNT" | tr '\n' ' ')" "README events tenants version workers "
+check_eq "ls of the root" "$(ls "$MNT" | tr '\n' ' ')" "README events metrics stats status tenants version workers "
 check_eq "version" "$(cat "$MNT/version")" "fnfs 0.1.0"
 check_eq "fnfs version agrees" "$("$FNFS" version)" "$(cat "$MNT/version")"
 check "README describes the tree" grep -q "tenants/" "$MNT/README"
