@@ -18,16 +18,16 @@ static int exit_code(int err)
 {
 	switch (err) {
 	case 0: return 0;
-	case ENOENT: return 3;	    /* no such function, or no mount */
-	case EOPNOTSUPP: return 4;  /* not callable (a daemon) */
+	case ENOENT: return 3;	   /* no such function, or no mount */
+	case EOPNOTSUPP: return 4; /* not callable (a daemon) */
 	case EINVAL:
-	case EFBIG: return 5;	    /* a request it cannot take */
-	case EAGAIN: return 6;	    /* queue full: try again later */
-	case ETIMEDOUT: return 7;   /* past the function's timeout */
-	case EREMOTEIO: return 8;   /* the function reported an error */
-	case ECONNRESET: return 9;  /* its process died during the call */
-	case EINTR: return 130;	    /* interrupted */
-	default: return 1;	    /* anything else (EIO, ...) */
+	case EFBIG: return 5;	   /* a request it cannot take */
+	case EAGAIN: return 6;	   /* queue full: try again later */
+	case ETIMEDOUT: return 7;  /* past the function's timeout */
+	case EREMOTEIO: return 8;  /* the function reported an error */
+	case ECONNRESET: return 9; /* its process died during the call */
+	case EINTR: return 130;	   /* interrupted */
+	default: return 1;	   /* anything else (EIO, ...) */
 	}
 }
 
@@ -79,8 +79,9 @@ static char *find_mount(void)
 		fprintf(stderr, "fnfs invoke: no fnfs mount found; give "
 				"--mount MOUNTPOINT\n");
 	if (n > 1) {
-		fprintf(stderr, "fnfs invoke: %d fnfs mounts; say which with "
-				"--mount MOUNTPOINT\n",
+		fprintf(stderr,
+			"fnfs invoke: %d fnfs mounts; say which with "
+			"--mount MOUNTPOINT\n",
 			n);
 		free(found);
 		found = NULL;
@@ -168,8 +169,9 @@ int fs_invoke_main(int argc, char **argv)
 	for (i = 0; fqfn[i]; i++)
 		slashes += fqfn[i] == '/';
 	if (slashes != 2 || strstr(fqfn, "..") != NULL || fqfn[0] == '/') {
-		fprintf(stderr, "fnfs invoke: \"%s\" is not TENANT/NAMESPACE/"
-				"FUNCTION\n",
+		fprintf(stderr,
+			"fnfs invoke: \"%s\" is not TENANT/NAMESPACE/"
+			"FUNCTION\n",
 			fqfn);
 		free(mount);
 		return 2;

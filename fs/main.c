@@ -16,7 +16,8 @@ static const char usage_text[] =
 	"             [--heartbeat-timeout MS] [--worker-starts N] MOUNTPOINT\n"
 	"  fnfs worker --connect SOCKET --id ID --memory MB [--tags a,b]\n"
 	"              [--namespaces tenant/ns,...] [--orphan-timeout S]\n"
-	"  fnfs invoke TENANT/NAMESPACE/FUNCTION [--mount MOUNTPOINT] < request\n"
+	"  fnfs invoke TENANT/NAMESPACE/FUNCTION [--mount MOUNTPOINT] < "
+	"request\n"
 	"  fnfs version\n"
 	"  fnfs help\n";
 
@@ -73,8 +74,10 @@ static const char help_text[] =
 	"                                 stopped | failed; write start | "
 	"stop\n"
 	"    restart status log           write 1 to restart; details; output\n"
-	"    stats                        call counters, latency, 1-min window\n"
-	"    invoke                       hot, cold: write a request, read the\n"
+	"    stats                        call counters, latency, 1-min "
+	"window\n"
+	"    invoke                       hot, cold: write a request, read "
+	"the\n"
 	"                                 response (a transaction file)\n"
 	"    instances/N/                 state restart status stats pid log,\n"
 	"                                 worker -> "

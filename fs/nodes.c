@@ -363,9 +363,9 @@ void fs_stat(struct fs *fs, const struct fs_node *n, struct stat *st)
 		st->st_nlink = 1;
 		if (n->kind == FS_EVENTS)
 			st->st_size = (off_t)sched_events_end(fs->sched);
-		else if (!is_attr(n->kind) &&
-			 ((kinds[n->kind].flags & (NODE_NOSIZE | NODE_NOSTAT)) ||
-			  !(st->st_mode & 0444)))
+		else if (!is_attr(n->kind) && ((kinds[n->kind].flags &
+						(NODE_NOSIZE | NODE_NOSTAT)) ||
+					       !(st->st_mode & 0444)))
 			st->st_size = 0;
 		else if (fs_render(fs, n, &b, NULL, NULL, &w) == 0)
 			st->st_size = (off_t)b.len;

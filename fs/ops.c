@@ -485,8 +485,8 @@ static void invoke_write(fuse_req_t req, struct handle *h, const char *buf,
 	}
 	rc = rt_buf_append(&h->req, buf, size);
 	if (rc == 0)
-		rc = sched_call_check(h->fs->sched, fn, h->req.data,
-				      h->req.len, 1);
+		rc = sched_call_check(h->fs->sched, fn, h->req.data, h->req.len,
+				      1);
 	if (rc < 0 && h->req.len > before) {
 		/* A refused piece leaves the request as it was. */
 		h->req.len = before;

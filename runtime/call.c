@@ -106,8 +106,8 @@ static void hot_send(struct rt_call *c)
 				  c->deadline_ms, &frame);
 
 	if (rc < 0) {
-		finish(c, "failed", "the payload does not fit the format",
-		       NULL, 0);
+		finish(c, "failed", "the payload does not fit the format", NULL,
+		       0);
 		rt_buf_free(&frame);
 		return;
 	}
@@ -187,16 +187,16 @@ void rt_call_start(struct rt_worker *w, struct rt_instance *in,
 	      in->state == RT_BACKOFF) ||
 	    !(rt_instance_mode_is(in, "hot") ||
 	      rt_instance_mode_is(in, "cold"))) {
-		rt_worker_send(
-			w,
-			json_pack("{s:s, s:I, s:s, s:s}", "type", "result",
-				  "call", (json_int_t)id, "status", "reset",
-				  "reason",
-				  in == NULL	     ? "no such instance here"
-				  : in->call != NULL ? "the instance is busy"
-						     : "the instance is not "
-						       "running"),
-			NULL, 0);
+		rt_worker_send(w,
+			       json_pack("{s:s, s:I, s:s, s:s}", "type",
+					 "result", "call", (json_int_t)id,
+					 "status", "reset", "reason",
+					 in == NULL ? "no such instance here"
+					 : in->call != NULL
+						 ? "the instance is busy"
+						 : "the instance is not "
+						   "running"),
+			       NULL, 0);
 		return;
 	}
 	c = calloc(1, sizeof(*c));
@@ -362,8 +362,10 @@ void rt_call_on_output(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 		r->line.len -= used;
 	}
 	if (r->line.len > RT_WIRE_BODY_MAX) {
-		rt_log(RT_LOG_WARN, "%s: a response line over %u bytes; "
-		       "killing", r->in ? r->in->id : "?", RT_WIRE_BODY_MAX);
+		rt_log(RT_LOG_WARN,
+		       "%s: a response line over %u bytes; "
+		       "killing",
+		       r->in ? r->in->id : "?", RT_WIRE_BODY_MAX);
 		rt_buf_reset(&r->line);
 		kill_run(r);
 	}

@@ -111,8 +111,8 @@ int rt_frame_response(int json, const char *id, const char *line, size_t len,
 		goto out;
 	}
 	v = json_object_get(o, "id");
-	if (v != NULL && (!json_is_string(v) ||
-			  strcmp(json_string_value(v), id) != 0)) {
+	if (v != NULL &&
+	    (!json_is_string(v) || strcmp(json_string_value(v), id) != 0)) {
 		rc = 1;
 		goto out;
 	}
@@ -124,8 +124,7 @@ int rt_frame_response(int json, const char *id, const char *line, size_t len,
 		else
 			rt_buf_puts(out, "error");
 	} else if (json_is_string(v = json_object_get(o, "body"))) {
-		rt_buf_append(out, json_string_value(v),
-			      json_string_length(v));
+		rt_buf_append(out, json_string_value(v), json_string_length(v));
 	} else {
 		rt_buf_puts(out, "the response has neither a string \"body\" "
 				 "nor an \"error\"");

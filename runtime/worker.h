@@ -82,10 +82,10 @@ struct rt_call {
 	int64_t deadline_ms; /* epoch ms */
 	char *body;	     /* the request, owned */
 	size_t len;
-	int sent;	     /* written to the process */
-	uv_timer_t *timer;   /* the deadline; owned until closed */
-	struct rt_run *run;  /* cold: its process */
-	struct rt_buf resp;  /* cold: its stdout so far */
+	int sent;	    /* written to the process */
+	uv_timer_t *timer;  /* the deadline; owned until closed */
+	struct rt_run *run; /* cold: its process */
+	struct rt_buf resp; /* cold: its stdout so far */
 };
 
 /* One instance this worker runs. */
@@ -121,8 +121,8 @@ struct rt_instance {
 	size_t log_size;	  /* bytes in the current log file */
 	double cpu_seconds;	  /* last /proc sample */
 	long long rss_bytes;
-	int freeing; /* removed; freed when nothing refers */
-	struct rt_call *call; /* hot, cold: the call it serves, or NULL */
+	int freeing;	       /* removed; freed when nothing refers */
+	struct rt_call *call;  /* hot, cold: the call it serves, or NULL */
 	long long cold_spawns; /* cold: processes forked for calls */
 };
 

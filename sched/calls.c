@@ -83,8 +83,8 @@ static void failure(struct sched *s, struct sched_function *fn, int err,
 	struct sched_fn_calls *fc = fn->calls;
 	char line[300];
 
-	snprintf(line, sizeof(line), "call failed: %s: %s",
-		 rt_errno_name(err), reason);
+	snprintf(line, sizeof(line), "call failed: %s: %s", rt_errno_name(err),
+		 reason);
 	sched__set_error(fn, line);
 	fc->fail_pending++;
 	fc->fail_errno = err;
@@ -134,7 +134,7 @@ static void finish(struct sched *s, struct sched_call *c, int err,
 {
 	struct sched_function *fn = c->fn;
 	struct sched_instance *in = c->in;
-	enum sched_outcome o = err == 0		? SCHED_PROCESSED
+	enum sched_outcome o = err == 0		  ? SCHED_PROCESSED
 			       : err == EREMOTEIO ? SCHED_USER_ERROR
 						  : SCHED_SYSTEM_ERROR;
 	int64_t now = rt_now_ms(),
@@ -200,8 +200,8 @@ void sched__on_result(struct sched *s, struct sched_worker *w,
 	long long id = rt_msg_int(m, "call", 0);
 	struct sched_call *c = id > 0 ? rt_idmap_get(&s->calls, (uint64_t)id)
 				      : NULL;
-	const char *st = rt_msg_str(m, "status"), *reason = rt_msg_str(m,
-									"reason");
+	const char *st = rt_msg_str(m, "status"),
+		   *reason = rt_msg_str(m, "reason");
 	struct sched_function *fn;
 	int err;
 
@@ -483,8 +483,8 @@ void sched_call_detach(struct sched *s, struct sched_call *c)
 static void scale_in(struct sched *s, struct sched_function *fn)
 {
 	struct sched_fn_calls *fc = fn->calls;
-	int64_t now = rt_mono_ms(), idle_ms = (int64_t)fn->spec.idle_timeout *
-					      1000;
+	int64_t now = rt_mono_ms(),
+		idle_ms = (int64_t)fn->spec.idle_timeout * 1000;
 	int changed = 0;
 	char name[16];
 
@@ -496,8 +496,8 @@ static void scale_in(struct sched *s, struct sched_function *fn)
 			break;
 		snprintf(name, sizeof(name), "%d", top);
 		in = (struct sched_instance *)sched_child(&fn->obj, name);
-		if (in != NULL && (in->call != NULL || now - in->idle_mono <
-							      idle_ms))
+		if (in != NULL &&
+		    (in->call != NULL || now - in->idle_mono < idle_ms))
 			break;
 		fc->scale = top;
 		changed = 1;

@@ -337,8 +337,8 @@ static json_t *run_spec(const struct sched_instance *in)
 	return json_pack("{s:s, s:o, s:s, s:i, s:s, s:s, s:s}", "command",
 			 sp->command ? sp->command : "", "env", env, "cwd",
 			 sp->cwd ? sp->cwd : "", "memory", sp->memory,
-			 "restart_policy", policies[sp->restart_policy],
-			 "mode", modes[sp->mode], "format", formats[sp->format]);
+			 "restart_policy", policies[sp->restart_policy], "mode",
+			 modes[sp->mode], "format", formats[sp->format]);
 }
 
 static char *instance_id(const struct sched_instance *in)

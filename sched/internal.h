@@ -70,11 +70,11 @@ struct sched {
 	int paused;	       /* the pool waits for the start limit */
 	uint64_t rng;
 	/* state of sched__random */ /* monotonic ms of the last tick */
-	struct rt_idmap calls;	   /* id -> struct sched_call *, unfinished */
-	uint64_t next_call;	   /* the id the next call gets */
-	struct sched_stats *stats; /* over every call, owned */
-	struct rt_idmap scaled;	   /* functions scaled above parallelism */
-	struct rt_idmap failing;   /* functions with unreported failures */
+	struct rt_idmap calls;	     /* id -> struct sched_call *, unfinished */
+	uint64_t next_call;	     /* the id the next call gets */
+	struct sched_stats *stats;   /* over every call, owned */
+	struct rt_idmap scaled;	     /* functions scaled above parallelism */
+	struct rt_idmap failing;     /* functions with unreported failures */
 	int shutting_down;
 	void (*shutdown_done)(void *arg);
 	void *shutdown_arg;
@@ -106,9 +106,9 @@ struct sched_fn_calls {
 	int queued;
 	int scale; /* instances wanted now, above parallelism when busy */
 	struct sched_stats stats;
-	int64_t fail_sec;     /* epoch second of the last call.failed line */
-	long fail_pending;    /* failures not yet in the journal */
-	int fail_errno;	      /* of the newest */
+	int64_t fail_sec;  /* epoch second of the last call.failed line */
+	long fail_pending; /* failures not yet in the journal */
+	int fail_errno;	   /* of the newest */
 	char fail_reason[200];
 };
 
@@ -233,8 +233,8 @@ void sched__calls_close(struct sched *s);
 
 /* Renders a function's stats, an instance's call counters, and the root
  * files status, stats and metrics. */
-int sched__calls_render(struct sched *s, struct sched_obj *o,
-			enum sched_file f, struct rt_buf *out);
+int sched__calls_render(struct sched *s, struct sched_obj *o, enum sched_file f,
+			struct rt_buf *out);
 
 /* Appends an instance's call counters (stats keys) to `out`. */
 int sched__instance_call_stats(struct sched *s, struct sched_instance *in,

@@ -111,8 +111,7 @@ static int add_fn(const char *key, void *value, void *arg)
 static int each_ns(const char *key, void *value, void *arg)
 {
 	(void)key;
-	return rt_map_each(&((struct sched_obj *)value)->children, add_fn,
-			   arg);
+	return rt_map_each(&((struct sched_obj *)value)->children, add_fn, arg);
 }
 
 static int each_tenant(const char *key, void *value, void *arg)
@@ -148,10 +147,10 @@ static struct fn_list functions(struct sched *s)
 
 static int render_status(struct sched *s, struct rt_buf *out)
 {
-	static const char *const head[] = { "FUNCTION", "MODE",	   "STATE",
-					    "RUNNING/WANTED", "REVISION",
-					    "CALLS/S",	"ERRORS/S", "P99_MS",
-					    "RESTARTS" };
+	static const char *const head[] = {
+		"FUNCTION", "MODE",	"STATE",  "RUNNING/WANTED", "REVISION",
+		"CALLS/S",  "ERRORS/S", "P99_MS", "RESTARTS"
+	};
 	enum { NCOL = 9 };
 	struct fn_list l = functions(s);
 	char **cells = calloc((l.n + 1) * NCOL, sizeof(char *));
@@ -334,10 +333,9 @@ static const struct {
 	{ "instances", "gauge", "Instances wanted.", F_INSTANCES },
 	{ "running_instances", "gauge", "Instances running.", F_RUNNING },
 	{ "busy_instances", "gauge", "Instances serving a call.", F_BUSY },
-	{ "cpu_seconds_total", "counter", "CPU time of the instances.",
-	  F_CPU },
-	{ "resident_memory_bytes", "gauge",
-	  "Resident memory of the instances.", F_RSS },
+	{ "cpu_seconds_total", "counter", "CPU time of the instances.", F_CPU },
+	{ "resident_memory_bytes", "gauge", "Resident memory of the instances.",
+	  F_RSS },
 };
 
 static double fn_value(struct sched_function *fn, enum fig fig,
@@ -374,10 +372,10 @@ static void latency_summary(struct rt_buf *out, const char *name,
 	for (i = 0; i < 2; i++) {
 		rt_buf_printf(out, "%s{", name);
 		labels(out, obj);
-		rt_buf_printf(out, ",quantile=\"%g\"} %.6f\n", q[i],
-			      sched_hist_quantile(st->hist, st->latency_n,
-						  q[i]) /
-				      1000.0);
+		rt_buf_printf(
+			out, ",quantile=\"%g\"} %.6f\n", q[i],
+			sched_hist_quantile(st->hist, st->latency_n, q[i]) /
+				1000.0);
 	}
 	rt_buf_printf(out, "%s_sum{", name);
 	labels(out, obj);
@@ -413,8 +411,8 @@ static const struct {
 	{ "calls_processed_total", "counter", "Calls answered.", F_PROCESSED },
 	{ "calls_user_errors_total", "counter",
 	  "Calls the function answered with an error.", F_USER },
-	{ "calls_system_errors_total", "counter",
-	  "Calls that failed in fnfs.", F_SYSTEM },
+	{ "calls_system_errors_total", "counter", "Calls that failed in fnfs.",
+	  F_SYSTEM },
 	{ "restarts_total", "counter", "Restarts.", F_RESTARTS },
 	{ "busy", "gauge", "Whether it serves a call.", F_BUSY },
 	{ "cpu_seconds_total", "counter", "CPU time.", F_CPU },
@@ -471,9 +469,9 @@ static int render_metrics(struct sched *s, struct rt_buf *out)
 		for (i = 0; i < l.n; i++) {
 			rt_buf_printf(out, "%s{", name);
 			fn_labels(out, l.v[i]);
-			rt_buf_printf(out, "} %.17g\n",
-				      fn_value(l.v[i], fn_families[k].fig,
-					       &figs[i]));
+			rt_buf_printf(
+				out, "} %.17g\n",
+				fn_value(l.v[i], fn_families[k].fig, &figs[i]));
 		}
 	}
 	family(out, "fnfs_function_latency_seconds", "summary",
@@ -481,12 +479,10 @@ static int render_metrics(struct sched *s, struct rt_buf *out)
 	for (i = 0; i < l.n; i++)
 		latency_summary(out, "fnfs_function_latency_seconds",
 				stats_of(l.v[i]), fn_labels_cb, l.v[i]);
-	for (k = 0; k < sizeof(inst_families) / sizeof(inst_families[0]);
-	     k++) {
+	for (k = 0; k < sizeof(inst_families) / sizeof(inst_families[0]); k++) {
 		snprintf(name, sizeof(name), "fnfs_instance_%s",
 			 inst_families[k].name);
-		family(out, name, inst_families[k].type,
-		       inst_families[k].help);
+		family(out, name, inst_families[k].type, inst_families[k].help);
 		for (i = 0; i < l.n; i++)
 			for (j = 0; j < ninsts[i]; j++) {
 				rt_buf_printf(out, "%s{", name);
@@ -513,12 +509,14 @@ static int render_metrics(struct sched *s, struct rt_buf *out)
 			family(out, wf[k][0], wf[k][1], wf[k][2]);
 			for (i = 0; w != NULL && i < nw; i++) {
 				struct sched_worker *x = w[i];
-				double v = k == 0   ? x->online
-					   : k == 1 ? (double)x->memory_mb * 1048576
-					   : k == 2 ? (double)(x->memory_mb -
-							       x->used_mb) *
-							      1048576
-						    : (double)x->assignments.count;
+				double v =
+					k == 0 ? x->online
+					: k == 1
+						? (double)x->memory_mb * 1048576
+					: k == 2 ? (double)(x->memory_mb -
+							    x->used_mb) *
+							   1048576
+						 : (double)x->assignments.count;
 
 				rt_buf_printf(out, "%s{", wf[k][0]);
 				label(out, "worker", x->obj.name, 1);
@@ -545,8 +543,8 @@ static int render_metrics(struct sched *s, struct rt_buf *out)
 	return 0;
 }
 
-int sched__calls_render(struct sched *s, struct sched_obj *o,
-			enum sched_file f, struct rt_buf *out)
+int sched__calls_render(struct sched *s, struct sched_obj *o, enum sched_file f,
+			struct rt_buf *out)
 {
 	switch (f) {
 	case SCHED_FN_STATS:

@@ -394,8 +394,7 @@ void sched_shutdown(struct sched *s, void (*done)(void *arg), void *arg);
 /* Called once when a call ends: `err` is 0 with the response in `body`,
  * or a positive errno (ETIMEDOUT, EREMOTEIO, ECONNRESET, EAGAIN, EIO,
  * ENOENT). Not called after sched_call_detach. */
-typedef void (*sched_call_fn)(void *arg, int err, const char *body,
-			      size_t len);
+typedef void (*sched_call_fn)(void *arg, int err, const char *body, size_t len);
 
 /* Checks a request being written to the invoke file of `fn` (a prefix of
  * it when `partial`). Returns 0, -EOPNOTSUPP (a daemon, or no command),

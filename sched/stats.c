@@ -70,8 +70,8 @@ void sched_stats_received(struct sched_stats *st, int64_t now)
 	second_of(st, now)->received++;
 }
 
-void sched_stats_done(struct sched_stats *st, int64_t now,
-		      enum sched_outcome o, int timeout, int64_t us)
+void sched_stats_done(struct sched_stats *st, int64_t now, enum sched_outcome o,
+		      int timeout, int64_t us)
 {
 	struct sched_second *b = second_of(st, now);
 
@@ -116,15 +116,16 @@ void sched_stats_view(const struct sched_stats *st, int64_t now,
 	v->cold_starts = st->cold_starts;
 	v->last_ms = st->last_ms;
 	if (st->latency_n > 0)
-		v->latency_avg_ms =
-			(double)st->latency_us / (double)st->latency_n / 1000.0;
+		v->latency_avg_ms = (double)st->latency_us /
+				    (double)st->latency_n / 1000.0;
 	v->latency_p50_ms = sched_hist_quantile(st->hist, st->latency_n, 0.5);
 	v->latency_p99_ms = sched_hist_quantile(st->hist, st->latency_n, 0.99);
 	for (i = 0; i < SCHED_WINDOW_S; i++) {
 		const struct sched_second *b = &st->window[i];
 
 		/* The current second and the 59 before it. */
-		if (b->sec == 0 || b->sec > sec || b->sec <= sec - SCHED_WINDOW_S)
+		if (b->sec == 0 || b->sec > sec ||
+		    b->sec <= sec - SCHED_WINDOW_S)
 			continue;
 		v->received_1min += b->received;
 		v->processed_1min += b->processed;
@@ -134,7 +135,8 @@ void sched_stats_view(const struct sched_stats *st, int64_t now,
 		lat_us += b->latency_us;
 	}
 	if (lat_n > 0)
-		v->latency_avg_1min_ms = (double)lat_us / (double)lat_n / 1000.0;
+		v->latency_avg_1min_ms = (double)lat_us / (double)lat_n /
+					 1000.0;
 }
 
 int sched_stats_render(const struct sched_stats_view *v, struct rt_buf *out)

@@ -68,15 +68,15 @@ void sched_stats_received(struct sched_stats *st, int64_t now);
 
 /* Counts the end of a call: its outcome, whether it timed out, and its
  * latency (`us` < 0: none, as for a call that never ran). */
-void sched_stats_done(struct sched_stats *st, int64_t now,
-		      enum sched_outcome o, int timeout, int64_t us);
+void sched_stats_done(struct sched_stats *st, int64_t now, enum sched_outcome o,
+		      int timeout, int64_t us);
 
 /* Reads the counters at epoch ms `now`: the window covers the last 60
  * whole seconds and the current one. */
 void sched_stats_view(const struct sched_stats *st, int64_t now,
 		      struct sched_stats_view *v);
 
-/* Appends the flat keyed lines of `v` (received_total ... 
+/* Appends the flat keyed lines of `v` (received_total ...
  * latency_avg_1min_ms) to `out`. */
 int sched_stats_render(const struct sched_stats_view *v, struct rt_buf *out);
 

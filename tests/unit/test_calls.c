@@ -49,8 +49,8 @@ TEST(frame_json_request_is_one_line_and_binary_safe)
 	CHECK(rt_frame_check(1, "\xc0\x80", 2, NULL) == -EINVAL); /* overlong */
 	CHECK(rt_frame_check(1, "\xed\xa0\x80", 3, NULL) == -EINVAL);
 	CHECK(rt_frame_check(1, "\xe2\x82", 2, NULL) == -EINVAL); /* cut */
-	CHECK(rt_frame_check(1, "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
-			     14, NULL) == 0);
+	CHECK(rt_frame_check(1, "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", 14,
+			     NULL) == 0);
 	rt_buf_free(&b);
 }
 
