@@ -102,7 +102,8 @@ static void hot_send(struct rt_call *c)
 {
 	struct rt_instance *in = c->in;
 	struct rt_buf frame = { 0 };
-	int rc = rt_frame_request(is_json(in), c->idstr, c->body, c->len,
+	int rc = rt_frame_request(is_json(in), c->idstr,
+				  c->body != NULL ? c->body : "", c->len,
 				  c->deadline_ms, &frame);
 
 	if (rc < 0) {

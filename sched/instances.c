@@ -439,6 +439,7 @@ static void retire(struct sched *s, struct sched_instance *in, int persist)
 	const char *t, *ns, *fn;
 
 	sched__call_lost(s, in, "its instance was removed");
+	fn_of(in)->restarts_gone += in->restarts_total;
 	if (in->worker != NULL) {
 		send_simple(s, in, "stop", 1, NULL);
 		unassign(s, in, 0);

@@ -26,6 +26,7 @@ static void figures_of(struct sched_function *fn, struct figures *f)
 	struct sched_instance **v = sched__instances_sorted(fn, &n);
 
 	memset(f, 0, sizeof(*f));
+	f->restarts = fn->restarts_gone; /* a counter never goes down */
 	for (i = 0; i < n; i++) {
 		f->instances++;
 		f->running += v[i]->state == SCHED_RUNNING;
@@ -330,10 +331,11 @@ static const struct {
 	  "Processes started for waiting calls.", F_COLD },
 	{ "restarts_total", "counter", "Restarts of instances.", F_RESTARTS },
 	{ "queue_depth", "gauge", "Calls waiting for an instance.", F_QUEUE },
-	{ "instances", "gauge", "Instances wanted.", F_INSTANCES },
+	{ "instances", "gauge", "Instances it has.", F_INSTANCES },
 	{ "running_instances", "gauge", "Instances running.", F_RUNNING },
 	{ "busy_instances", "gauge", "Instances serving a call.", F_BUSY },
-	{ "cpu_seconds_total", "counter", "CPU time of the instances.", F_CPU },
+	{ "cpu_seconds", "gauge",
+	  "CPU time of the live processes (drops when one restarts).", F_CPU },
 	{ "resident_memory_bytes", "gauge", "Resident memory of the instances.",
 	  F_RSS },
 };
@@ -415,7 +417,7 @@ static const struct {
 	  F_SYSTEM },
 	{ "restarts_total", "counter", "Restarts.", F_RESTARTS },
 	{ "busy", "gauge", "Whether it serves a call.", F_BUSY },
-	{ "cpu_seconds_total", "counter", "CPU time.", F_CPU },
+	{ "cpu_seconds", "gauge", "CPU time of its live process.", F_CPU },
 	{ "resident_memory_bytes", "gauge", "Resident memory.", F_RSS },
 };
 

@@ -175,6 +175,7 @@ struct sched_function {
 				 * instances restarted */
 	char *error;		/* owned: last error line, NULL if none */
 	struct sched_fn_calls *calls; /* owned: calls, stats; or NULL */
+	long long restarts_gone;      /* restarts of instances since removed */
 };
 
 /* The id of the root object, and of the pool of workers. */

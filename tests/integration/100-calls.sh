@@ -54,6 +54,7 @@ cat >"$J/config" <<JSON
 JSON
 check "a hot json function runs" wait_until 10 running_all "$J" 1
 check_eq "json: a call" "$(call json 'héllo')" "HÉLLO"
+check "json: a read without a write is a call with an empty body" call json ""
 check_fails_with "json: an error response is EREMOTEIO" "Remote I/O error" call json fail
 check "its message is in error" grep -q "no such user" "$J/error"
 check_fails_with "json: a slow call hits its timeout (ETIMEDOUT)" "timed out" call json "sleep 5"
