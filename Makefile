@@ -92,7 +92,7 @@ lint:
 		--suppress=missingIncludeSystem \
 		fs sched runtime tests/unit
 	shellcheck -x scripts/install-deps scripts/demo scripts/demo-banner tests/run \
-		tests/integration/*.sh .ci/run $(wildcard scripts/bench/fs-latency)
+		tests/integration/*.sh .ci/run $(wildcard scripts/bench/fs-latency scripts/bench/calls)
 
 install: fnfs
 	install -D -m 0755 fnfs $(DESTDIR)$(PREFIX)/bin/fnfs
