@@ -8,7 +8,7 @@
 
 #include "rt.h"
 
-static int buf_reserve(struct rt_buf *b, size_t extra)
+int rt_buf_reserve(struct rt_buf *b, size_t extra)
 {
 	size_t need = b->len + extra + 1;
 	size_t cap;
@@ -31,7 +31,7 @@ static int buf_reserve(struct rt_buf *b, size_t extra)
 
 int rt_buf_append(struct rt_buf *b, const void *p, size_t n)
 {
-	int rc = buf_reserve(b, n);
+	int rc = rt_buf_reserve(b, n);
 
 	if (rc < 0)
 		return rc;
@@ -57,7 +57,7 @@ int rt_buf_vprintf(struct rt_buf *b, const char *fmt, va_list ap)
 	va_end(ap2);
 	if (n < 0)
 		return -EINVAL;
-	rc = buf_reserve(b, (size_t)n);
+	rc = rt_buf_reserve(b, (size_t)n);
 	if (rc < 0)
 		return rc;
 	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);

@@ -69,24 +69,45 @@ static void written(uv_write_t *req, int status)
 	free(wr);
 }
 
-/* Queues `data` (taken) on the run's stdin. Returns 0 or -errno. */
+/* Writes `data` (taken) to the run's stdin, then closes it if `close`:
+ * at once when it fits the pipe, else queued. Returns 0 or -errno. */
 static int write_stdin(struct rt_run *r, char *data, size_t len, int close)
 {
-	struct wreq *wr = calloc(1, sizeof(*wr));
+	uv_stream_t *pipe = (uv_stream_t *)&r->req;
 	uv_buf_t b = uv_buf_init(data, (unsigned)len);
-	int rc;
+	struct wreq *wr = NULL;
+	int n, rc = 0;
 
+	/* UV_EAGAIN while earlier writes are queued: the order is kept. */
+	n = uv_try_write(pipe, &b, 1);
+	if (n == (int)len) {
+		if (close)
+			rt_run_close(r, &r->req);
+		goto out;
+	}
+	if (n < 0 && n != UV_EAGAIN) {
+		rc = n;
+		goto out;
+	}
+	wr = calloc(1, sizeof(*wr));
 	if (wr == NULL) {
-		free(data);
-		return -ENOMEM;
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (n > 0) {
+		memmove(data, data + n, len - (size_t)n);
+		b = uv_buf_init(data, (unsigned)(len - (size_t)n));
 	}
 	wr->data = data;
 	wr->close_after = close ? r : NULL;
-	rc = uv_write(&wr->req, (uv_stream_t *)&r->req, &b, 1, written);
-	if (rc < 0) {
-		free(data);
-		free(wr);
+	rc = uv_write(&wr->req, pipe, &b, 1, written);
+	if (rc == 0) {
+		data = NULL; /* written() frees both */
+		wr = NULL;
 	}
+out:
+	free(data);
+	free(wr);
 	return rc;
 }
 

@@ -24,6 +24,10 @@ struct rt_buf {
 	size_t cap; /* bytes allocated */
 };
 
+/* Makes room for `extra` more bytes (and the NUL after them) without
+ * changing the content. Returns 0 or -ENOMEM. */
+int rt_buf_reserve(struct rt_buf *b, size_t extra);
+
 /* Appends `n` bytes. Returns 0 or -ENOMEM (the buffer is then unchanged). */
 int rt_buf_append(struct rt_buf *b, const void *p, size_t n);
 

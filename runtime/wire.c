@@ -79,9 +79,8 @@ void rt_msg_free(struct rt_msg *msg)
 int rt_wire_encode(struct rt_buf *out, json_t *header, const void *body,
 		   size_t body_len)
 {
-	unsigned char len[4];
-	size_t mark = out->len, hlen;
-	char *text;
+	size_t mark = out->len, room = 256, hlen;
+	unsigned char *len;
 	int rc;
 
 	if (!json_is_string(json_object_get(header, "type")) ||
@@ -94,24 +93,36 @@ int rt_wire_encode(struct rt_buf *out, json_t *header, const void *body,
 				    json_integer((json_int_t)body_len));
 	else
 		json_object_del(header, "body_len");
-	text = json_dumps(header, JSON_COMPACT);
-	if (text == NULL)
-		return -ENOMEM;
-	hlen = strlen(text);
-	if (hlen > RT_WIRE_HEADER_MAX) {
-		free(text);
-		return -EINVAL;
+	/* The header is dumped in place after its length, in one pass when
+	 * it fits the room reserved (a call's or a result's always does). */
+	for (;;) {
+		rc = rt_buf_reserve(out, 4 + room);
+		if (rc < 0)
+			goto out;
+		hlen = json_dumpb(header, out->data + mark + 4, room,
+				  JSON_COMPACT);
+		if (hlen == 0) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		if (hlen <= room)
+			break;
+		if (hlen > RT_WIRE_HEADER_MAX) {
+			rc = -EINVAL;
+			goto out;
+		}
+		room = hlen;
 	}
+	len = (unsigned char *)out->data + mark;
 	len[0] = (unsigned char)(hlen >> 24);
 	len[1] = (unsigned char)(hlen >> 16);
 	len[2] = (unsigned char)(hlen >> 8);
 	len[3] = (unsigned char)hlen;
-	rc = rt_buf_append(out, len, 4);
-	if (rc == 0)
-		rc = rt_buf_append(out, text, hlen);
-	if (rc == 0 && body_len > 0)
+	out->len = mark + 4 + hlen;
+	out->data[out->len] = '\0';
+	if (body_len > 0)
 		rc = rt_buf_append(out, body, body_len);
-	free(text);
+out:
 	if (rc < 0) {
 		out->len = mark;
 		if (out->data)
@@ -162,18 +173,30 @@ static void on_written(uv_write_t *req, int status)
 	free(m);
 }
 
-int rt_wire_send(uv_stream_t *stream, json_t *header, const void *body,
-		 size_t len)
+int rt_stream_write(uv_stream_t *stream, const void *data, size_t len)
 {
-	struct out_msg *m = calloc(1, sizeof(*m));
-	uv_buf_t b;
-	int rc = -ENOMEM;
+	uv_buf_t b = uv_buf_init((char *)data, (unsigned)len);
+	struct out_msg *m = NULL;
+	int n, rc = 0;
 
-	if (m == NULL)
+	/* Most writes fit the socket or pipe at once: no request, no copy,
+	 * no callback. uv_try_write refuses (UV_EAGAIN) while earlier
+	 * writes are queued, so the bytes keep their order. */
+	n = uv_try_write(stream, &b, 1);
+	if (n == (int)len)
 		goto out;
-	rc = rt_wire_encode(&m->buf, header, body, len);
-	if (rc < 0)
+	if (n < 0 && n != UV_EAGAIN) {
+		rc = n;
 		goto out;
+	}
+	if (n < 0)
+		n = 0;
+	m = calloc(1, sizeof(*m));
+	if (m == NULL || rt_buf_append(&m->buf, (const char *)data + n,
+				       len - (size_t)n) < 0) {
+		rc = -ENOMEM;
+		goto out;
+	}
 	b = uv_buf_init(m->buf.data, (unsigned)m->buf.len);
 	rc = uv_write(&m->req, stream, &b, 1, on_written);
 	if (rc == 0)
@@ -182,8 +205,140 @@ out:
 	if (m != NULL)
 		rt_buf_free(&m->buf);
 	free(m);
+	return rc;
+}
+
+int rt_wire_send(uv_stream_t *stream, json_t *header, const void *body,
+		 size_t len)
+{
+	/* One thread: the frame is built in a buffer kept for the next. */
+	static struct rt_buf frame;
+	int rc;
+
+	frame.len = 0;
+	rc = rt_wire_encode(&frame, header, body, len);
+	if (rc == 0)
+		rc = rt_stream_write(stream, frame.data, frame.len);
+	/* A large body's buffer is not kept. */
+	if (frame.cap > 65536)
+		rt_buf_free(&frame);
 	json_decref(header);
 	return rc;
+}
+
+static void out_unlink(struct rt_wire_out *o)
+{
+	if (o->pprev == NULL)
+		return;
+	*o->pprev = o->next;
+	if (o->next != NULL)
+		o->next->pprev = o->pprev;
+	o->next = NULL;
+	o->pprev = NULL;
+}
+
+int rt_wire_out_flush(struct rt_wire_out *o)
+{
+	int rc = 0;
+
+	out_unlink(o);
+	if (o->pending.len > 0 && o->stream != NULL)
+		rc = rt_stream_write(o->stream, o->pending.data,
+				     o->pending.len);
+	o->pending.len = 0;
+	/* A large body's room is not kept. */
+	if (o->pending.cap > 65536)
+		rt_buf_free(&o->pending);
+	return rc;
+}
+
+static void flush_all(struct rt_wire_flusher *f)
+{
+	while (f->head != NULL)
+		rt_wire_out_flush(f->head);
+}
+
+static void on_check(uv_check_t *h)
+{
+	flush_all(h->data);
+}
+
+static void on_prepare(uv_prepare_t *h)
+{
+	flush_all(h->data);
+}
+
+int rt_wire_flusher_start(struct rt_wire_flusher *f, uv_loop_t *loop)
+{
+	int rc;
+
+	memset(f, 0, sizeof(*f));
+	rc = uv_check_init(loop, &f->check);
+	if (rc < 0)
+		goto out;
+	rc = uv_prepare_init(loop, &f->prepare);
+	if (rc < 0) {
+		uv_close((uv_handle_t *)&f->check, NULL);
+		goto out;
+	}
+	f->check.data = f;
+	f->prepare.data = f;
+	uv_check_start(&f->check, on_check);
+	uv_prepare_start(&f->prepare, on_prepare);
+	uv_unref((uv_handle_t *)&f->check);
+	uv_unref((uv_handle_t *)&f->prepare);
+	f->started = 1;
+out:
+	return rc;
+}
+
+void rt_wire_flusher_stop(struct rt_wire_flusher *f)
+{
+	if (!f->started)
+		return;
+	flush_all(f);
+	f->started = 0;
+	uv_close((uv_handle_t *)&f->check, NULL);
+	uv_close((uv_handle_t *)&f->prepare, NULL);
+}
+
+void rt_wire_out_init(struct rt_wire_out *o, struct rt_wire_flusher *f,
+		      uv_stream_t *stream)
+{
+	memset(o, 0, sizeof(*o));
+	o->f = f;
+	o->stream = stream;
+}
+
+int rt_wire_out_send(struct rt_wire_out *o, json_t *header, const void *body,
+		     size_t len)
+{
+	struct rt_wire_flusher *f = o->f;
+	int rc = rt_wire_encode(&o->pending, header, body, len);
+
+	json_decref(header);
+	if (rc < 0)
+		goto out;
+	if (f == NULL || !f->started) {
+		rc = rt_wire_out_flush(o);
+		goto out;
+	}
+	if (o->pprev == NULL) {
+		o->next = f->head;
+		if (f->head != NULL)
+			f->head->pprev = &o->next;
+		f->head = o;
+		o->pprev = &f->head;
+	}
+out:
+	return rc;
+}
+
+void rt_wire_out_close(struct rt_wire_out *o)
+{
+	rt_wire_out_flush(o);
+	rt_buf_free(&o->pending);
+	o->stream = NULL;
 }
 
 void rt_read_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)

@@ -60,6 +60,55 @@ int rt_wire_feed(struct rt_buf *in, const char *data, size_t n,
 int rt_wire_send(uv_stream_t *stream, json_t *header, const void *body,
 		 size_t len);
 
+/* Writes `len` bytes to `stream` after what is queued on it: at once
+ * when they fit, else a copy is queued. Returns 0 or -errno; a write that
+ * fails later shows up as a read error on the same stream. */
+int rt_stream_write(uv_stream_t *stream, const void *data, size_t len);
+
+/* Frames bound for the streams of one loop are gathered and written
+ * together once per turn of the loop (after its I/O callbacks, and before
+ * it waits again), as redis writes its replies before it sleeps: under
+ * load, the calls dispatched in one turn reach a worker in one write and
+ * wake it once. Both handles are unreferenced: they keep no loop alive. */
+struct rt_wire_flusher {
+	uv_check_t check;	  /* after the poll phase */
+	uv_prepare_t prepare;	  /* before the next wait (after timers) */
+	struct rt_wire_out *head; /* the outs that hold frames */
+	int started;
+};
+
+/* The frames queued for one stream. */
+struct rt_wire_out {
+	struct rt_wire_flusher *f; /* NULL or stopped: frames go at once */
+	uv_stream_t *stream;
+	struct rt_buf pending;
+	struct rt_wire_out *next, **pprev; /* in f's list while pending */
+};
+
+/* Starts `f` on `loop`. Returns 0 or a negative libuv error. */
+int rt_wire_flusher_start(struct rt_wire_flusher *f, uv_loop_t *loop);
+
+/* Writes every pending frame, then closes the handles of `f` (before the
+ * loop is closed). Frames sent afterwards go out at once. */
+void rt_wire_flusher_stop(struct rt_wire_flusher *f);
+
+/* Sets up `o` for `stream`, batched by `f` (may be NULL). */
+void rt_wire_out_init(struct rt_wire_out *o, struct rt_wire_flusher *f,
+		      uv_stream_t *stream);
+
+/* Encodes a message into `o`'s batch; the header reference is consumed.
+ * Returns 0 or -errno (-EINVAL, -ENOMEM, or a write error when the frame
+ * goes at once). */
+int rt_wire_out_send(struct rt_wire_out *o, json_t *header, const void *body,
+		     size_t len);
+
+/* Writes what `o` holds now. Returns 0 or -errno. */
+int rt_wire_out_flush(struct rt_wire_out *o);
+
+/* Writes what `o` holds, then forgets it: call before closing the
+ * stream. */
+void rt_wire_out_close(struct rt_wire_out *o);
+
 /* A libuv alloc callback handing out one static 64 KiB buffer: the loop
  * is one thread, and every read is consumed before the next. */
 void rt_read_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf);

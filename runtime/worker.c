@@ -36,7 +36,7 @@ void rt_worker_send(struct rt_worker *w, json_t *header, const void *body,
 		json_decref(header);
 		return;
 	}
-	rt_wire_send((uv_stream_t *)&w->conn, header, body, len);
+	rt_wire_out_send(&w->out, header, body, len);
 }
 
 void rt_worker_report(struct rt_worker *w, struct rt_instance *in)
@@ -138,8 +138,10 @@ void rt_worker_maybe_exit(struct rt_worker *w)
 		uv_close((uv_handle_t *)&w->sigchld, closed_noop);
 		if (w->connected || w->connecting) {
 			w->connected = w->connecting = 0;
+			rt_wire_out_flush(&w->out);
 			uv_close((uv_handle_t *)&w->conn, closed_noop);
 		}
+		rt_wire_flusher_stop(&w->flusher);
 	}
 }
 
@@ -304,6 +306,7 @@ static void conn_lost(struct rt_worker *w, const char *why)
 		w->lost_mono = rt_mono_ms();
 	w->connected = w->connecting = 0;
 	rt_buf_reset(&w->in);
+	rt_wire_out_flush(&w->out);
 	uv_close((uv_handle_t *)&w->conn, conn_closed);
 }
 
@@ -542,6 +545,8 @@ int rt_worker_main(int argc, char **argv)
 	uv_loop_init(&loop);
 	w.loop = &loop;
 	w.retry_ms = RETRY_FIRST_MS;
+	rt_wire_flusher_start(&w.flusher, &loop);
+	rt_wire_out_init(&w.out, &w.flusher, (uv_stream_t *)&w.conn);
 	uv_timer_init(&loop, &w.tick);
 	w.tick.data = &w;
 	uv_timer_init(&loop, &w.retry);
@@ -570,6 +575,7 @@ int rt_worker_main(int argc, char **argv)
 	free(w.cgroup_root);
 	free(w.log_dir);
 	rt_buf_free(&w.in);
+	rt_buf_free(&w.out.pending);
 	json_decref(w.tags);
 	json_decref(w.namespaces);
 	rt_log(RT_LOG_INFO, "worker %s: exited", w.id);

@@ -141,6 +141,8 @@ struct rt_worker {
 	char *log_dir;	   /* owned: <data>/logs/<worker id> */
 	char *cgroup_root; /* owned, NULL when cgroups are unusable */
 	uv_pipe_t conn;
+	struct rt_wire_flusher flusher; /* frames, written once per turn */
+	struct rt_wire_out out;		/* the frames for conn */
 	uv_connect_t connect_req;
 	int connected;	     /* registered with the controller */
 	int registered_once; /* it was, at least once */

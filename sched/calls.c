@@ -332,11 +332,27 @@ static void scale_out(struct sched *s, struct sched_function *fn,
 	}
 }
 
+struct lowest_idle {
+	const struct sched_function *fn;
+	struct sched_instance *in;
+};
+
+static int find_idle(const char *key, void *value, void *arg)
+{
+	struct lowest_idle *l = arg;
+	struct sched_instance *in = value;
+
+	(void)key;
+	if (idle(l->fn, in) && (l->in == NULL || in->n < l->in->n))
+		l->in = in;
+	return 0;
+}
+
 void sched__dispatch(struct sched *s, struct sched_function *fn)
 {
 	struct sched_fn_calls *fc = fn->calls;
 	struct sched_instance **v;
-	int i, n;
+	int n;
 
 	if (fc == NULL || fc->queued == 0)
 		return;
@@ -351,18 +367,24 @@ void sched__dispatch(struct sched *s, struct sched_function *fn)
 		}
 		return;
 	}
-	v = sched__instances_sorted(fn, &n);
-	for (i = 0; i < n && fc->head != NULL; i++) {
+	/* The lowest-numbered idle instance first, so that the highest
+	 * ones go idle and are the ones scaled in. A scan per call: no
+	 * sorted copy on the path of every call. */
+	while (fc->head != NULL) {
+		struct lowest_idle l = { fn, NULL };
 		struct sched_call *c;
 
-		if (!idle(fn, v[i]))
-			continue;
+		rt_map_each(&fn->obj.children, find_idle, &l);
+		if (l.in == NULL)
+			break;
 		c = fc->head;
 		unqueue(fc, c);
-		send_call(s, c, v[i]);
+		send_call(s, c, l.in);
 	}
-	if (fc->head != NULL)
-		scale_out(s, fn, v, n);
+	if (fc->head == NULL)
+		return;
+	v = sched__instances_sorted(fn, &n);
+	scale_out(s, fn, v, n);
 	free(v);
 }
 

@@ -18,6 +18,7 @@
 struct conn {
 	struct sched *s;
 	uv_pipe_t pipe;
+	struct rt_wire_out out;	     /* frames not yet written */
 	struct rt_buf in;	     /* bytes not yet decoded */
 	struct sched_worker *worker; /* once registered */
 	int closing;
@@ -169,7 +170,7 @@ static void conn_send_body(struct conn *c, json_t *header, const void *body,
 		json_decref(header);
 		return;
 	}
-	rt_wire_send((uv_stream_t *)&c->pipe, header, body, len);
+	rt_wire_out_send(&c->out, header, body, len);
 }
 
 static void conn_send(struct conn *c, json_t *header)
@@ -491,6 +492,7 @@ static void conn_close(struct conn *c, const char *why)
 	c->worker = NULL;
 	if (w != NULL)
 		worker_gone(c->s, w, why);
+	rt_wire_out_close(&c->out);
 	uv_close((uv_handle_t *)&c->pipe, conn_closed);
 }
 
@@ -535,6 +537,7 @@ static void on_connection(uv_stream_t *server, int status)
 	c->s = s;
 	uv_pipe_init(s->loop, &c->pipe, 0);
 	c->pipe.data = c;
+	rt_wire_out_init(&c->out, &s->flusher, (uv_stream_t *)&c->pipe);
 	if (uv_accept(server, (uv_stream_t *)&c->pipe) < 0) {
 		uv_close((uv_handle_t *)&c->pipe, conn_closed);
 		return;
@@ -1170,6 +1173,13 @@ int sched_start(struct sched *s, struct uv_loop_s *loop,
 		uv_close((uv_handle_t *)&s->server, NULL);
 		return -EIO;
 	}
+	rc = rt_wire_flusher_start(&s->flusher, loop);
+	if (rc < 0) {
+		rt_log(RT_LOG_ERROR, "cannot start the frame flusher: %s",
+		       uv_strerror(rc));
+		uv_close((uv_handle_t *)&s->server, NULL);
+		return -EIO;
+	}
 	uv_timer_init(loop, &s->tick);
 	s->tick.data = s;
 	uv_timer_start(&s->tick, on_tick, 1000, 1000);
@@ -1220,6 +1230,7 @@ static int close_conn_cb(const char *key, void *value, void *arg)
 		w->online = 0;
 		if (!c->closing) {
 			c->closing = 1;
+			rt_wire_out_close(&c->out);
 			uv_close((uv_handle_t *)&c->pipe, conn_closed);
 		}
 	}
@@ -1241,6 +1252,7 @@ static void finish_shutdown(struct sched *s)
 	uv_close((uv_handle_t *)&s->server, close_noop);
 	unlink(s->sock_path);
 	rt_map_each(&s->pool.children, close_conn_cb, NULL);
+	rt_wire_flusher_stop(&s->flusher);
 	for (i = 0; i < s->requests.nslots; i++)
 		if (s->requests.keys[i] != 0 &&
 		    s->requests.keys[i] != UINT64_MAX)

@@ -48,11 +48,12 @@ struct sched {
 	char *datadir;	       /* owned */
 
 	/* The cluster side (sched_start). */
-	uv_loop_t *loop;	  /* NULL until started */
-	uv_pipe_t server;	  /* DATA/ctl.sock */
-	char *sock_path;	  /* owned */
-	uv_timer_t tick;	  /* once a second: health, pool, pending */
-	struct rt_idmap requests; /* seq -> struct sched_request * */
+	uv_loop_t *loop;  /* NULL until started */
+	uv_pipe_t server; /* DATA/ctl.sock */
+	char *sock_path;  /* owned */
+	uv_timer_t tick;  /* once a second: health, pool, pending */
+	struct rt_wire_flusher flusher; /* frames to workers, per loop turn */
+	struct rt_idmap requests;	/* seq -> struct sched_request * */
 	uint64_t next_seq;
 	int pool_size;		/* designated local workers */
 	int worker_memory;	/* MB per local worker */

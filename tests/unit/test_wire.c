@@ -1,9 +1,12 @@
 /*
  * test_wire.c - the controller <-> worker frame codec: round trips, split
- * delivery, truncated and garbage frames.
+ * delivery, truncated and garbage frames; frames batched per loop turn
+ * and writes that do not fit the socket at once.
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "../../runtime/wire.h"
 #include "unit.h"
@@ -166,4 +169,161 @@ TEST(wire_reused_header_has_no_stale_body)
 	json_decref(h);
 	rt_buf_free(&a);
 	rt_buf_free(&b);
+}
+
+TEST(wire_header_beyond_the_first_room)
+{
+	/* A header longer than the room first reserved is dumped again in
+	 * a larger one, after what the buffer already holds. */
+	struct rt_buf b = { 0 };
+	char big[3000];
+	json_t *h;
+	struct rt_msg m;
+	size_t used;
+
+	memset(big, 'q', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	h = json_pack("{s:s, s:s}", "type", "x", "big", big);
+	CHECK(rt_buf_append(&b, "pre", 3) == 0);
+	CHECK(rt_wire_encode(&b, h, "b", 1) == 0);
+	CHECK(memcmp(b.data, "pre", 3) == 0);
+	CHECK(rt_wire_decode(b.data + 3, b.len - 3, &m, &used, NULL) == 1);
+	CHECK(used == b.len - 3);
+	CHECK_STR(rt_msg_str(&m, "big"), big);
+	CHECK(m.body_len == 1 && m.body[0] == 'b');
+	rt_msg_free(&m);
+	json_decref(h);
+	rt_buf_free(&b);
+}
+
+/* Reads what is waiting on `fd` (non-blocking) into `in`. */
+static void drain(int fd, struct rt_buf *in)
+{
+	char chunk[65536];
+	ssize_t n;
+
+	while ((n = read(fd, chunk, sizeof(chunk))) > 0)
+		CHECK(rt_buf_append(in, chunk, (size_t)n) == 0);
+}
+
+struct seen {
+	long long seq[64];
+	int n;
+};
+
+static int seen_cb(const struct rt_msg *m, void *arg)
+{
+	struct seen *s = arg;
+
+	if (s->n < 64)
+		s->seq[s->n++] = rt_msg_int(m, "seq", -1);
+	return 0;
+}
+
+static void ignore_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
+{
+	(void)st;
+	(void)n;
+	(void)b;
+}
+
+TEST(wire_out_batches_frames_per_loop_turn)
+{
+	uv_loop_t loop;
+	uv_pipe_t p;
+	struct rt_wire_flusher f;
+	struct rt_wire_out o;
+	struct rt_buf in = { 0 }, got = { 0 };
+	struct seen s = { { 0 }, 0 };
+	int sv[2], i;
+
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv) == 0);
+	CHECK(uv_loop_init(&loop) == 0);
+	CHECK(uv_pipe_init(&loop, &p, 0) == 0);
+	CHECK(uv_pipe_open(&p, sv[0]) == 0);
+	CHECK(rt_wire_flusher_start(&f, &loop) == 0);
+	rt_wire_out_init(&o, &f, (uv_stream_t *)&p);
+	/* A reading stream keeps the loop alive for one turn. */
+	CHECK(uv_read_start((uv_stream_t *)&p, rt_read_alloc, ignore_read) ==
+	      0);
+	for (i = 1; i <= 3; i++)
+		CHECK(rt_wire_out_send(
+			      &o,
+			      json_pack("{s:s, s:i}", "type", "x", "seq", i),
+			      NULL, 0) == 0);
+	/* Nothing is written until the loop turns. */
+	drain(sv[1], &got);
+	CHECK(got.len == 0);
+	uv_run(&loop, UV_RUN_NOWAIT);
+	drain(sv[1], &got);
+	CHECK(rt_wire_feed(&in, got.data ? got.data : "", got.len, seen_cb, &s,
+			   NULL) == 0);
+	CHECK(s.n == 3 && s.seq[0] == 1 && s.seq[1] == 2 && s.seq[2] == 3);
+	/* Closing the out writes what it holds. */
+	CHECK(rt_wire_out_send(&o,
+			       json_pack("{s:s, s:i}", "type", "x", "seq", 4),
+			       NULL, 0) == 0);
+	rt_wire_out_close(&o);
+	got.len = 0;
+	drain(sv[1], &got);
+	CHECK(rt_wire_feed(&in, got.data ? got.data : "", got.len, seen_cb, &s,
+			   NULL) == 0);
+	CHECK(s.n == 4 && s.seq[3] == 4);
+	/* Once the flusher is stopped, a frame goes at once. */
+	rt_wire_flusher_stop(&f);
+	rt_wire_out_init(&o, &f, (uv_stream_t *)&p);
+	CHECK(rt_wire_out_send(&o,
+			       json_pack("{s:s, s:i}", "type", "x", "seq", 5),
+			       NULL, 0) == 0);
+	got.len = 0;
+	drain(sv[1], &got);
+	CHECK(rt_wire_feed(&in, got.data ? got.data : "", got.len, seen_cb, &s,
+			   NULL) == 0);
+	CHECK(s.n == 5 && s.seq[4] == 5);
+	rt_wire_out_close(&o);
+	uv_close((uv_handle_t *)&p, NULL);
+	/* The flusher's handles are closed: the loop ends and closes. */
+	uv_run(&loop, UV_RUN_DEFAULT);
+	CHECK(uv_loop_close(&loop) == 0);
+	close(sv[1]);
+	rt_buf_free(&in);
+	rt_buf_free(&got);
+}
+
+TEST(wire_stream_write_keeps_order_past_a_full_socket)
+{
+	/* More than the socket holds: the first part goes at once, the
+	 * rest is queued, and a later write waits behind it. */
+	uv_loop_t loop;
+	uv_pipe_t p;
+	struct rt_buf got = { 0 };
+	size_t big = 4u << 20, i;
+	char *a = malloc(big);
+	int sv[2], spins;
+
+	CHECK(a != NULL);
+	for (i = 0; i < big; i++)
+		a[i] = (char)('a' + i % 26);
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv) == 0);
+	CHECK(uv_loop_init(&loop) == 0);
+	CHECK(uv_pipe_init(&loop, &p, 0) == 0);
+	CHECK(uv_pipe_open(&p, sv[0]) == 0);
+	CHECK(rt_stream_write((uv_stream_t *)&p, a, big) == 0);
+	CHECK(rt_stream_write((uv_stream_t *)&p, "END", 3) == 0);
+	free(a); /* the queued part is a copy */
+	for (spins = 0; spins < 100000 && got.len < big + 3; spins++) {
+		uv_run(&loop, UV_RUN_NOWAIT);
+		drain(sv[1], &got);
+	}
+	CHECK(got.len == big + 3);
+	for (i = 0; i < big && i < got.len; i++)
+		if (got.data[i] != (char)('a' + i % 26))
+			break;
+	CHECK(i == big);
+	CHECK(got.len == big + 3 && memcmp(got.data + big, "END", 3) == 0);
+	uv_close((uv_handle_t *)&p, NULL);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	CHECK(uv_loop_close(&loop) == 0);
+	close(sv[1]);
+	rt_buf_free(&got);
 }
