@@ -24,7 +24,7 @@
  *            requests (OPEN, WRITE, READ, RELEASE) as a call from the
  *            shell, and the same as the floor's FUSE part
  *   floor    each iteration: the same open+write+read+close on
- *            ECHOFS_FILE (scripts/bench/echofs.c, which answers the
+ *            ECHOFS_FILE (scripts/bench/minfs.c --echo, which answers the
  *            upper-cased request itself), then two round trips through
  *            pipes to one child running UPPER (write the request to its
  *            stdin, read the answer from its stdout, twice). Prints

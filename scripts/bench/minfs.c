@@ -1,15 +1,28 @@
 /*
  * minfs.c - the smallest FUSE server that serves files the way fnfs does,
- * as the reference of scripts/bench/fs-latency.
+ * as the reference of the benchmarks: scripts/bench/fs-latency compares
+ * fnfs's attribute files with its plain file, scripts/bench/calls the
+ * FUSE part of a call with its transaction file.
  *
  * Same model as fnfs: the low-level API, one libuv loop thread polling the
  * session fd (non-blocking, no splice), the same mount options and the
  * same entry and attribute timeouts, and files opened with direct_io and a
- * per-open handle on the heap that holds the content rendered at the first
- * read. What it serves is one fixed file at the depth of a function
- * attribute in fnfs: tenants/t/ns/fn/memory, which reads "128\n".
+ * per-open handle on the heap. It serves one file, at the depth of:
  *
- *	minfs MOUNTPOINT	serves until unmounted or SIGTERM/SIGINT/SIGHUP
+ *   minfs MOUNTPOINT          a function attribute in fnfs:
+ *                             tenants/t/ns/fn/memory, which reads "128\n"
+ *                             (rendered into the handle at the first read)
+ *   minfs --echo MOUNTPOINT   a function's invoke file in fnfs:
+ *                             tenants/acme/prod/upper/invoke, nonseekable,
+ *                             which works as fnfs's does, minus the
+ *                             function: writes add up to a request; the
+ *                             first read after them answers with the
+ *                             request with a-z upper-cased, done in place at
+ *                             once; later reads return the rest of it, then
+ *                             end of file; a write after that begins a new
+ *                             request.
+ *
+ * Either serves until unmounted or SIGTERM/SIGINT/SIGHUP.
  */
 #define FUSE_USE_VERSION 35
 
@@ -29,16 +42,21 @@
 #define ENTRY_TIMEOUT	    1.0
 #define ATTR_TIMEOUT	    1.0
 #define REQUESTS_PER_WAKEUP 64
+#define REQUEST_MAX	    (1u << 20)
 
 static const char content[] = "128\n";
 
-/* The tree: inode i (1-based) is nodes[i - 1]; each directory has exactly
+/* A tree: inode i (1-based) is nodes[i - 1]; each directory has exactly
  * one child, the next node. */
-static const struct node {
+struct node {
 	const char *name;
 	fuse_ino_t parent;
 	mode_t mode;
-} nodes[] = {
+};
+
+#define NODE_COUNT 6
+
+static const struct node attr_nodes[NODE_COUNT] = {
 	{ "", 0, S_IFDIR | 0755 },	  /* 1: the root */
 	{ "tenants", 1, S_IFDIR | 0755 }, /* 2 */
 	{ "t", 2, S_IFDIR | 0755 },	  /* 3 */
@@ -47,7 +65,18 @@ static const struct node {
 	{ "memory", 5, S_IFREG | 0644 },  /* 6 */
 };
 
-#define NODE_COUNT (sizeof(nodes) / sizeof(nodes[0]))
+static const struct node echo_nodes[NODE_COUNT] = {
+	{ "", 0, S_IFDIR | 0755 },	  /* 1: the root */
+	{ "tenants", 1, S_IFDIR | 0755 }, /* 2 */
+	{ "acme", 2, S_IFDIR | 0755 },	  /* 3 */
+	{ "prod", 3, S_IFDIR | 0755 },	  /* 4 */
+	{ "upper", 4, S_IFDIR | 0755 },	  /* 5 */
+	{ "invoke", 5, S_IFREG | 0666 },  /* 6 */
+};
+
+/* The tree served, and whether its file is the transaction file. */
+static const struct node *nodes = attr_nodes;
+static int echo;
 
 struct server {
 	struct fuse_session *se;
@@ -60,10 +89,14 @@ struct server {
 	int stopping;
 };
 
-/* Per-open state of the file. */
+/* Per-open state of the file: its content rendered at the first read,
+ * or (--echo) one transaction at a time. */
 struct handle {
-	char *snap; /* the content rendered at the first read */
-	size_t len;
+	char *buf;   /* the content; or the request, then the response */
+	size_t len;  /* bytes in buf */
+	size_t cap;  /* bytes allocated (--echo) */
+	size_t pos;  /* bytes of the response read so far (--echo) */
+	int replied; /* whether the response is being read (--echo) */
 };
 
 static struct server *req_server(fuse_req_t req)
@@ -90,8 +123,10 @@ static void fill_stat(const struct server *s, fuse_ino_t ino, struct stat *st)
 		st->st_nlink = ino < NODE_COUNT - 1 ? 3 : 2;
 	} else {
 		st->st_nlink = 1;
-		st->st_size = (off_t)(sizeof(content) - 1);
-		st->st_blocks = 1;
+		if (!echo) {
+			st->st_size = (off_t)(sizeof(content) - 1);
+			st->st_blocks = 1;
+		}
 	}
 	st->st_mtim.tv_sec = s->mounted;
 	st->st_ctim = st->st_mtim;
@@ -162,8 +197,66 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	fi->fh = (uint64_t)(uintptr_t)h;
 	fi->direct_io = 1;
+	fi->nonseekable = echo;
 	if (fuse_reply_open(req, fi) != 0)
 		free(h);
+}
+
+static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
+		     size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
+
+	(void)ino;
+	(void)off; /* a stream: writes add up whatever the offset */
+	if (!echo) {
+		fuse_reply_err(req, EACCES);
+		return;
+	}
+	if (h->replied) {
+		h->len = h->pos = 0;
+		h->replied = 0;
+	}
+	if (h->len + size > REQUEST_MAX) {
+		fuse_reply_err(req, EFBIG);
+		return;
+	}
+	if (h->len + size > h->cap) {
+		size_t cap = h->cap ? h->cap : 256;
+		char *p;
+
+		while (cap < h->len + size)
+			cap *= 2;
+		p = realloc(h->buf, cap);
+		if (p == NULL) {
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+		h->buf = p;
+		h->cap = cap;
+	}
+	memcpy(h->buf + h->len, buf, size);
+	h->len += size;
+	fuse_reply_write(req, size);
+}
+
+/* --echo: the first read answers the request, upper-cased in place. */
+static void echo_read(fuse_req_t req, struct handle *h, size_t size)
+{
+	size_t i, n;
+
+	if (!h->replied) {
+		for (i = 0; i < h->len; i++)
+			if (h->buf[i] >= 'a' && h->buf[i] <= 'z')
+				h->buf[i] = (char)(h->buf[i] - 'a' + 'A');
+		h->replied = 1;
+		h->pos = 0;
+	}
+	n = h->len - h->pos;
+	if (n > size)
+		n = size;
+	fuse_reply_buf(req, n ? h->buf + h->pos : NULL, n);
+	h->pos += n;
 }
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -173,22 +266,26 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	size_t left;
 
 	(void)ino;
-	if (h->snap == NULL || off == 0) {
-		free(h->snap);
+	if (echo) {
+		echo_read(req, h, size);
+		return;
+	}
+	if (h->buf == NULL || off == 0) {
+		free(h->buf);
 		h->len = sizeof(content) - 1;
-		h->snap = malloc(h->len);
-		if (h->snap == NULL) {
+		h->buf = malloc(h->len);
+		if (h->buf == NULL) {
 			fuse_reply_err(req, ENOMEM);
 			return;
 		}
-		memcpy(h->snap, content, h->len);
+		memcpy(h->buf, content, h->len);
 	}
 	if ((size_t)off >= h->len) {
 		fuse_reply_buf(req, NULL, 0);
 		return;
 	}
 	left = h->len - (size_t)off;
-	fuse_reply_buf(req, h->snap + off, left < size ? left : size);
+	fuse_reply_buf(req, h->buf + off, left < size ? left : size);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino,
@@ -197,7 +294,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino,
 	struct handle *h = (struct handle *)(uintptr_t)fi->fh;
 
 	(void)ino;
-	free(h->snap);
+	free(h->buf);
 	free(h);
 	fuse_reply_err(req, 0);
 }
@@ -252,6 +349,7 @@ static const struct fuse_lowlevel_ops ops = {
 	.getattr = op_getattr,
 	.open = op_open,
 	.read = op_read,
+	.write = op_write,
 	.release = op_release,
 	.readdir = op_readdir,
 };
@@ -313,8 +411,14 @@ int main(int argc, char **argv)
 	uv_loop_t loop;
 	int i, fd, rc;
 
+	if (argc == 3 && strcmp(argv[1], "--echo") == 0) {
+		echo = 1;
+		nodes = echo_nodes;
+		argv++;
+		argc--;
+	}
 	if (argc != 2) {
-		fprintf(stderr, "usage: minfs MOUNTPOINT\n");
+		fprintf(stderr, "usage: minfs [--echo] MOUNTPOINT\n");
 		return 2;
 	}
 	memset(&s, 0, sizeof(s));
