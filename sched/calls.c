@@ -56,23 +56,43 @@ static int takes_calls(const struct sched_function *fn)
 
 /* ============================================================ failures */
 
-/* Puts the summary of a function's recent failures in the journal: one
- * line for however many failed since the last one. */
-static void report_failures(struct sched *s, struct sched_function *fn)
+/* Puts the summary `sum` of a function in the journal: one line for
+ * however many happened since the last one. */
+static void report(struct sched *s, struct sched_function *fn,
+		   struct sched_summary *sum)
 {
 	struct sched_fn_calls *fc = fn->calls;
+	int refused = sum == &fc->refused;
 	struct rt_buf kvs = { 0 };
 	char n[32];
 
-	snprintf(n, sizeof(n), "%ld", fc->fail_pending);
-	rt_buf_kv(&kvs, "errno", rt_errno_name(fc->fail_errno));
+	snprintf(n, sizeof(n), "%ld", sum->pending);
+	if (refused)
+		rt_buf_kv(&kvs, "file", "invoke");
+	rt_buf_kv(&kvs, "errno", rt_errno_name(sum->err));
 	rt_buf_kv(&kvs, "count", n);
-	rt_buf_kv(&kvs, "reason", fc->fail_reason);
-	sched__event(s, &fn->obj, "call.failed", kvs.data);
+	rt_buf_kv(&kvs, "reason", sum->reason);
+	sched__event(s, &fn->obj, refused ? "function.rejected" : "call.failed",
+		     kvs.data);
 	rt_buf_free(&kvs);
-	fc->fail_pending = 0;
-	fc->fail_sec = rt_now_ms() / 1000;
-	rt_idmap_del(&s->failing, fn->obj.id);
+	sum->pending = 0;
+	sum->sec = rt_now_ms() / 1000;
+	if (fc->failed.pending == 0 && fc->refused.pending == 0)
+		rt_idmap_del(&s->failing, fn->obj.id);
+}
+
+/* Counts one more event in `sum`: in the journal at once if none was
+ * this second, else with the next line (sched__calls_tick). */
+static void summarise(struct sched *s, struct sched_function *fn,
+		      struct sched_summary *sum, int err, const char *reason)
+{
+	sum->pending++;
+	sum->err = err;
+	snprintf(sum->reason, sizeof(sum->reason), "%s", reason);
+	if (rt_now_ms() / 1000 > sum->sec)
+		report(s, fn, sum);
+	else if (rt_idmap_get(&s->failing, fn->obj.id) == NULL)
+		rt_idmap_put(&s->failing, fn->obj.id, fn);
 }
 
 /* Records a failed call: `error` at once, the journal at most once a
@@ -80,19 +100,12 @@ static void report_failures(struct sched *s, struct sched_function *fn)
 static void failure(struct sched *s, struct sched_function *fn, int err,
 		    const char *reason)
 {
-	struct sched_fn_calls *fc = fn->calls;
 	char line[300];
 
 	snprintf(line, sizeof(line), "call failed: %s: %s", rt_errno_name(err),
 		 reason);
 	sched__set_error(fn, line);
-	fc->fail_pending++;
-	fc->fail_errno = err;
-	snprintf(fc->fail_reason, sizeof(fc->fail_reason), "%s", reason);
-	if (rt_now_ms() / 1000 > fc->fail_sec)
-		report_failures(s, fn);
-	else if (rt_idmap_get(&s->failing, fn->obj.id) == NULL)
-		rt_idmap_put(&s->failing, fn->obj.id, fn);
+	summarise(s, fn, &fn->calls->failed, err, reason);
 }
 
 /* ============================================================== ending */
@@ -168,7 +181,11 @@ static void finish(struct sched *s, struct sched_call *c, int err,
 	c->in = NULL;
 	uv_timer_stop(c->timer);
 	uv_close((uv_handle_t *)c->timer, call_freed);
-	if (done != NULL)
+	/* A call that ends inside sched_call_start (refused at once) is
+	 * answered by its return value, not by `done`. */
+	if (c == s->starting)
+		s->start_err = err != 0 ? err : EIO;
+	else if (done != NULL)
 		done(c->arg, err, body, len);
 }
 
@@ -332,6 +349,55 @@ static void scale_out(struct sched *s, struct sched_function *fn,
 	}
 }
 
+struct placeable {
+	int wanted;			 /* instances wanted */
+	int waiting;			 /* of them, not placed: no worker */
+	const struct sched_instance *in; /* one of those */
+};
+
+static int count_placed(const char *key, void *value, void *arg)
+{
+	struct placeable *p = arg;
+	const struct sched_instance *in = value;
+
+	(void)key;
+	if (!in->desired_run)
+		return 0;
+	p->wanted++;
+	if (in->state == SCHED_PENDING && in->worker == NULL) {
+		p->waiting++;
+		p->in = in;
+	}
+	return 0;
+}
+
+/* Spec 6: ENOSPC where no worker can take it and the user asked for an
+ * immediate answer, as a caller does. When no instance of the function
+ * is placed, and none can be (every one waits for a worker, and no
+ * worker is on its way: none is starting, and no restart of fnfs is
+ * waiting for the known ones), the waiting calls end at once, instead of
+ * at their timeout. */
+static void refuse_unplaceable(struct sched *s, struct sched_function *fn)
+{
+	struct sched_fn_calls *fc = fn->calls;
+	struct placeable p = { 0, 0, NULL };
+	char why[320];
+
+	if (sched__workers_coming(s))
+		return;
+	rt_map_each(&fn->obj.children, count_placed, &p);
+	if (p.wanted == 0 || p.waiting < p.wanted || p.in == NULL)
+		return;
+	snprintf(why, sizeof(why), "no worker can take an instance: %s",
+		 p.in->reason[0] ? p.in->reason : "no worker");
+	while (fc->head != NULL) {
+		struct sched_call *c = fc->head;
+
+		unqueue(fc, c);
+		finish(s, c, ENOSPC, NULL, 0, why);
+	}
+}
+
 struct lowest_idle {
 	const struct sched_function *fn;
 	struct sched_instance *in;
@@ -386,6 +452,8 @@ void sched__dispatch(struct sched *s, struct sched_function *fn)
 	v = sched__instances_sorted(fn, &n);
 	scale_out(s, fn, v, n);
 	free(v);
+	if (fc->head != NULL)
+		refuse_unplaceable(s, fn);
 }
 
 /* ============================================================== starts */
@@ -417,8 +485,16 @@ int sched_call_check(struct sched *s, struct sched_function *fn,
 		if (!json || !partial)
 			rc = rt_frame_check(json, body, n, &why);
 	}
-	if (rc < 0)
-		sched__reject(s, fn, "invoke", -rc, why.data ? why.data : "?");
+	if (rc < 0) {
+		/* Like a failed call's: `error` at once, the journal at most
+		 * once a second, so that a loop of bad requests cannot flood
+		 * it. */
+		const char *reason = why.data ? why.data : "?";
+
+		sched__set_error(fn, reason);
+		if (fn_calls(fn) != NULL)
+			summarise(s, fn, &fn->calls->refused, -rc, reason);
+	}
 	rt_buf_free(&why);
 	return rc;
 }
@@ -486,8 +562,13 @@ int sched_call_start(struct sched *s, struct sched_function *fn,
 		fc->head = c;
 	fc->tail = c;
 	fc->queued++;
-	*out = c;
+	s->starting = c;
+	s->start_err = 0;
 	sched__dispatch(s, fn);
+	s->starting = NULL;
+	if (s->start_err != 0)
+		return -s->start_err; /* finished: its memory goes at close */
+	*out = c;
 	return 0;
 }
 
@@ -541,8 +622,12 @@ void sched__calls_tick(struct sched *s)
 	for (i = 0; v != NULL && i < n; i++) {
 		struct sched_function *fn = v[i];
 
-		if (fn->calls->fail_pending > 0 && sec > fn->calls->fail_sec)
-			report_failures(s, fn);
+		struct sched_fn_calls *fc = fn->calls;
+
+		if (fc->failed.pending > 0 && sec > fc->failed.sec)
+			report(s, fn, &fc->failed);
+		if (fc->refused.pending > 0 && sec > fc->refused.sec)
+			report(s, fn, &fc->refused);
 	}
 	free(v);
 	v = rt_idmap_values(&s->scaled, &n);

@@ -1188,6 +1188,24 @@ int sched_start(struct sched *s, struct uv_loop_s *loop,
 	return 0;
 }
 
+int sched__workers_coming(struct sched *s)
+{
+	int i;
+
+	if (s->recovery_until != 0 && rt_mono_ms() < s->recovery_until)
+		return 1;
+	for (i = 0; i < SCHED_POOL_MAX; i++) {
+		struct sched_worker *w;
+
+		if (!s->locals[i].live)
+			continue;
+		w = local_worker(s, &s->locals[i]);
+		if (w == NULL || !w->online)
+			return 1;
+	}
+	return 0;
+}
+
 /* ============================================================ shutdown */
 
 static int pending_local(struct sched *s)

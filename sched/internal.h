@@ -73,9 +73,11 @@ struct sched {
 	/* state of sched__random */ /* monotonic ms of the last tick */
 	struct rt_idmap calls;	     /* id -> struct sched_call *, unfinished */
 	uint64_t next_call;	     /* the id the next call gets */
+	struct sched_call *starting; /* in sched_call_start's dispatch */
+	int start_err;		     /* how that call ended there, or 0 */
 	struct sched_stats *stats;   /* over every call, owned */
 	struct rt_idmap scaled;	     /* functions scaled above parallelism */
-	struct rt_idmap failing;     /* functions with unreported failures */
+	struct rt_idmap failing;     /* functions with unreported summaries */
 	int shutting_down;
 	void (*shutdown_done)(void *arg);
 	void *shutdown_arg;
@@ -100,17 +102,24 @@ struct sched_call {
 	int cold;		 /* a cold function's call */
 };
 
+/* Like events of a function, in the journal at most once a second: the
+ * first at once, the rest as one line with their count. */
+struct sched_summary {
+	int64_t sec;  /* epoch second of the last line */
+	long pending; /* events not yet in the journal */
+	int err;      /* of the newest */
+	char reason[200];
+};
+
 /* A function's calls: its queue, how far it is scaled out, its stats and
- * the summary of its failures in the journal. */
+ * the summaries of its failed calls and refused requests. */
 struct sched_fn_calls {
 	struct sched_call *head, *tail; /* the queue */
 	int queued;
 	int scale; /* instances wanted now, above parallelism when busy */
 	struct sched_stats stats;
-	int64_t fail_sec;  /* epoch second of the last call.failed line */
-	long fail_pending; /* failures not yet in the journal */
-	int fail_errno;	   /* of the newest */
-	char fail_reason[200];
+	struct sched_summary failed;  /* call.failed */
+	struct sched_summary refused; /* function.rejected file=invoke */
 };
 
 /* An outstanding request to a worker. */
@@ -251,6 +260,11 @@ void sched__send_body(struct sched *s, struct sched_worker *w, json_t *header,
 /* Sends a message to a worker (dropped if it is not connected); consumes
  * the header. */
 void sched__send(struct sched *s, struct sched_worker *w, json_t *header);
+
+/* Whether a worker may soon take instances that wait for one: a local
+ * worker is starting, or a restart of fnfs still waits for the workers it
+ * knew. */
+int sched__workers_coming(struct sched *s);
 
 /* Sends a request that `wait` (may be NULL) waits for; consumes the
  * header. Returns 0, or -ENOTCONN when the worker is not connected. */

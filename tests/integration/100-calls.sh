@@ -159,6 +159,34 @@ check "and says why" grep -q "newline" "$T/inv.err"
 "$FNFS" invoke >/dev/null 2>&1
 check_eq "fnfs invoke without a function is a usage error" "$?" "2"
 
+# ---- ENOSPC: no worker can take an instance, so a call ends at once
+B=$T0/big
+mkdir -p "$B"
+cat >"$B/config" <<JSON
+{"mode": "hot", "command": "python3 -u $FIXTURES/upper.py", "format": "json",
+ "memory": 1048576, "timeout": 20000}
+JSON
+check "an instance bigger than any worker waits for one" wait_until 5 grep -q "pending" "$B/state"
+start_s=$SECONDS
+printf 'x' | inv big >/dev/null 2>"$T/inv.err"
+check_eq "a call that no worker can take is ENOSPC (fnfs invoke exits 10)" "$?" "10"
+check "at once, not at its 20 s timeout" eval '[ $((SECONDS - start_s)) -le 3 ]'
+check "and says why" grep -q "no worker can take an instance" "$T/inv.err"
+check_fails_with "the invoke file's read is ENOSPC" "No space left on device" call big x
+check_eq "both count as system errors" "$(stat_of "$B/stats" system_errors_total)" "2"
+rmdir "$B"
+
+# ---- refused requests are summarised in events, as failed calls are
+# refused_count: the refusals of the daemon that events accounts for.
+refused_count() {
+	awk '$2 == "function.rejected" && $3 == "acme/prod/daemon" {
+		sub(/^count=/, "", $6); n += $6 } END { print n + 0 }' "$MNT/events"
+}
+for i in $(seq 300); do printf 'x' >"$D/invoke" 2>/dev/null; done
+check "300 more refusals are all accounted for in events" wait_until 3 eval '[ "$(refused_count)" = 302 ]'
+lines=$(grep -c ' function.rejected acme/prod/daemon file=invoke errno=EOPNOTSUPP count=' "$MNT/events")
+check "at most a line a second ($lines lines)" eval '[ "$lines" -ge 2 ] && [ "$lines" -le 8 ]'
+
 # ---- Ctrl-C on a waiting reader
 wait_until 10 eval '[ "$(call json ready)" = READY ]'
 n=$(stat_of "$J/stats" received_total)
@@ -178,7 +206,7 @@ check_eq "status: the json function's row" "$(row json | cut -d' ' -f1)" "hot"
 check_eq "status: the daemon's row" "$(row daemon)" "daemon running 1/1"
 check_eq "status: the zero function's row" "$(row zero | cut -d' ' -f1,3)" "hot 0/0"
 check "status columns are aligned" eval '[ "$(awk "{ match(\$0, /^[^ ]+ +[^ ]+ +/); print RLENGTH }" "$MNT/status" | sort -u | wc -l)" = 1 ]'
-total=0
+total=2 # the calls of big, removed since: the root's totals keep them
 for f in line json cold slow scale zero daemon; do total=$((total + $(stat_of "$T0/$f/stats" received_total))); done
 check_eq "stats: the totals are the sum over functions" "$(stat_of "$MNT/stats" received_total)" "$total"
 check_eq "stats: functions" "$(stat_of "$MNT/stats" functions)" "7"
