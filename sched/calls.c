@@ -189,6 +189,16 @@ static void finish(struct sched *s, struct sched_call *c, int err,
 		done(c->arg, err, body, len);
 }
 
+/* After a call on `in` ended: an instance that waited for it before
+ * taking a new revision (a deploy) takes it now. */
+static void call_ended(struct sched *s, struct sched_function *fn,
+		       struct sched_instance *in)
+{
+	if (in != NULL && in->call == NULL &&
+	    in->sent_revision != fn->run_revision)
+		sched__reconcile(s, fn);
+}
+
 static void on_deadline(uv_timer_t *t)
 {
 	struct sched_call *c = t->data;
@@ -206,8 +216,12 @@ static void on_deadline(uv_timer_t *t)
 		c->late = 1;
 		uv_timer_start(t, on_deadline, CALL_GRACE_MS, 0);
 	} else {
+		struct sched_instance *in = c->in;
+		struct sched_function *fn = c->fn;
+
 		finish(s, c, ETIMEDOUT, NULL, 0,
 		       "its worker did not answer by the deadline");
+		call_ended(s, fn, in);
 	}
 }
 
@@ -220,11 +234,13 @@ void sched__on_result(struct sched *s, struct sched_worker *w,
 	const char *st = rt_msg_str(m, "status"),
 		   *reason = rt_msg_str(m, "reason");
 	struct sched_function *fn;
+	struct sched_instance *in;
 	int err;
 
 	if (c == NULL || c->in == NULL || c->in->worker != w || st == NULL)
 		return;
 	fn = c->fn;
+	in = c->in;
 	if (strcmp(st, "ok") == 0)
 		err = 0;
 	else if (strcmp(st, "error") == 0)
@@ -244,6 +260,7 @@ void sched__on_result(struct sched *s, struct sched_worker *w,
 	} else {
 		finish(s, c, err, m->body, m->body_len, reason);
 	}
+	call_ended(s, fn, in);
 	sched__dispatch(s, fn);
 }
 

@@ -396,9 +396,14 @@ static void converge(struct sched *s, struct sched_instance *in, struct view *v)
 	if (in->desired_run) {
 		if (in->worker == NULL)
 			place_in(s, in, v);
+		/* A new revision waits for the call in flight on the
+		 * instance, if any (bounded by the call's timeout): a deploy
+		 * fails no call. The call's end converges it again. */
 		if (in->worker != NULL && in->worker->online &&
 		    (in->sent_revision != fn_of(in)->run_revision ||
-		     (in->state == SCHED_STOPPED && !in->sent_stop)))
+		     (in->state == SCHED_STOPPED && !in->sent_stop)) &&
+		    !(in->call != NULL && in->state == SCHED_RUNNING &&
+		      in->sent_revision != fn_of(in)->run_revision))
 			send_start(s, in, NULL);
 	} else if (in->worker != NULL && in->worker->online && !in->sent_stop &&
 		   in->state != SCHED_STOPPED) {

@@ -159,6 +159,26 @@ check "and says why" grep -q "newline" "$T/inv.err"
 "$FNFS" invoke >/dev/null 2>&1
 check_eq "fnfs invoke without a function is a usage error" "$?" "2"
 
+# ---- a deploy waits for the call in flight: it fails no call
+P=$T0/deploy
+mkdir -p "$P"
+cat >"$P/config" <<'JSON'
+{"mode": "hot", "timeout": 5000,
+ "command": "while read -r l; do sleep 1; echo \"$l r$FN_REVISION\"; done"}
+JSON
+check "the deployed function runs" wait_until 10 running_all "$P" 1
+old_rev=$(cat "$P/revision")
+printf 'a' | inv deploy >"$T/deploy.out" 2>&1 &
+dpid=$!
+check "a call is in flight" wait_until 3 eval '[ "$(stat_of "$P/stats" busy)" = 1 ]'
+write "$P/env" 'X=1'
+new_rev=$(cat "$P/revision")
+wait "$dpid"
+check_eq "the call in flight during the deploy succeeds, on the old revision" "$? $(cat "$T/deploy.out")" "0 a r$old_rev"
+check_eq "the next call runs the new revision" "$(printf 'b' | inv deploy)" "b r$new_rev"
+check_eq "no call failed" "$(stat_of "$P/stats" system_errors_total)" "0"
+rmdir "$P"
+
 # ---- ENOSPC: no worker can take an instance, so a call ends at once
 B=$T0/big
 mkdir -p "$B"
@@ -207,7 +227,7 @@ check_eq "status: the json function's row" "$(row json | cut -d' ' -f1)" "hot"
 check_eq "status: the daemon's row" "$(row daemon)" "daemon running 1/1"
 check_eq "status: the zero function's row" "$(row zero | cut -d' ' -f1,3)" "hot 0/0"
 check "status columns are aligned" eval '[ "$(awk "{ match(\$0, /^[^ ]+ +[^ ]+ +/); print RLENGTH }" "$MNT/status" | sort -u | wc -l)" = 1 ]'
-total=2 # the calls of big, removed since: the root's totals keep them
+total=4 # the calls of deploy and big, removed since: the root keeps them
 for f in line json cold slow scale zero daemon; do total=$((total + $(stat_of "$T0/$f/stats" received_total))); done
 check_eq "stats: the totals are the sum over functions" "$(stat_of "$MNT/stats" received_total)" "$total"
 check_eq "stats: functions" "$(stat_of "$MNT/stats" functions)" "7"

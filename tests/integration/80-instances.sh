@@ -60,7 +60,14 @@ check_eq "accounted for again" "$(cat "$MNT/workers/local-1/free")" "$(($(cat "$
 old=$(pid_of "$F/instances/0")
 r0=$(stat_of "$F/instances/0/stats" restarts_total)
 kill -9 "$old"
-check "a killed instance comes back with a new pid" wait_until 10 eval '[ -n "$(pid_of "$F/instances/0")" ] && [ "$(pid_of "$F/instances/0")" != "$old" ]'
+# new_pid INSTANCE-DIR OLD: it has a pid, and not OLD (one read: between
+# two, the old pid can go, and "" is not OLD either).
+new_pid() {
+	local p
+	p=$(pid_of "$1")
+	[ -n "$p" ] && [ "$p" != "$2" ]
+}
+check "a killed instance comes back with a new pid" wait_until 10 new_pid "$F/instances/0" "$old"
 check_eq "restarts_total counts it" "$(stat_of "$F/instances/0/stats" restarts_total)" "$((r0 + 1))"
 check "the exit is recorded as signal 9" grep -q '^last_exit signal:9$' "$F/instances/0/status"
 check "events say exited, backoff, started" eval 'grep -q "instance.exited acme/prod/py/0 exit=\"signal 9\" pid=$old" "$MNT/events" && grep -q "instance.backoff acme/prod/py/0" "$MNT/events"'
