@@ -148,6 +148,7 @@ static void unassign(struct sched *s, struct sched_instance *in, int persist)
 	in->reserved_mb = 0;
 	in->worker = NULL;
 	s->capacity_changed = 1;
+	in->move_after_call = 0;
 	in->pid = 0;
 	in->sent_revision = 0;
 	in->sent_stop = 0;
@@ -1244,8 +1245,14 @@ int sched__drain(struct sched *s, struct sched_worker *w)
 	sched__event(s, &w->obj, "worker.draining", NULL);
 	began = store_begin(s->store) == 0;
 	v = (struct sched_instance **)rt_map_values(&w->assignments, &n);
-	for (i = 0; v != NULL && i < n; i++)
-		move(s, v[i], NULL);
+	for (i = 0; v != NULL && i < n; i++) {
+		/* A drain fails no call: an instance busy with one takes no
+		 * other, and moves once it ends (sched__call_ended). */
+		if (v[i]->call != NULL && v[i]->state == SCHED_RUNNING)
+			v[i]->move_after_call = 1;
+		else
+			move(s, v[i], NULL);
+	}
 	free(v);
 	if (began)
 		store_commit(s->store);
@@ -1254,10 +1261,33 @@ int sched__drain(struct sched *s, struct sched_worker *w)
 	return 0;
 }
 
+static int keep_cb(const char *key, void *value, void *arg)
+{
+	struct sched_instance *in = value;
+
+	(void)key;
+	(void)arg;
+	in->move_after_call = 0;
+	return 0;
+}
+
+void sched__call_ended(struct sched *s, struct sched_instance *in)
+{
+	struct sched_worker *w = in->worker;
+
+	if (in->call != NULL || !in->move_after_call || w == NULL)
+		return;
+	move(s, in, NULL);
+	if (w->draining && w->assignments.count == 0)
+		sched__event(s, &w->obj, "worker.drained", NULL);
+}
+
 int sched__resume(struct sched *s, struct sched_worker *w)
 {
 	if (!w->draining)
 		return 0;
+	/* What waited for its call to move stays. */
+	rt_map_each(&w->assignments, keep_cb, NULL);
 	w->draining = 0;
 	w->since_ms = rt_now_ms();
 	sched__worker_persist(s, w);

@@ -47,4 +47,26 @@ check "a third worker registers" start_worker w3 4096
 echo 1 >"$MNT/workers/rebalance"
 check "the counts differ by at most one" wait_until 10 eval 'c1=$(ls "$MNT/workers/w1/assignments" | wc -l); c2=$(ls "$MNT/workers/w2/assignments" | wc -l); c3=$(ls "$MNT/workers/w3/assignments" | wc -l); [ $c3 -ge 1 ] && [ $(( (c1>c2?c1:c2)>c3 ? (c1>c2?c1:c2) : c3 )) -le $(( ((c1<c2?c1:c2)<c3 ? (c1<c2?c1:c2) : c3) + 1 )) ]'
 check "and everything runs" wait_until 10 eval 'running_all "$F" 4 && running_all "$G" 1 && [ "$(procs_with FN_TENANT=dr)" = 5 ]'
+
+# A drain fails no call: a hot instance busy with a call finishes it,
+# then moves.
+H=$MNT/tenants/dr/ns/hot
+mkdir "$H"
+cat >"$H/config" <<'JSON'
+{"mode": "hot", "timeout": 5000,
+ "command": "while read -r l; do sleep 1; echo \"$l from $FN_INSTANCE\"; done"}
+JSON
+check "the hot function runs" wait_until 10 running_all "$H" 1
+from=$(where "$H/instances/0")
+printf 'a' | "$FNFS" invoke dr/ns/hot --mount "$MNT" >"$T/drain.out" 2>&1 &
+cpid=$!
+check "a call is in flight" wait_until 3 eval '[ "$(stat_of "$H/stats" busy)" = 1 ]'
+echo drain >"$MNT/workers/$from/state"
+check_eq "its worker is draining while the call runs" "$(cat "$MNT/workers/$from/state")" "draining"
+wait "$cpid"
+check_eq "the call in flight succeeds" "$? $(cat "$T/drain.out")" "0 a from 0"
+check "then the instance moves off" wait_until 10 eval 'running_all "$H" 1 && [ "$(where "$H/instances/0")" != "$from" ]'
+check_eq "and the worker is drained" "$(cat "$MNT/workers/$from/state")" "drained"
+check_eq "the next call is served" "$(printf 'b' | "$FNFS" invoke dr/ns/hot --mount "$MNT")" "b from 0"
+check_eq "no call failed" "$(stat_of "$H/stats" system_errors_total)" "0"
 done_testing
