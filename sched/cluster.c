@@ -1197,8 +1197,14 @@ int sched__workers_coming(struct sched *s)
 	for (i = 0; i < SCHED_POOL_MAX; i++) {
 		struct sched_worker *w;
 
-		if (!s->locals[i].live)
+		/* A wanted one that is not running is due to be started
+		 * again (after SCHED_RESPAWN_MS), unless the pool is paused
+		 * by its start limit. */
+		if (!s->locals[i].live) {
+			if (s->locals[i].wanted && !s->paused)
+				return 1;
 			continue;
+		}
 		w = local_worker(s, &s->locals[i]);
 		if (w == NULL || !w->online)
 			return 1;

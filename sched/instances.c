@@ -382,10 +382,20 @@ static int send_simple(struct sched *s, struct sched_instance *in,
 	return rc;
 }
 
+static void move_off(struct sched *s, struct sched_instance *in);
+
 /* Brings one instance toward what is wanted. */
 static void converge(struct sched *s, struct sched_instance *in, struct view *v)
 {
 	int mb = fn_of(in)->spec.memory;
+
+	/* Still on a draining worker, and not serving a call: as after a
+	 * restart of fnfs while a drain waited for a call. */
+	if (in->worker != NULL && in->worker->draining && in->worker->online &&
+	    in->call == NULL) {
+		move_off(s, in);
+		return;
+	}
 
 	if (in->worker != NULL && in->reserved_mb != mb) {
 		/* The function's memory changed: so does what it holds. */
@@ -1200,13 +1210,32 @@ static void move(struct sched *s, struct sched_instance *in,
 		unassign(s, in, 1);
 	}
 	in->pid = 0;
+	if (!in->desired_run) {
+		/* A stopped one takes no room anywhere; a start places it. */
+		in->state = SCHED_STOPPED;
+		return;
+	}
 	in->state = SCHED_PENDING;
 	if (to != NULL)
 		assign(s, in, to);
 	else
 		place(s, in);
-	if (in->desired_run && in->worker != NULL && in->worker->online)
+	if (in->worker != NULL && in->worker->online)
 		send_start(s, in, NULL);
+}
+
+/* Moves `in` off its draining worker, in one transaction, and says when
+ * that worker has nothing left. */
+static void move_off(struct sched *s, struct sched_instance *in)
+{
+	struct sched_worker *w = in->worker;
+	int began = store_begin(s->store) == 0;
+
+	move(s, in, NULL);
+	if (began)
+		store_commit(s->store);
+	if (w != NULL && w->draining && w->assignments.count == 0)
+		sched__event(s, &w->obj, "worker.drained", NULL);
 }
 
 static int other_usable(struct sched *s, const struct sched_worker *w)
@@ -1273,13 +1302,9 @@ static int keep_cb(const char *key, void *value, void *arg)
 
 void sched__call_ended(struct sched *s, struct sched_instance *in)
 {
-	struct sched_worker *w = in->worker;
-
-	if (in->call != NULL || !in->move_after_call || w == NULL)
+	if (in->call != NULL || !in->move_after_call || in->worker == NULL)
 		return;
-	move(s, in, NULL);
-	if (w->draining && w->assignments.count == 0)
-		sched__event(s, &w->obj, "worker.drained", NULL);
+	move_off(s, in);
 }
 
 int sched__resume(struct sched *s, struct sched_worker *w)

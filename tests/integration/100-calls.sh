@@ -163,8 +163,8 @@ check_eq "fnfs invoke without a function is a usage error" "$?" "2"
 P=$T0/deploy
 mkdir -p "$P"
 cat >"$P/config" <<'JSON'
-{"mode": "hot", "timeout": 5000,
- "command": "while read -r l; do sleep 1; echo \"$l r$FN_REVISION\"; done"}
+{"mode": "hot", "timeout": 10000,
+ "command": "while read -r l; do sleep 3; echo \"$l r$FN_REVISION\"; done"}
 JSON
 check "the deployed function runs" wait_until 10 running_all "$P" 1
 old_rev=$(cat "$P/revision")
@@ -203,10 +203,12 @@ refused_count() {
 	awk '$2 == "function.rejected" && $3 == "acme/prod/daemon" {
 		sub(/^count=/, "", $6); n += $6 } END { print n + 0 }' "$MNT/events"
 }
+start_s=$SECONDS
 for i in $(seq 300); do printf 'x' >"$D/invoke" 2>/dev/null; done
-check "300 more refusals are all accounted for in events" wait_until 3 eval '[ "$(refused_count)" = 302 ]'
+check "300 more refusals are all accounted for in events" wait_until 5 eval '[ "$(refused_count)" = 302 ]'
+elapsed=$((SECONDS - start_s))
 lines=$(grep -c ' function.rejected acme/prod/daemon file=invoke errno=EOPNOTSUPP count=' "$MNT/events")
-check "at most a line a second ($lines lines)" eval '[ "$lines" -ge 2 ] && [ "$lines" -le 8 ]'
+check "at most a line a second ($lines lines in ${elapsed} s)" eval '[ "$lines" -ge 2 ] && [ "$lines" -le $((elapsed + 3)) ]'
 
 # ---- Ctrl-C on a waiting reader
 wait_until 10 eval '[ "$(call json ready)" = READY ]'
@@ -239,6 +241,13 @@ check "metrics cover functions, instances and workers" eval \
 	 grep -q "^fnfs_instance_up{tenant=\"acme\",namespace=\"prod\",function=\"json\",instance=\"0\",worker=\"local-1\"} 1" "$T/metrics" &&
 	 grep -q "^fnfs_worker_up{worker=\"local-1\"} 1" "$T/metrics"'
 check_eq "metrics agree with stats" "$(awk '/^fnfs_function_calls_received_total\{.*function="json"/ { print $2 }' "$T/metrics")" "$(stat_of "$J/stats" received_total)"
+
+# ---- a worker that crashed is replaced: a call meanwhile waits, no ENOSPC
+write "$L/timeout" 15000
+wpid=$(sed -n 's/^pid //p' "$MNT/workers/local-1/status")
+kill -9 "$wpid"
+check "the local worker is gone" wait_until 5 eval '! alive "$wpid"'
+check_eq "a call while it is replaced waits for it, and succeeds" "$(printf 'again' | inv line 2>&1)" "AGAIN"
 
 stop_fnfs
 done_testing

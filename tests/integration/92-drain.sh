@@ -53,8 +53,8 @@ check "and everything runs" wait_until 10 eval 'running_all "$F" 4 && running_al
 H=$MNT/tenants/dr/ns/hot
 mkdir "$H"
 cat >"$H/config" <<'JSON'
-{"mode": "hot", "timeout": 5000,
- "command": "while read -r l; do sleep 1; echo \"$l from $FN_INSTANCE\"; done"}
+{"mode": "hot", "timeout": 10000,
+ "command": "while read -r l; do sleep 3; echo \"$l from $FN_INSTANCE\"; done"}
 JSON
 check "the hot function runs" wait_until 10 running_all "$H" 1
 from=$(where "$H/instances/0")
@@ -69,4 +69,36 @@ check "then the instance moves off" wait_until 10 eval 'running_all "$H" 1 && [ 
 check_eq "and the worker is drained" "$(cat "$MNT/workers/$from/state")" "drained"
 check_eq "the next call is served" "$(printf 'b' | "$FNFS" invoke dr/ns/hot --mount "$MNT")" "b from 0"
 check_eq "no call failed" "$(stat_of "$H/stats" system_errors_total)" "0"
+echo resume >"$MNT/workers/$from/state"
+
+# An instance stopped while its drain waits for its call takes no room
+# anywhere.
+on=$(where "$H/instances/0")
+printf 'a' | "$FNFS" invoke dr/ns/hot --mount "$MNT" >/dev/null 2>&1 &
+cpid=$!
+check "another call is in flight" wait_until 3 eval '[ "$(stat_of "$H/stats" busy)" = 1 ]'
+echo drain >"$MNT/workers/$on/state"
+# Not this shell's own write: the end of the call's job (SIGCHLD) would
+# interrupt its wait for the stop.
+sh -c 'echo stop >"$1"' sh "$H/instances/0/state"
+wait "$cpid"
+check "then its worker is drained" wait_until 5 state_is "$MNT/workers/$on/state" drained
+check_eq "and the stopped instance is on no worker" "$(where "$H/instances/0") $(cat "$H/instances/0/state")" " stopped"
+echo start >"$H/instances/0/state"
+check "a start places it again" wait_until 10 eval 'running_all "$H" 1 && [ "$(where "$H/instances/0")" != "$on" ]'
+echo resume >"$MNT/workers/$on/state"
+
+# A restart of fnfs while a drain waits for a call: the instance moves
+# off once the new controller has it back.
+on=$(where "$H/instances/0")
+printf 'a' | "$FNFS" invoke dr/ns/hot --mount "$MNT" >/dev/null 2>&1 &
+cpid=$!
+check "a third call is in flight" wait_until 3 eval '[ "$(stat_of "$H/stats" busy)" = 1 ]'
+echo drain >"$MNT/workers/$on/state"
+PID=$(cat "$DATA/fnfs.pid") # the remount above ran in a subshell of check
+crash_fnfs
+wait "$cpid"
+fusermount3 -uz "$MNT" 2>/dev/null
+check "remount" start_fnfs --workers 0
+check "the drain completes after the restart" wait_until 20 eval 'state_is "$MNT/workers/$on/state" drained && running_all "$H" 1 && [ "$(where "$H/instances/0")" != "$on" ]'
 done_testing
