@@ -375,11 +375,14 @@ static void on_done(void *arg, int err)
 }
 
 /* Ctrl-C on a waiting reader or writer: the wait ends with EINTR; what
- * was asked of the workers goes on. */
+ * was asked of the workers goes on. A signal a shell takes in passing
+ * (SIGCHLD, SIGWINCH) does not end it. */
 static void on_interrupt(fuse_req_t req, void *arg)
 {
 	struct pending *p = arg;
 
+	if (!rt_interrupt_wanted(fuse_req_ctx(req)->pid))
+		return;
 	sched_wait_cancel(p->fs->sched, p->wait);
 	fuse_reply_err(req, EINTR);
 	free(p);
@@ -449,7 +452,7 @@ static void on_call_interrupt(fuse_req_t req, void *arg)
 {
 	struct handle *h = arg;
 
-	if (h->reader != req)
+	if (h->reader != req || !rt_interrupt_wanted(fuse_req_ctx(req)->pid))
 		return;
 	h->reader = NULL;
 	fuse_reply_err(req, EINTR);

@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define FNFS_VERSION "0.1.0"
 
@@ -153,5 +154,18 @@ void rt_close_fds(int keep);
 
 /* Returns the symbolic name of a positive errno value ("EINVAL"). */
 const char *rt_errno_name(int err);
+
+/* ---- sigpending.c */
+
+/* From the text of /proc/TID/status: 1 if a signal other than SIGCHLD,
+ * SIGWINCH, SIGURG and SIGCONT is pending (and not blocked), 0 if only
+ * those are, -1 if none is or the masks are missing. Pure. */
+int rt_status_interrupts(const char *status);
+
+/* Whether a FUSE request of thread `tid` that the kernel interrupted
+ * should end with EINTR: not when only signals a shell takes in passing
+ * are pending for it (see sigpending.c); yes otherwise, and when that
+ * cannot be told. Reads /proc. */
+int rt_interrupt_wanted(pid_t tid);
 
 #endif

@@ -68,9 +68,16 @@ echo "trap '' TERM; while true; do sleep 0.1; done" >"$I/command"
 check "a process that ignores SIGTERM runs" wait_until 10 state_is "$I/instances/0/state" running
 p=$(pid_of "$I/instances/0")
 check "it has set SIGTERM aside" wait_until 5 ignores "$p" 15
+# A background job of this shell ends during the wait: its SIGCHLD must
+# not interrupt the write (only a signal such as Ctrl-C's does).
+sleep 1 &
+spid=$!
 start=$(date +%s%N)
-echo stop >"$I/instances/0/state"
+rc=0
+echo stop >"$I/instances/0/state" || rc=1
 ms=$((($(date +%s%N) - start) / 1000000))
+wait "$spid"
+check_eq "a background job ending meanwhile (SIGCHLD) does not interrupt it" "$rc" "0"
 check "stop returns once it is gone (SIGKILL after the grace period)" eval '! alive $p'
 check "the grace period was waited for" test "$ms" -ge 4000 -a "$ms" -lt 9000
 check_eq "its exit is a SIGKILL" "$(stat_of "$I/instances/0/status" last_exit)" "signal:9"

@@ -158,3 +158,36 @@ TEST(map_values_snapshot)
 	free(v);
 	rt_map_free(&m);
 }
+
+TEST(sigpending_only_a_real_signal_interrupts)
+{
+	/* SIGCHLD (17) pending: a shell's background job ended. */
+	const char chld[] =
+		"Name:\tbash\nSigQ:\t0/1\nSigPnd:\t0000000000000000\n"
+		"ShdPnd:\t0000000000010000\nSigBlk:\t0000000000000000\n"
+		"SigIgn:\t0000000000000004\nSigCgt:\t000000004b817efb\n";
+	/* SIGINT (2) pending, to the thread. */
+	const char intr[] =
+		"SigPnd:\t0000000000000002\nShdPnd:\t0000000000000000\n"
+		"SigBlk:\t0000000000000000\n";
+	/* SIGWINCH (28) and SIGINT pending, SIGINT blocked. */
+	const char blocked[] = "SigPnd:\t0000000008000002\nShdPnd:\t0\n"
+			       "SigBlk:\t0000000000000002\n";
+	/* SIGTERM (15) with SIGCHLD. */
+	const char both[] =
+		"SigPnd:\t0\nShdPnd:\t0000000000014000\nSigBlk:\t0\n";
+
+	CHECK(rt_status_interrupts(chld) == 0);
+	CHECK(rt_status_interrupts(intr) == 1);
+	CHECK(rt_status_interrupts(blocked) == 0);
+	CHECK(rt_status_interrupts(both) == 1);
+	/* Nothing pending, or no masks: cannot tell. */
+	CHECK(rt_status_interrupts("SigPnd:\t0\nShdPnd:\t0\nSigBlk:\t0\n") ==
+	      -1);
+	CHECK(rt_status_interrupts("Name:\tx\n") == -1);
+	CHECK(rt_status_interrupts("SigPnd:\tzz\nShdPnd:\t0\nSigBlk:\t0\n") ==
+	      -1);
+	CHECK(rt_status_interrupts("") == -1);
+	/* A thread that is gone: as asked. */
+	CHECK(rt_interrupt_wanted(0) == 1);
+}
