@@ -168,12 +168,10 @@ cat >"$P/config" <<'JSON'
 JSON
 check "the deployed function runs" wait_until 10 running_all "$P" 1
 old_rev=$(cat "$P/revision")
-printf 'a' | inv deploy >"$T/deploy.out" 2>&1 &
-dpid=$!
-check "a call is in flight" wait_until 3 eval '[ "$(stat_of "$P/stats" busy)" = 1 ]'
+check "a call is in flight" start_call "$P" acme/prod/deploy a "$T/deploy.out"
 write "$P/env" 'X=1'
 new_rev=$(cat "$P/revision")
-wait "$dpid"
+wait "$CALL_PID"
 check_eq "the call in flight during the deploy succeeds, on the old revision" "$? $(cat "$T/deploy.out")" "0 a r$old_rev"
 check_eq "the next call runs the new revision" "$(printf 'b' | inv deploy)" "b r$new_rev"
 check_eq "no call failed" "$(stat_of "$P/stats" system_errors_total)" "0"

@@ -58,12 +58,10 @@ cat >"$H/config" <<'JSON'
 JSON
 check "the hot function runs" wait_until 10 running_all "$H" 1
 from=$(where "$H/instances/0")
-printf 'a' | "$FNFS" invoke dr/ns/hot --mount "$MNT" >"$T/drain.out" 2>&1 &
-cpid=$!
-check "a call is in flight" wait_until 3 eval '[ "$(stat_of "$H/stats" busy)" = 1 ]'
+check "a call is in flight" start_call "$H" dr/ns/hot a "$T/drain.out"
 echo drain >"$MNT/workers/$from/state"
 check_eq "its worker is draining while the call runs" "$(cat "$MNT/workers/$from/state")" "draining"
-wait "$cpid"
+wait "$CALL_PID"
 check_eq "the call in flight succeeds" "$? $(cat "$T/drain.out")" "0 a from 0"
 check "then the instance moves off" wait_until 10 eval 'running_all "$H" 1 && [ "$(where "$H/instances/0")" != "$from" ]'
 check_eq "and the worker is drained" "$(cat "$MNT/workers/$from/state")" "drained"
@@ -74,14 +72,12 @@ echo resume >"$MNT/workers/$from/state"
 # An instance stopped while its drain waits for its call takes no room
 # anywhere.
 on=$(where "$H/instances/0")
-printf 'a' | "$FNFS" invoke dr/ns/hot --mount "$MNT" >/dev/null 2>&1 &
-cpid=$!
-check "another call is in flight" wait_until 3 eval '[ "$(stat_of "$H/stats" busy)" = 1 ]'
+check "another call is in flight" start_call "$H" dr/ns/hot a /dev/null
 echo drain >"$MNT/workers/$on/state"
-# Not this shell's own write: the end of the call's job (SIGCHLD) would
-# interrupt its wait for the stop.
-sh -c 'echo stop >"$1"' sh "$H/instances/0/state"
-wait "$cpid"
+# The call's job ends during this write's wait (its SIGCHLD must not
+# interrupt it).
+echo stop >"$H/instances/0/state"
+wait "$CALL_PID"
 check "then its worker is drained" wait_until 5 state_is "$MNT/workers/$on/state" drained
 check_eq "and the stopped instance is on no worker" "$(where "$H/instances/0") $(cat "$H/instances/0/state")" " stopped"
 echo start >"$H/instances/0/state"
@@ -91,13 +87,11 @@ echo resume >"$MNT/workers/$on/state"
 # A restart of fnfs while a drain waits for a call: the instance moves
 # off once the new controller has it back.
 on=$(where "$H/instances/0")
-printf 'a' | "$FNFS" invoke dr/ns/hot --mount "$MNT" >/dev/null 2>&1 &
-cpid=$!
-check "a third call is in flight" wait_until 3 eval '[ "$(stat_of "$H/stats" busy)" = 1 ]'
+check "a third call is in flight" start_call "$H" dr/ns/hot a /dev/null
 echo drain >"$MNT/workers/$on/state"
 PID=$(cat "$DATA/fnfs.pid") # the remount above ran in a subshell of check
 crash_fnfs
-wait "$cpid"
+wait "$CALL_PID"
 fusermount3 -uz "$MNT" 2>/dev/null
 check "remount" start_fnfs --workers 0
 check "the drain completes after the restart" wait_until 20 eval 'state_is "$MNT/workers/$on/state" drained && running_all "$H" 1 && [ "$(where "$H/instances/0")" != "$on" ]'
