@@ -1368,6 +1368,7 @@ int sched__rebalance(struct sched *s)
 		struct sched_worker *hi = NULL, *lo = NULL;
 		struct sched_instance **on, *pick = NULL;
 		struct rt_idmap there = { 0 };
+		int best;
 
 		for (i = 0; all != NULL && i < n; i++) {
 			struct sched_worker *w = all[i];
@@ -1386,20 +1387,23 @@ int sched__rebalance(struct sched *s)
 		    hi->assignments.count <= lo->assignments.count + 1)
 			break;
 		/* Move only what must move: one instance from the fullest
-		 * to the emptiest, one that may run there, preferring a
+		 * to the emptiest, one that may run there, preferring one
+		 * that serves no call (a moved one's call fails), then a
 		 * function not yet on it. */
 		functions_on(lo, &there);
 		on = (struct sched_instance **)rt_map_values(&hi->assignments,
 							     &m);
-		for (k = 0; on != NULL && k < m; k++) {
+		for (k = 0, best = -1; on != NULL && k < m && best < 3; k++) {
+			int score;
+
 			if (!on[k]->desired_run || !may_run_on(s, on[k], lo))
 				continue;
-			if (pick == NULL)
+			score = (on[k]->call == NULL ? 2 : 0) +
+				(rt_idmap_get(&there, fn_of(on[k])->obj.id) ==
+				 NULL);
+			if (score > best) {
+				best = score;
 				pick = on[k];
-			if (rt_idmap_get(&there, fn_of(on[k])->obj.id) ==
-			    NULL) {
-				pick = on[k];
-				break;
 			}
 		}
 		free(on);

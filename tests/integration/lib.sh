@@ -113,14 +113,14 @@ busy_is() {
 	[ "$(stat_of "$1/stats" busy)" = "$2" ]
 }
 
-# start_call FN_DIR REF PAYLOAD OUT: `fnfs invoke REF` with PAYLOAD in the
-# background, its output in OUT and its pid in CALL_PID; returns once the
-# function has a call in flight (at most 3 s).
+# start_call FN_DIR REF PAYLOAD OUT [N]: `fnfs invoke REF` with PAYLOAD in
+# the background, its output in OUT and its pid in CALL_PID; returns once
+# the function has N calls in flight (default 1; at most 3 s).
 start_call() {
 	printf '%s' "$3" | "$FNFS" invoke "$2" --mount "$MNT" >"$4" 2>&1 &
 	# shellcheck disable=SC2034 # read by the tests
 	CALL_PID=$!
-	wait_until 3 busy_is "$1" 1
+	wait_until 3 busy_is "$1" "${5:-1}"
 }
 
 # alive PID: the process exists and is not a zombie (a zombie runs
