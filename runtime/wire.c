@@ -208,24 +208,6 @@ out:
 	return rc;
 }
 
-int rt_wire_send(uv_stream_t *stream, json_t *header, const void *body,
-		 size_t len)
-{
-	/* One thread: the frame is built in a buffer kept for the next. */
-	static struct rt_buf frame;
-	int rc;
-
-	frame.len = 0;
-	rc = rt_wire_encode(&frame, header, body, len);
-	if (rc == 0)
-		rc = rt_stream_write(stream, frame.data, frame.len);
-	/* A large body's buffer is not kept. */
-	if (frame.cap > 65536)
-		rt_buf_free(&frame);
-	json_decref(header);
-	return rc;
-}
-
 static void out_unlink(struct rt_wire_out *o)
 {
 	if (o->pprev == NULL)

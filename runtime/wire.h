@@ -54,12 +54,6 @@ int rt_wire_feed(struct rt_buf *in, const char *data, size_t n,
 		 int (*fn)(const struct rt_msg *m, void *arg), void *arg,
 		 struct rt_buf *why);
 
-/* Encodes a message and queues it on `stream`. The header reference is
- * consumed. Returns 0 or -errno; a write that fails later shows up as a
- * read error on the same stream. */
-int rt_wire_send(uv_stream_t *stream, json_t *header, const void *body,
-		 size_t len);
-
 /* Writes `len` bytes to `stream` after what is queued on it: at once
  * when they fit, else a copy is queued. Returns 0 or -errno; a write that
  * fails later shows up as a read error on the same stream. */

@@ -190,16 +190,15 @@ static void finish(struct sched *s, struct sched_call *c, int err,
 }
 
 /* After a call on `in` ended: an instance that waited for it before
- * leaving a draining worker moves now, and one that waited for it before
- * taking a new revision (a deploy) takes it now. */
+ * leaving a draining worker, or before taking a new revision (a deploy),
+ * is converged now. */
 static void call_ended(struct sched *s, struct sched_function *fn,
 		       struct sched_instance *in)
 {
 	if (in == NULL || in->call != NULL)
 		return;
-	if (in->move_after_call)
-		sched__call_ended(s, in);
-	else if (in->sent_revision != fn->run_revision)
+	if ((in->worker != NULL && in->worker->draining) ||
+	    in->sent_revision != fn->run_revision)
 		sched__reconcile(s, fn);
 }
 
@@ -280,9 +279,9 @@ void sched__call_lost(struct sched *s, struct sched_instance *in,
 static int idle(const struct sched_function *fn,
 		const struct sched_instance *in)
 {
-	return in->call == NULL && in->desired_run && !in->move_after_call &&
+	return in->call == NULL && in->desired_run &&
 	       in->state == SCHED_RUNNING && in->worker != NULL &&
-	       in->worker->online && !in->sent_stop &&
+	       in->worker->online && !in->worker->draining && !in->sent_stop &&
 	       in->sent_revision == fn->run_revision &&
 	       in->revision == fn->run_revision;
 }

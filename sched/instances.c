@@ -148,7 +148,6 @@ static void unassign(struct sched *s, struct sched_instance *in, int persist)
 	in->reserved_mb = 0;
 	in->worker = NULL;
 	s->capacity_changed = 1;
-	in->move_after_call = 0;
 	in->pid = 0;
 	in->sent_revision = 0;
 	in->sent_stop = 0;
@@ -389,8 +388,8 @@ static void converge(struct sched *s, struct sched_instance *in, struct view *v)
 {
 	int mb = fn_of(in)->spec.memory;
 
-	/* Still on a draining worker, and not serving a call: as after a
-	 * restart of fnfs while a drain waited for a call. */
+	/* Still on a draining worker, and not serving a call: its call has
+	 * ended since the drain (or fnfs restarted meanwhile). */
 	if (in->worker != NULL && in->worker->draining && in->worker->online &&
 	    in->call == NULL) {
 		move_off(s, in);
@@ -1276,10 +1275,9 @@ int sched__drain(struct sched *s, struct sched_worker *w)
 	v = (struct sched_instance **)rt_map_values(&w->assignments, &n);
 	for (i = 0; v != NULL && i < n; i++) {
 		/* A drain fails no call: an instance busy with one takes no
-		 * other, and moves once it ends (sched__call_ended). */
-		if (v[i]->call != NULL && v[i]->state == SCHED_RUNNING)
-			v[i]->move_after_call = 1;
-		else
+		 * other (its worker is draining), and converge moves it once
+		 * the call has ended. */
+		if (v[i]->call == NULL)
 			move(s, v[i], NULL);
 	}
 	free(v);
@@ -1290,29 +1288,10 @@ int sched__drain(struct sched *s, struct sched_worker *w)
 	return 0;
 }
 
-static int keep_cb(const char *key, void *value, void *arg)
-{
-	struct sched_instance *in = value;
-
-	(void)key;
-	(void)arg;
-	in->move_after_call = 0;
-	return 0;
-}
-
-void sched__call_ended(struct sched *s, struct sched_instance *in)
-{
-	if (in->call != NULL || !in->move_after_call || in->worker == NULL)
-		return;
-	move_off(s, in);
-}
-
 int sched__resume(struct sched *s, struct sched_worker *w)
 {
 	if (!w->draining)
 		return 0;
-	/* What waited for its call to move stays. */
-	rt_map_each(&w->assignments, keep_cb, NULL);
 	w->draining = 0;
 	w->since_ms = rt_now_ms();
 	sched__worker_persist(s, w);

@@ -175,10 +175,6 @@ int sched__instances_load(struct sched *s);
  * workers must do. */
 void sched__reconcile(struct sched *s, struct sched_function *fn);
 
-/* After the call in flight on `in` ended: an instance that waited for it
- * to leave a draining worker moves now. */
-void sched__call_ended(struct sched *s, struct sched_instance *in);
-
 /* Reconciles every function (capacity changed). */
 void sched__reconcile_all(struct sched *s);
 

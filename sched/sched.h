@@ -220,8 +220,6 @@ struct sched_instance {
 	struct sched_call *call;   /* the call it serves, or NULL */
 	int64_t idle_mono;	   /* monotonic ms it became idle */
 	int on_demand;		   /* launched for waiting calls */
-	int move_after_call;	   /* its worker drains: moves when the
-				      call in flight ends */
 	struct sched_stats *stats; /* owned: its calls, or NULL */
 };
 
