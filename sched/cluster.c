@@ -275,11 +275,12 @@ static struct sched_local *local_of(struct sched *s, const char *id)
 	return NULL;
 }
 
-void sched__worker_persist(struct sched *s, struct sched_worker *w)
+int sched__worker_persist(struct sched *s, struct sched_worker *w)
 {
 	json_t *t = json_array(), *n = json_array();
 	char *tj, *nj, *tok, *save = NULL, *copy;
 	struct store_worker r;
+	int rc;
 
 	copy = strdup(w->tags ? w->tags : "");
 	for (tok = strtok_r(copy, " ", &save); tok;
@@ -299,11 +300,13 @@ void sched__worker_persist(struct sched *s, struct sched_worker *w)
 	r.namespaces = nj;
 	r.local = w->local;
 	r.drained = w->draining;
-	store_worker_put(s->store, &r);
+	rc = tj != NULL && nj != NULL ? store_worker_put(s->store, &r)
+				      : -ENOMEM;
 	free(tj);
 	free(nj);
 	json_decref(t);
 	json_decref(n);
+	return rc;
 }
 
 static int all_known_back(struct sched *s)
@@ -372,6 +375,8 @@ static void on_register(struct conn *c, const struct rt_msg *m)
 	w->pid = (int)rt_msg_int(m, "pid", 0);
 	w->cgroups = json_is_true(json_object_get(m->header, "cgroups"));
 	w->local = local_of(s, id) != NULL || w->local;
+	/* A drain is kept by id, across every kind of restart. */
+	w->draining = w->draining || sched__drained(s, id);
 	w->online = 1;
 	w->leaving = 0;
 	w->since_ms = now;
@@ -379,7 +384,8 @@ static void on_register(struct conn *c, const struct rt_msg *m)
 	w->heartbeat_mono = rt_mono_ms();
 	w->conn = c;
 	c->worker = w;
-	sched__worker_persist(s, w);
+	if (sched__worker_persist(s, w) < 0)
+		rt_log(RT_LOG_ERROR, "worker %s: store failed", id);
 	conn_send(c, json_pack("{s:s}", "type", "registered"));
 	snprintf(v, sizeof(v), "%d", w->pid);
 	rt_buf_kv(&kvs, "pid", v);
@@ -804,10 +810,11 @@ int sched__cluster_write(struct sched *s, struct sched_obj *o,
 		}
 		if (k == s->strategy)
 			return 0;
-		if (store_setting_put(
-			    s->store, "strategy",
-			    sched_strategy_name((enum sched_strategy)k)) < 0)
-			return -EIO;
+		rc = store_setting_put(s->store, "strategy",
+				       sched_strategy_name(
+					       (enum sched_strategy)k));
+		if (rc < 0)
+			return rc;
 		s->strategy = k;
 		rt_buf_kv(&kvs, "strategy",
 			  sched_strategy_name((enum sched_strategy)k));
@@ -835,6 +842,7 @@ int sched__pool_write(struct sched *s, const char *buf, size_t len)
 	struct rt_buf kvs = { 0 };
 	char v[32], old[32];
 	long n;
+	int rc;
 
 	if (sched__parse_int(buf, len, 0, SCHED_POOL_MAX, &n) < 0) {
 		snprintf(v, sizeof(v), "%d", SCHED_POOL_MAX);
@@ -851,8 +859,9 @@ int sched__pool_write(struct sched *s, const char *buf, size_t len)
 	if (n == s->pool_size)
 		return 0;
 	snprintf(v, sizeof(v), "%ld", n);
-	if (store_setting_put(s->store, "pool_size", v) < 0)
-		return -EIO;
+	rc = store_setting_put(s->store, "pool_size", v);
+	if (rc < 0)
+		return rc;
 	snprintf(old, sizeof(old), "%d", s->pool_size);
 	s->pool_size = (int)n;
 	rt_buf_kv(&kvs, "from", old);
@@ -1086,7 +1095,7 @@ static int known_cb(const struct store_worker *r, void *arg)
 		w->tags = join(t);
 		w->namespaces = join(n);
 		w->local = r->local;
-		w->draining = r->drained;
+		w->draining = r->drained || sched__drained(s, r->id);
 		w->since_ms = now;
 	}
 	json_decref(t);

@@ -6,11 +6,13 @@
  * Placement here is simple: the worker with the most free memory that
  * fits (and that is not dedicated to other namespaces).
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "decide.h"
 #include "internal.h"
 
 static const char *const state_words[] = { "pending", "starting", "running",
@@ -45,15 +47,22 @@ static int wanted(const struct sched_function *fn)
 	return fn->spec.parallelism;
 }
 
-static int store_put(struct sched *s, const struct sched_instance *in)
+/* Stores instance `in` as it is, but wanting `run`. */
+static int store_put_as(struct sched *s, const struct sched_instance *in,
+			int run)
 {
 	struct store_instance r;
 
 	parts(in, &r.tenant, &r.ns, &r.fn);
 	r.n = in->n;
-	r.desired_run = in->desired_run;
+	r.desired_run = run;
 	r.worker = in->worker ? in->worker->obj.name : NULL;
 	return store_instance_put(s->store, &r);
+}
+
+static int store_put(struct sched *s, const struct sched_instance *in)
+{
+	return store_put_as(s, in, in->desired_run);
 }
 
 static void inst_event(struct sched *s, const struct sched_instance *in,
@@ -113,47 +122,71 @@ struct sched_instance *sched__instance_by_id(struct sched *s, const char *id)
 
 /* ============================================================ assignment */
 
-static void assign(struct sched *s, struct sched_instance *in,
-		   struct sched_worker *w)
+/* The workers as placement sees them, for the instances of one function:
+ * built once per reconciliation and kept in step with every change of
+ * what a worker holds, so that a batch takes memory as it goes. */
+struct view {
+	struct place_worker *w;
+	struct sched_worker **ws;
+	size_t n;
+	int built;
+};
+
+/* Changes what worker `w` holds by `mb` and `count` instances, in the
+ * model and in `v` (may be NULL) if it was built. */
+static void hold(struct sched_worker *w, struct view *v, int mb, int count)
+{
+	w->used_mb += mb;
+	assert(w->used_mb >= 0);
+	if (v != NULL && v->built && w->place_index >= 0 &&
+	    (size_t)w->place_index < v->n && v->ws[w->place_index] == w) {
+		v->w[w->place_index].used_mb += mb;
+		v->w[w->place_index].instances += count;
+	}
+}
+
+static int assign(struct sched *s, struct sched_instance *in,
+		  struct sched_worker *w, struct view *v)
 {
 	struct rt_buf name = { 0 };
+	int rc;
 
-	sched_assignment_name(in, &name);
-	if (rt_map_put(&w->assignments, name.data, in) < 0) {
-		rt_buf_free(&name);
-		return;
-	}
+	rc = sched_assignment_name(in, &name);
+	if (rc == 0)
+		rc = rt_map_put(&w->assignments, name.data, in);
+	rt_buf_free(&name);
+	if (rc < 0)
+		return rc;
 	in->worker = w;
 	in->reserved_mb = fn_of(in)->spec.memory;
-	w->used_mb += in->reserved_mb;
+	hold(w, v, in->reserved_mb, 1);
 	in->sent_revision = 0;
 	in->sent_stop = 0;
 	in->state = in->desired_run ? SCHED_STARTING : SCHED_STOPPED;
 	in->reason[0] = '\0';
-	store_put(s, in);
 	inst_event(s, in, "instance.assigned", "worker", w->obj.name, NULL,
 		   NULL);
-	rt_buf_free(&name);
+	return store_put(s, in);
 }
 
-static void unassign(struct sched *s, struct sched_instance *in, int persist)
+static int unassign(struct sched *s, struct sched_instance *in, int persist,
+		    struct view *v)
 {
 	struct rt_buf name = { 0 };
 
 	if (in->worker == NULL)
-		return;
+		return 0;
 	sched_assignment_name(in, &name);
 	rt_map_del(&in->worker->assignments, name.data);
-	in->worker->used_mb -= in->reserved_mb;
+	hold(in->worker, v, -in->reserved_mb, -1);
 	in->reserved_mb = 0;
 	in->worker = NULL;
 	s->capacity_changed = 1;
 	in->pid = 0;
 	in->sent_revision = 0;
 	in->sent_stop = 0;
-	if (persist)
-		store_put(s, in);
 	rt_buf_free(&name);
+	return persist ? store_put(s, in) : 0;
 }
 
 /* Whether worker `w` takes new instances now. */
@@ -162,15 +195,18 @@ static int usable(const struct sched_worker *w)
 	return w->online && !w->leaving && !w->draining;
 }
 
-/* The workers as placement sees them, for the instances of one function:
- * built once per reconciliation and updated as instances are placed, so
- * that a batch takes memory as it goes. */
-struct view {
-	struct place_worker *w;
-	struct sched_worker **ws;
-	size_t n;
-	int built;
-};
+/* What placement sees of worker `w`. */
+static void worker_view(struct sched_worker *w, struct place_worker *pw)
+{
+	memset(pw, 0, sizeof(*pw));
+	pw->id = w->obj.name;
+	pw->memory_mb = w->memory_mb;
+	pw->used_mb = w->used_mb;
+	pw->tags = w->tags ? w->tags : "";
+	pw->namespaces = w->namespaces ? w->namespaces : "";
+	pw->usable = usable(w);
+	pw->instances = (int)w->assignments.count;
+}
 
 static void view_free(struct view *v)
 {
@@ -198,13 +234,7 @@ static int view_build(struct sched *s, struct view *v,
 
 		w->place_index = (int)i;
 		v->ws[i] = w;
-		v->w[i].id = w->obj.name;
-		v->w[i].memory_mb = w->memory_mb;
-		v->w[i].used_mb = w->used_mb;
-		v->w[i].tags = w->tags ? w->tags : "";
-		v->w[i].namespaces = w->namespaces ? w->namespaces : "";
-		v->w[i].usable = usable(w);
-		v->w[i].instances = (int)w->assignments.count;
+		worker_view(w, &v->w[i]);
 	}
 	v->n = n;
 	free(all);
@@ -234,7 +264,18 @@ static void request_of(struct sched *s, const struct sched_function *fn,
 	r->ns = fn->obj.parent->name;
 	r->tenant = fn->obj.parent->parent->name;
 	r->strategy = (enum sched_strategy)s->strategy;
-	r->random = sched__random(s);
+}
+
+/* Whether the decision lets `in` run on `w` besides what is there. */
+static int may_run_on(struct sched *s, struct sched_instance *in,
+		      struct sched_worker *w)
+{
+	struct place_worker pw;
+	struct place_request r;
+
+	worker_view(w, &pw);
+	request_of(s, fn_of(in), &r);
+	return sched_place_fits(&pw, &r, NULL);
 }
 
 /* Records why an instance waits, in its status, the function's error file
@@ -261,43 +302,35 @@ static void set_pending(struct sched *s, struct sched_instance *in,
 	}
 }
 
-/* Finds a worker for `in` (placement rules in place.c), or says why there
- * is none. `v` may be shared by several calls for one function. */
-static void place_in(struct sched *s, struct sched_instance *in, struct view *v)
+/* Finds a worker for `in` (placement rules in place.c) and assigns it
+ * there, or says why there is none. `v` may be shared by several calls
+ * for one function. Returns 0 (placed or pending) or -errno of the store. */
+static int place_in(struct sched *s, struct sched_instance *in, struct view *v)
 {
 	struct sched_function *fn = fn_of(in);
 	struct place_request r;
 	struct rt_buf why = { 0 };
-	int k;
+	int k, rc = 0;
 
 	if (s->loop == NULL)
-		return;
+		return 0;
 	if (rt_mono_ms() < s->recovery_until) {
 		set_pending(s, in, "waiting for known workers to come back");
-		return;
+		return 0;
 	}
-	if (!v->built && view_build(s, v, fn) < 0)
-		return;
+	if (!v->built && (rc = view_build(s, v, fn)) < 0)
+		return rc;
 	request_of(s, fn, &r);
+	r.random = sched__random(s);
 	k = sched_place(v->w, v->n, &r, &why);
 	if (k < 0) {
 		set_pending(s, in, why.data ? why.data : "no worker");
 	} else {
-		assign(s, in, v->ws[k]);
-		v->w[k].used_mb += r.memory_mb;
+		rc = assign(s, in, v->ws[k], v);
 		v->w[k].same_function++;
-		v->w[k].instances++;
 	}
 	rt_buf_free(&why);
-}
-
-/* Places one instance on its own. */
-static void place(struct sched *s, struct sched_instance *in)
-{
-	struct view v = { 0 };
-
-	place_in(s, in, &v);
-	view_free(&v);
+	return rc;
 }
 
 /* ============================================================ commands */
@@ -381,47 +414,130 @@ static int send_simple(struct sched *s, struct sched_instance *in,
 	return rc;
 }
 
-static void move_off(struct sched *s, struct sched_instance *in);
-
-/* Brings one instance toward what is wanted. */
-static void converge(struct sched *s, struct sched_instance *in, struct view *v)
+/* Asks the decision (decide.c) what to do with `in`, filling its inputs
+ * from the model. */
+static enum decide_action decide(struct sched *s, struct sched_instance *in,
+				 enum decide_cause cause,
+				 struct decide_result *res)
 {
-	int mb = fn_of(in)->spec.memory;
+	struct sched_function *fn = fn_of(in);
+	struct decide_input d;
+	struct place_worker pw;
+	struct place_request r;
 
-	/* Still on a draining worker, and not serving a call: its call has
-	 * ended since the drain (or fnfs restarted meanwhile). */
-	if (in->worker != NULL && in->worker->draining && in->worker->online &&
-	    in->call == NULL) {
-		move_off(s, in);
-		return;
+	memset(&d, 0, sizeof(d));
+	d.cause = cause;
+	d.in.desired_run = in->desired_run;
+	d.in.state = in->state;
+	d.in.sent_revision = in->sent_revision;
+	d.in.sent_stop = in->sent_stop;
+	d.in.busy = in->call != NULL;
+	request_of(s, fn, &r);
+	if (in->worker != NULL) {
+		worker_view(in->worker, &pw);
+		pw.used_mb -= in->reserved_mb; /* what it holds is its own */
+		d.worker = &pw;
+		d.worker_online = in->worker->online;
 	}
+	d.fn = &r;
+	d.run_revision = fn->run_revision;
+	d.recovering = rt_mono_ms() < s->recovery_until;
+	return sched_decide(&d, res);
+}
 
-	if (in->worker != NULL && in->reserved_mb != mb) {
-		/* The function's memory changed: so does what it holds. */
-		in->worker->used_mb += mb - in->reserved_mb;
-		if (mb < in->reserved_mb)
-			s->capacity_changed = 1;
-		in->reserved_mb = mb;
+/* Moves `in` off its worker: the old copy is stopped and forgotten, the
+ * instance goes to `to` (or wherever placement finds room, or pending)
+ * and starts there. Returns 0 or -errno of the store. */
+static int move(struct sched *s, struct sched_instance *in,
+		struct sched_worker *to, const char *why,
+		struct sched_wait *wait)
+{
+	struct sched_worker *from = in->worker;
+	struct view v = { 0 };
+	int rc = 0;
+
+	sched__call_lost(s, in, "its instance moved to another worker");
+	if (from != NULL) {
+		if (from->online)
+			send_simple(s, in, "stop", 1, NULL);
+		if (why != NULL && why[0] != '\0')
+			inst_event(s, in, "instance.moving", "from",
+				   from->obj.name, "reason", why);
+		rc = unassign(s, in, 1, NULL);
+		if (from->draining && from->assignments.count == 0)
+			sched__event(s, &from->obj, "worker.drained", NULL);
 	}
-	if (in->desired_run) {
-		if (in->worker == NULL)
-			place_in(s, in, v);
-		/* A new revision waits for the call in flight on the
-		 * instance, if any (bounded by the call's timeout): a deploy
-		 * fails no call. The call's end converges it again. */
-		if (in->worker != NULL && in->worker->online &&
-		    (in->sent_revision != fn_of(in)->run_revision ||
-		     (in->state == SCHED_STOPPED && !in->sent_stop)) &&
-		    !(in->call != NULL && in->state == SCHED_RUNNING &&
-		      in->sent_revision != fn_of(in)->run_revision))
-			send_start(s, in, NULL);
-	} else if (in->worker != NULL && in->worker->online && !in->sent_stop &&
-		   in->state != SCHED_STOPPED) {
-		in->sent_stop = 1;
-		send_simple(s, in, "stop", 0, NULL);
-	} else if (in->worker == NULL) {
+	in->pid = 0;
+	if (!in->desired_run) {
+		/* A stopped one takes no room anywhere; a start places it. */
 		in->state = SCHED_STOPPED;
+		return rc;
 	}
+	in->state = SCHED_PENDING;
+	if (rc == 0 && to != NULL)
+		rc = assign(s, in, to, NULL);
+	else if (rc == 0)
+		rc = place_in(s, in, &v);
+	view_free(&v);
+	if (in->worker != NULL && in->worker->online)
+		send_start(s, in, wait);
+	return rc;
+}
+
+/* Carries out the decision for `in` (asked with `cause`): places, starts,
+ * stops, restarts or moves it, adding what to wait for to `wait` (may be
+ * NULL). `v` is the placement view of its function's batch, or NULL.
+ * Returns 0 or -errno of the store. */
+static int act(struct sched *s, struct sched_instance *in,
+	       enum decide_cause cause, struct view *v, struct sched_wait *wait)
+{
+	struct sched_function *fn = fn_of(in);
+	struct decide_result res;
+	struct view own = { 0 };
+	int rc = 0;
+
+	decide(s, in, cause, &res);
+	if (res.fits && in->desired_run && in->reserved_mb != fn->spec.memory) {
+		/* It stays: what it holds follows the function's memory
+		 * (the decision checked that it fits). */
+		int delta = fn->spec.memory - in->reserved_mb;
+
+		hold(in->worker, v, delta, 0);
+		in->reserved_mb = fn->spec.memory;
+		if (delta < 0)
+			s->capacity_changed = 1;
+	}
+	switch (res.action) {
+	case DECIDE_NONE:
+		if (in->worker == NULL && !in->desired_run)
+			in->state = SCHED_STOPPED;
+		break;
+	case DECIDE_PENDING: set_pending(s, in, res.reason); break;
+	case DECIDE_START:
+		if (in->worker == NULL)
+			rc = place_in(s, in, v != NULL ? v : &own);
+		if (in->worker != NULL && in->worker->online)
+			send_start(s, in, wait);
+		break;
+	case DECIDE_STOP:
+		in->sent_stop = 1;
+		send_simple(s, in, "stop", 0, wait);
+		break;
+	case DECIDE_RESTART:
+		inst_event(s, in, "instance.restarting", "worker",
+			   in->worker->obj.name, "reason", res.reason);
+		if (in->sent_revision != fn->run_revision ||
+		    in->state == SCHED_STOPPED)
+			send_start(s, in, wait);
+		else
+			send_simple(s, in, "restart", 0, wait);
+		break;
+	case DECIDE_MOVE:
+		rc = move(s, in, NULL, res.reason, wait);
+		break;
+	}
+	view_free(&own);
+	return rc;
 }
 
 static struct sched_instance *
@@ -457,7 +573,7 @@ static void retire(struct sched *s, struct sched_instance *in, int persist)
 	fn_of(in)->restarts_gone += in->restarts_total;
 	if (in->worker != NULL) {
 		send_simple(s, in, "stop", 1, NULL);
-		unassign(s, in, 0);
+		unassign(s, in, 0, NULL);
 	}
 	parts(in, &t, &ns, &fn);
 	if (persist)
@@ -521,7 +637,7 @@ void sched__reconcile(struct sched *s, struct sched_function *fn)
 	}
 	for (i = 0; i < c.n; i++)
 		if (c.v[i] != NULL)
-			converge(s, c.v[i], &v);
+			act(s, c.v[i], DECIDE_CONVERGE, &v, NULL);
 	free(c.v);
 	view_free(&v);
 	if (began && store_commit(s->store) < 0)
@@ -694,7 +810,7 @@ void sched__on_instance(struct sched *s, struct sched_worker *w,
 		/* Stopped for good: its memory goes back to the pool. */
 		inst_event(s, in, "instance.stopped", "worker", w->obj.name,
 			   NULL, NULL);
-		unassign(s, in, 1);
+		unassign(s, in, 1, NULL);
 		return;
 	}
 	snprintf(pid, sizeof(pid), "%d", in->pid);
@@ -712,8 +828,21 @@ void sched__on_instance(struct sched *s, struct sched_worker *w,
 		inst_event(s, in, "instance.backoff", "reason", in->reason,
 			   NULL, NULL);
 	} else if (st == SCHED_FAILED && old != SCHED_FAILED) {
+		struct rt_buf line = { 0 };
+		char when[32];
+
 		inst_event(s, in, "instance.failed", "reason", in->reason, NULL,
 			   NULL);
+		/* The function's error file says why, as for a pending one. */
+		rt_format_time(rt_now_ms(), when);
+		if (rt_buf_printf(&line, "%s instance %d failed: %s\n", when,
+				  in->n, in->reason[0] ? in->reason : "?") ==
+		    0) {
+			free(fn_of(in)->error);
+			fn_of(in)->error = line.data;
+		} else {
+			rt_buf_free(&line);
+		}
 	} else if (st == SCHED_STOPPED && old != SCHED_STOPPED) {
 		inst_event(s, in, "instance.stopped", "worker", w->obj.name,
 			   NULL, NULL);
@@ -797,11 +926,10 @@ void sched__adopt(struct sched *s, struct sched_worker *w, json_t *running)
 		if (id == NULL)
 			continue;
 		if (in != NULL && in->worker == NULL && in->desired_run &&
-		    usable(w) &&
-		    w->memory_mb - w->used_mb >= fn_of(in)->spec.memory) {
+		    may_run_on(s, in, w)) {
 			/* Not placed anywhere since: take it back as it runs
 			 * (Flink's consolidation) rather than restart it. */
-			assign(s, in, w);
+			assign(s, in, w, NULL);
 		}
 		if (in == NULL || in->worker != w || !in->desired_run) {
 			/* It runs elsewhere now, or not at all. */
@@ -839,7 +967,7 @@ void sched__worker_lost(struct sched *s, struct sched_worker *w, int quiet)
 			inst_event(s, in, "instance.lost", "worker",
 				   w->obj.name, NULL, NULL);
 		sched__call_lost(s, in, "its worker went away");
-		unassign(s, in, 1);
+		unassign(s, in, 1, NULL);
 		in->state = in->desired_run ? SCHED_LOST : SCHED_STOPPED;
 		snprintf(in->reason, sizeof(in->reason), "worker %s went away",
 			 w->obj.name);
@@ -985,56 +1113,21 @@ static int parse_state_word(const char *buf, size_t len, int *run)
 	return 0;
 }
 
-/* Starts or stops one instance, adding what to wait for to `wait`. */
-static void set_desired(struct sched *s, struct sched_instance *in, int run,
-			struct sched_wait *wait)
+/* Stores that the instances `v` (`n` of them) want `run`, durably and
+ * all or nothing, before anything changes in the model. Returns 0 or
+ * -errno (EIO, ENOSPC). */
+static int store_desired(struct sched *s, struct sched_instance **v, int n,
+			 int run)
 {
-	int changed = in->desired_run != run;
+	int i, rc = store_begin(s->store);
 
-	in->desired_run = run;
-	if (changed)
-		store_put(s, in);
-	if (run) {
-		if (in->worker == NULL)
-			place(s, in);
-		if (in->worker == NULL || !in->worker->online)
-			return;
-		/* A start clears `failed`: send it even for the same
-		 * revision. */
-		if (changed || in->state == SCHED_FAILED ||
-		    in->state == SCHED_STOPPED || in->state == SCHED_STOPPING ||
-		    in->sent_revision != fn_of(in)->run_revision)
-			send_start(s, in, wait);
-	} else {
-		if (in->worker == NULL) {
-			in->state = SCHED_STOPPED;
-			return;
-		}
-		if (!in->worker->online)
-			return;
-		in->sent_stop = 1;
-		send_simple(s, in, "stop", 0, wait);
-	}
-}
-
-static void restart_one(struct sched *s, struct sched_instance *in,
-			struct sched_wait *wait)
-{
-	if (!in->desired_run) {
-		in->desired_run = 1;
-		store_put(s, in);
-	}
-	if (in->worker == NULL)
-		place(s, in);
-	if (in->worker == NULL || !in->worker->online)
-		return;
-	inst_event(s, in, "instance.restarting", "worker", in->worker->obj.name,
-		   NULL, NULL);
-	if (in->sent_revision != fn_of(in)->run_revision ||
-	    in->state == SCHED_STOPPED)
-		send_start(s, in, wait);
-	else
-		send_simple(s, in, "restart", 0, wait);
+	for (i = 0; rc == 0 && i < n; i++)
+		if (v[i]->desired_run != run)
+			rc = store_put_as(s, v[i], run);
+	if (rc == 0)
+		return store_commit(s->store);
+	store_rollback(s->store);
+	return rc;
 }
 
 /* Rejects a bad write to a non-attribute file of a function. */
@@ -1053,7 +1146,7 @@ static int write_instances(struct sched *s, struct sched_obj *o,
 					    ? fn_of((struct sched_instance *)o)
 					    : (struct sched_function *)o;
 	int restart = f == SCHED_FN_RESTART || f == SCHED_INST_RESTART, run = 1,
-	    i, began;
+	    i, began, rc;
 	const char *file = restart ? "restart" : "state";
 	struct collect c;
 
@@ -1066,24 +1159,36 @@ static int write_instances(struct sched *s, struct sched_obj *o,
 		return refuse(s, fn, file, "state takes start or stop");
 	}
 	if (o->type == SCHED_INSTANCE) {
-		if (restart)
-			restart_one(s, (struct sched_instance *)o, wait);
-		else
-			set_desired(s, (struct sched_instance *)o, run, wait);
-		return 0;
+		c.v = calloc(1, sizeof(*c.v));
+		c.n = c.v != NULL;
+		if (c.v == NULL)
+			return -ENOMEM;
+		c.v[0] = (struct sched_instance *)o;
+	} else {
+		c = instances_of(fn);
 	}
-	c = instances_of(fn);
-	began = store_begin(s->store) == 0; /* one commit for them all */
+	/* What is wanted is stored first: a failure changes nothing. */
+	rc = store_desired(s, c.v, c.n, restart ? 1 : run);
+	if (rc < 0) {
+		sched__reject(s, fn, file, -rc, "the store could not be written");
+		goto out;
+	}
+	/* What follows from it (assignments) is derived. */
+	began = store_begin_derived(s->store) == 0;
 	for (i = 0; i < c.n; i++) {
-		if (restart)
-			restart_one(s, c.v[i], wait);
-		else
-			set_desired(s, c.v[i], run, wait);
+		c.v[i]->desired_run = restart ? 1 : run;
+		act(s, c.v[i],
+		    restart ? DECIDE_CMD_RESTART
+		    : run   ? DECIDE_CMD_START
+			    : DECIDE_CMD_STOP,
+		    NULL, wait);
 	}
-	if (began)
-		store_commit(s->store);
+	if (began && store_commit(s->store) < 0)
+		rt_log(RT_LOG_ERROR, "assignments of %s: store failed",
+		       fn->obj.name);
+out:
 	free(c.v);
-	return 0;
+	return rc;
 }
 
 int sched_file_write(struct sched *s, struct sched_obj *o, enum sched_file f,
@@ -1194,49 +1299,6 @@ int sched_file_read(struct sched *s, struct sched_obj *o, enum sched_file f,
 
 /* ====================================================== drain, rebalance */
 
-/* Moves `in` off its worker: the old copy is stopped and forgotten, the
- * instance goes to `to` (or wherever placement finds room) and starts
- * there. */
-static void move(struct sched *s, struct sched_instance *in,
-		 struct sched_worker *to)
-{
-	struct sched_worker *from = in->worker;
-
-	sched__call_lost(s, in, "its instance moved to another worker");
-	if (from != NULL) {
-		if (from->online)
-			send_simple(s, in, "stop", 1, NULL);
-		unassign(s, in, 1);
-	}
-	in->pid = 0;
-	if (!in->desired_run) {
-		/* A stopped one takes no room anywhere; a start places it. */
-		in->state = SCHED_STOPPED;
-		return;
-	}
-	in->state = SCHED_PENDING;
-	if (to != NULL)
-		assign(s, in, to);
-	else
-		place(s, in);
-	if (in->worker != NULL && in->worker->online)
-		send_start(s, in, NULL);
-}
-
-/* Moves `in` off its draining worker, in one transaction, and says when
- * that worker has nothing left. */
-static void move_off(struct sched *s, struct sched_instance *in)
-{
-	struct sched_worker *w = in->worker;
-	int began = store_begin(s->store) == 0;
-
-	move(s, in, NULL);
-	if (began)
-		store_commit(s->store);
-	if (w != NULL && w->draining && w->assignments.count == 0)
-		sched__event(s, &w->obj, "worker.drained", NULL);
-}
-
 static int other_usable(struct sched *s, const struct sched_worker *w)
 {
 	size_t i, n;
@@ -1249,11 +1311,80 @@ static int other_usable(struct sched *s, const struct sched_worker *w)
 	return found;
 }
 
-int sched__drain(struct sched *s, struct sched_worker *w)
+/* Stores a worker's drain by its id, so that it outlives the worker's row
+ * (a pool worker's row goes at a clean unmount). */
+static int store_drain(struct sched *s, const char *id, int drained)
+{
+	char key[96];
+
+	snprintf(key, sizeof(key), "drained:%s", id);
+	return drained ? store_setting_put(s->store, key, "1")
+		       : store_setting_delete(s->store, key);
+}
+
+int sched__drained(struct sched *s, const char *id)
+{
+	char key[96], v[8];
+
+	snprintf(key, sizeof(key), "drained:%s", id);
+	return store_setting_get(s->store, key, v, sizeof(v)) == 0;
+}
+
+/* Brings every instance on worker `w` in line (after a drain, or a change
+ * of what the worker offers). Returns 0 or -errno of the store. */
+static int converge_worker(struct sched *s, struct sched_worker *w)
 {
 	struct sched_instance **v;
 	size_t i, n;
-	int began;
+	int rc = 0, began = store_begin_derived(s->store) == 0;
+
+	v = (struct sched_instance **)rt_map_values(&w->assignments, &n);
+	for (i = 0; v != NULL && i < n; i++) {
+		int r = act(s, v[i], DECIDE_CONVERGE, NULL, NULL);
+
+		rc = rc < 0 ? rc : r;
+	}
+	free(v);
+	if (began) {
+		int r = store_commit(s->store);
+
+		rc = rc < 0 ? rc : r;
+	}
+	return rc;
+}
+
+/* Sets or clears a worker's drain: stored first, then in the model. */
+static int set_drain(struct sched *s, struct sched_worker *w, int drained)
+{
+	int rc = store_begin(s->store);
+
+	w->draining = drained;
+	if (rc == 0)
+		rc = store_drain(s, w->obj.name, drained);
+	if (rc == 0)
+		rc = sched__worker_persist(s, w);
+	if (rc == 0)
+		rc = store_commit(s->store);
+	else
+		store_rollback(s->store);
+	if (rc < 0) {
+		struct rt_buf kvs = { 0 };
+
+		w->draining = !drained;
+		rt_buf_kv(&kvs, "op", drained ? "drain" : "resume");
+		rt_buf_kv(&kvs, "errno", rt_errno_name(-rc));
+		rt_buf_kv(&kvs, "reason", "the store could not be written");
+		sched__event(s, &w->obj, "worker.rejected", kvs.data);
+		rt_buf_free(&kvs);
+		return rc;
+	}
+	w->since_ms = rt_now_ms();
+	return 0;
+}
+
+int sched__drain(struct sched *s, struct sched_worker *w)
+{
+	int rc;
 
 	if (w->draining)
 		return 0;
@@ -1267,56 +1398,37 @@ int sched__drain(struct sched *s, struct sched_worker *w)
 		rt_buf_free(&kvs);
 		return -EBUSY;
 	}
-	w->draining = 1;
-	w->since_ms = rt_now_ms();
-	sched__worker_persist(s, w);
+	rc = set_drain(s, w, 1);
+	if (rc < 0)
+		return rc;
 	sched__event(s, &w->obj, "worker.draining", NULL);
-	began = store_begin(s->store) == 0;
-	v = (struct sched_instance **)rt_map_values(&w->assignments, &n);
-	for (i = 0; v != NULL && i < n; i++) {
-		/* A drain fails no call: an instance busy with one takes no
-		 * other (its worker is draining), and converge moves it once
-		 * the call has ended. */
-		if (v[i]->call == NULL)
-			move(s, v[i], NULL);
-	}
-	free(v);
-	if (began)
-		store_commit(s->store);
+	/* The decision moves what is not busy; an instance busy with a call
+	 * takes no other (its worker is draining) and moves once the call
+	 * has ended (a drain fails no call). */
 	if (w->assignments.count == 0)
 		sched__event(s, &w->obj, "worker.drained", NULL);
+	else if (converge_worker(s, w) < 0)
+		rt_log(RT_LOG_ERROR, "drain of %s: store failed", w->obj.name);
 	return 0;
 }
 
 int sched__resume(struct sched *s, struct sched_worker *w)
 {
+	int rc;
+
 	if (!w->draining)
 		return 0;
-	w->draining = 0;
-	w->since_ms = rt_now_ms();
-	sched__worker_persist(s, w);
+	rc = set_drain(s, w, 0);
+	if (rc < 0)
+		return rc;
 	sched__event(s, &w->obj, "worker.resumed", NULL);
 	sched__reconcile_all(s); /* pending instances may fit there now */
 	return 0;
 }
 
-/* Whether placement rules let `in` run on `w` (ignoring the others). */
-static int may_run_on(struct sched *s, struct sched_instance *in,
-		      struct sched_worker *w)
+int sched__worker_changed(struct sched *s, struct sched_worker *w)
 {
-	struct sched_function *fn = fn_of(in);
-	struct place_worker pw = { w->obj.name,
-				   w->memory_mb,
-				   w->used_mb,
-				   w->tags ? w->tags : "",
-				   w->namespaces ? w->namespaces : "",
-				   usable(w),
-				   0,
-				   0 };
-	struct place_request r;
-
-	request_of(s, fn, &r);
-	return sched_place(&pw, 1, &r, NULL) == 0;
+	return converge_worker(s, w);
 }
 
 /* Fills `set` with the ids of the functions that have an instance on
@@ -1335,13 +1447,77 @@ static void functions_on(const struct sched_worker *w, struct rt_idmap *set)
 	free(v);
 }
 
-int sched__rebalance(struct sched *s)
+/* Rebalance, first part: an instance of a loose function on a worker
+ * without its tags moves to one that has them, if one has room (the
+ * decision says when to look). Returns how many moved, or -errno. */
+static int rebalance_tags(struct sched *s)
 {
-	struct rt_buf kvs = { 0 };
-	char v[32];
-	int moved = 0, began = store_begin(s->store) == 0;
+	size_t i, n, k, m;
+	void **all = rt_map_values(&s->pool.children, &n);
+	int moved = 0, rc = 0;
 
-	for (;;) {
+	for (i = 0; all != NULL && i < n && rc == 0; i++) {
+		struct sched_worker *w = all[i];
+		struct sched_instance **on;
+
+		if (!usable(w))
+			continue;
+		on = (struct sched_instance **)rt_map_values(&w->assignments,
+							     &m);
+		for (k = 0; on != NULL && k < m && rc == 0; k++) {
+			struct decide_result res;
+			struct place_request r;
+			struct view v = { 0 };
+			int pick;
+
+			if (decide(s, on[k], DECIDE_REBALANCE, &res) !=
+			    DECIDE_MOVE)
+				continue;
+			rc = view_build(s, &v, fn_of(on[k]));
+			request_of(s, fn_of(on[k]), &r);
+			r.random = sched__random(s);
+			if (rc == 0) {
+				v.w[w->place_index].usable = 0;
+				pick = sched_place(v.w, v.n, &r, NULL);
+				if (pick >= 0 &&
+				    sched_place_has_tags(&v.w[pick], &r)) {
+					rc = move(s, on[k], v.ws[pick],
+						  res.reason, NULL);
+					moved++;
+				}
+			}
+			view_free(&v);
+		}
+		free(on);
+	}
+	free(all);
+	return rc < 0 ? rc : moved;
+}
+
+/* Whether moving `in` from `from` to `to` takes a loose function away
+ * from the tags it asks for (the first part of rebalance brought it
+ * there). */
+static int loses_tags(struct sched *s, struct sched_instance *in,
+		      struct sched_worker *from, struct sched_worker *to)
+{
+	struct place_worker a, b;
+	struct place_request r;
+
+	request_of(s, fn_of(in), &r);
+	if (r.ntags == 0)
+		return 0;
+	worker_view(from, &a);
+	worker_view(to, &b);
+	return sched_place_has_tags(&a, &r) && !sched_place_has_tags(&b, &r);
+}
+
+/* Rebalance, second part: moves instances until the counts of usable
+ * workers differ by at most one. Returns how many moved, or -errno. */
+static int rebalance_counts(struct sched *s)
+{
+	int moved = 0, rc = 0;
+
+	while (rc == 0) {
 		size_t i, n, k, m;
 		void **all = rt_map_values(&s->pool.children, &n);
 		struct sched_worker *hi = NULL, *lo = NULL;
@@ -1375,7 +1551,8 @@ int sched__rebalance(struct sched *s)
 		for (k = 0, best = -1; on != NULL && k < m && best < 3; k++) {
 			int score;
 
-			if (!on[k]->desired_run || !may_run_on(s, on[k], lo))
+			if (!on[k]->desired_run || !may_run_on(s, on[k], lo) ||
+			    loses_tags(s, on[k], hi, lo))
 				continue;
 			score = (on[k]->call == NULL ? 2 : 0) +
 				(rt_idmap_get(&there, fn_of(on[k])->obj.id) ==
@@ -1389,12 +1566,37 @@ int sched__rebalance(struct sched *s)
 		rt_idmap_free(&there);
 		if (pick == NULL)
 			break; /* nothing there may move: as even as it gets */
-		move(s, pick, lo);
+		rc = move(s, pick, lo, "rebalance", NULL);
 		moved++;
 	}
-	if (began)
-		store_commit(s->store);
-	snprintf(v, sizeof(v), "%d", moved);
+	return rc < 0 ? rc : moved;
+}
+
+int sched__rebalance(struct sched *s)
+{
+	struct rt_buf kvs = { 0 };
+	char v[32];
+	int tags, counts, rc = store_begin(s->store);
+
+	if (rc < 0)
+		return rc;
+	tags = rebalance_tags(s);
+	counts = tags < 0 ? 0 : rebalance_counts(s);
+	rc = tags < 0 ? tags : counts < 0 ? counts : 0;
+	if (rc == 0)
+		rc = store_commit(s->store);
+	else
+		store_rollback(s->store);
+	if (rc < 0) {
+		/* The moves are under way; their assignments are derived
+		 * again from the workers' reports after a restart. */
+		rt_buf_kv(&kvs, "errno", rt_errno_name(-rc));
+		rt_buf_kv(&kvs, "reason", "the store could not be written");
+		sched_event(s, "rebalance.failed", "workers", kvs.data);
+		rt_buf_free(&kvs);
+		return rc;
+	}
+	snprintf(v, sizeof(v), "%d", tags + counts);
 	rt_buf_kv(&kvs, "moved", v);
 	sched_event(s, "rebalance.done", "workers", kvs.data);
 	rt_buf_free(&kvs);

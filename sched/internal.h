@@ -294,15 +294,24 @@ int sched__cluster_write(struct sched *s, struct sched_obj *o,
  * Returns 0, or -EBUSY when no other worker could take them. */
 int sched__drain(struct sched *s, struct sched_worker *w);
 
-/* Ends a drain. */
+/* Ends a drain. Returns 0 or -errno of the store. */
 int sched__resume(struct sched *s, struct sched_worker *w);
+
+/* Whether the worker `id` was drained and not resumed (stored by id, so
+ * it outlives the worker's row). */
+int sched__drained(struct sched *s, const char *id);
+
+/* What worker `w` offers changed: its instances that no longer fit it
+ * move. Returns 0 or -errno of the store. */
+int sched__worker_changed(struct sched *s, struct sched_worker *w);
 
 /* Moves instances until the counts of usable workers differ by at most
  * one. Returns 0. */
 int sched__rebalance(struct sched *s);
 
-/* Stores a worker's row (id, memory, tags, namespaces, local, drained). */
-void sched__worker_persist(struct sched *s, struct sched_worker *w);
+/* Stores a worker's row (id, memory, tags, namespaces, local, drained).
+ * Returns 0 or -errno of the store. */
+int sched__worker_persist(struct sched *s, struct sched_worker *w);
 
 /* Writes workers/pool_size. */
 int sched__pool_write(struct sched *s, const char *buf, size_t len);

@@ -185,3 +185,45 @@ int sched_place(const struct place_worker *w, size_t n,
 	}
 	return -1;
 }
+
+int sched_place_has_tags(const struct place_worker *w,
+			 const struct place_request *r)
+{
+	return has_all_tags(w, r);
+}
+
+int sched_place_fits(const struct place_worker *w,
+		     const struct place_request *r, struct rt_buf *why)
+{
+	int i;
+
+	if (!w->usable) {
+		if (why != NULL)
+			rt_buf_printf(why, "worker %s takes no instances", w->id);
+		return 0;
+	}
+	if (!serves(w, r->tenant, r->ns)) {
+		if (why != NULL)
+			rt_buf_printf(why, "worker %s does not serve %s/%s",
+				      w->id, r->tenant, r->ns);
+		return 0;
+	}
+	if (r->ntags > 0 && !r->loose && !has_all_tags(w, r)) {
+		if (why != NULL) {
+			rt_buf_printf(why, "worker %s lacks tag%s ", w->id,
+				      r->ntags > 1 ? "s" : "");
+			for (i = 0; i < r->ntags; i++)
+				rt_buf_printf(why, "%s%s", i ? "," : "",
+					      r->tags[i]);
+		}
+		return 0;
+	}
+	if (w->memory_mb - w->used_mb < r->memory_mb) {
+		if (why != NULL)
+			rt_buf_printf(why, "worker %s has %d MB free, %d needed",
+				      w->id, w->memory_mb - w->used_mb,
+				      r->memory_mb);
+		return 0;
+	}
+	return 1;
+}

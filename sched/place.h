@@ -49,6 +49,19 @@ struct place_request {
 int sched_place(const struct place_worker *w, size_t n,
 		const struct place_request *r, struct rt_buf *why);
 
+/* Whether an instance of request `r` may stay on worker `w`, where
+ * `w->used_mb` leaves out what the instance itself holds there: `w` is
+ * usable, serves the namespace, has `r->memory_mb` free and, for a strict
+ * request, carries every tag (a loose one stays anywhere). Returns 1, or 0
+ * with the reason in `why` (may be NULL): "worker w1 has 512 MB free, 4096
+ * needed". Pure. */
+int sched_place_fits(const struct place_worker *w,
+		     const struct place_request *r, struct rt_buf *why);
+
+/* Whether worker `w` carries every tag of `r`. */
+int sched_place_has_tags(const struct place_worker *w,
+			 const struct place_request *r);
+
 /* The word of a strategy, and back (-1 when unknown). */
 const char *sched_strategy_name(enum sched_strategy s);
 int sched_strategy_parse(const char *word, size_t len);

@@ -106,22 +106,59 @@ struct store {
 	const char *cache_sql[STORE_CACHE];
 	sqlite3_stmt *cache[STORE_CACHE];
 	int depth; /* open transactions, nested */
+	int fail_after; /* writes before an injected failure; -1: none */
+	int fail_err;	/* the -errno it gives */
 };
+
+/* The errno of SQLite's last error: a full disk or database is ENOSPC,
+ * anything else EIO. */
+static int db_errno(struct store *st)
+{
+	int e = sqlite3_errcode(st->db);
+
+	return e == SQLITE_FULL ? -ENOSPC : -EIO;
+}
 
 static int db_fail(struct store *st, const char *what)
 {
 	rt_log(RT_LOG_ERROR, "store: %s: %s", what, sqlite3_errmsg(st->db));
-	return -EIO;
+	return db_errno(st);
+}
+
+/* Whether the failure injected by store_inject_failure is due now. */
+static int injected(struct store *st)
+{
+	if (st->fail_after < 0)
+		return 0;
+	if (st->fail_after > 0) {
+		st->fail_after--;
+		return 0;
+	}
+	st->fail_after = -1;
+	return st->fail_err;
+}
+
+void store_inject_failure(struct store *st, int after, int err)
+{
+	st->fail_after = after;
+	st->fail_err = err;
 }
 
 static int exec(struct store *st, const char *sql)
 {
 	char *msg = NULL;
+	int rc = strncmp(sql, "PRAGMA", 6) != 0 && strncmp(sql, "ROLLBACK", 8)
+			 ? injected(st)
+			 : 0;
 
+	if (rc < 0) {
+		rt_log(RT_LOG_ERROR, "store: %s: injected failure", sql);
+		return rc;
+	}
 	if (sqlite3_exec(st->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
 		rt_log(RT_LOG_ERROR, "store: %s: %s", sql, msg ? msg : "?");
 		sqlite3_free(msg);
-		return -EIO;
+		return db_errno(st);
 	}
 	return 0;
 }
@@ -187,6 +224,7 @@ int store_open(struct store **out, const char *path)
 
 	if (st == NULL)
 		goto out;
+	st->fail_after = -1;
 	if (sqlite3_open_v2(path, &st->db,
 			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
 				    SQLITE_OPEN_NOMUTEX,
@@ -372,8 +410,10 @@ void store_rollback(struct store *st)
 static int run(struct store *st, int which, const struct store_row *r)
 {
 	sqlite3_stmt *q = st->stmt[which];
-	int step;
+	int step = injected(st);
 
+	if (step < 0)
+		return step;
 	sqlite3_reset(q);
 	sqlite3_clear_bindings(q);
 	sqlite3_bind_text(q, 1, r->tenant, -1, SQLITE_STATIC);
@@ -428,8 +468,10 @@ static int run_sql(struct store *st, const char *sql, int ntext,
 		   const char *const *text, int nint, const long long *ints)
 {
 	sqlite3_stmt *q = NULL;
-	int i, step, rc = 0;
+	int i, step, rc = injected(st);
 
+	if (rc < 0)
+		return rc;
 	for (i = 0; i < STORE_CACHE && st->cache_sql[i] != NULL; i++)
 		if (st->cache_sql[i] == sql) {
 			q = st->cache[i];
@@ -569,6 +611,14 @@ int store_setting_put(struct store *st, const char *key, const char *value)
 		       "INSERT OR REPLACE INTO settings(key, value) "
 		       "VALUES(?1, ?2)",
 		       2, text, 0, NULL);
+}
+
+int store_setting_delete(struct store *st, const char *key)
+{
+	const char *text[1] = { key };
+
+	return run_sql(st, "DELETE FROM settings WHERE key = ?1", 1, text, 0,
+		       NULL);
 }
 
 int store_setting_get(struct store *st, const char *key, char *out, size_t n)

@@ -53,7 +53,8 @@ int store_begin(struct store *st);
  * durable. Returns 0 or -EIO. */
 int store_begin_derived(struct store *st);
 
-/* Commits it durably before returning. Returns 0 or -EIO (rolled back). */
+/* Commits it durably before returning. Returns 0 or -EIO, -ENOSPC for a full
+ * disk (rolled back). */
 int store_commit(struct store *st);
 
 /* Abandons it. */
@@ -112,6 +113,13 @@ int store_worker_load(struct store *st,
 
 /* Sets a setting. Returns 0 or -EIO. */
 int store_setting_put(struct store *st, const char *key, const char *value);
+
+/* Deletes a setting. Returns 0 or -EIO. */
+int store_setting_delete(struct store *st, const char *key);
+
+/* For tests: the write statement after the next `after` ones (commits
+ * included) fails with `err` (a negative errno), once; -1 turns it off. */
+void store_inject_failure(struct store *st, int after, int err);
 
 /* Reads a setting into `out` (n bytes). Returns 0, -ENOENT or -EIO. */
 int store_setting_get(struct store *st, const char *key, char *out, size_t n);
