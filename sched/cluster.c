@@ -810,9 +810,9 @@ int sched__cluster_write(struct sched *s, struct sched_obj *o,
 		}
 		if (k == s->strategy)
 			return 0;
-		rc = store_setting_put(s->store, "strategy",
-				       sched_strategy_name(
-					       (enum sched_strategy)k));
+		rc = store_setting_put(
+			s->store, "strategy",
+			sched_strategy_name((enum sched_strategy)k));
 		if (rc < 0)
 			return rc;
 		s->strategy = k;

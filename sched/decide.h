@@ -53,10 +53,10 @@ struct decide_input {
 	 * instance holds there; `usable` is online, not leaving and not
 	 * draining. */
 	const struct place_worker *worker;
-	int worker_online;		 /* its worker is connected */
-	const struct place_request *fn;	 /* the function's placement */
-	uint64_t run_revision;		 /* the revision it must run */
-	int recovering;			 /* known workers may come back */
+	int worker_online;		/* its worker is connected */
+	const struct place_request *fn; /* the function's placement */
+	uint64_t run_revision;		/* the revision it must run */
+	int recovering;			/* known workers may come back */
 };
 
 /* The decision: one action and why. */

@@ -65,6 +65,25 @@ static int store_put(struct sched *s, const struct sched_instance *in)
 	return store_put_as(s, in, in->desired_run);
 }
 
+/* Ends a transaction of derived state (assignments, instances made from
+ * a spec) begun if `began`, after work whose first store error is `rc`.
+ * Such state is derived again from the specs and the workers' reports
+ * after a restart, so a failure is logged, not returned to a writer.
+ * Returns 0 or the -errno. */
+static int derived_end(struct sched *s, int began, int rc, const char *what)
+{
+	if (began) {
+		/* What was written stays: it is as true as the model. */
+		int c = store_commit(s->store);
+
+		rc = rc < 0 ? rc : c;
+	}
+	if (rc < 0)
+		rt_log(RT_LOG_ERROR, "%s: the store failed: %s", what,
+		       strerror(-rc));
+	return rc;
+}
+
 static void inst_event(struct sched *s, const struct sched_instance *in,
 		       const char *kind, const char *k1, const char *v1,
 		       const char *k2, const char *v2)
@@ -121,6 +140,24 @@ struct sched_instance *sched__instance_by_id(struct sched *s, const char *id)
 }
 
 /* ============================================================ assignment */
+
+static int check_free_cb(const char *key, void *value, void *arg)
+{
+	const struct sched_worker *w = value;
+
+	(void)key;
+	(void)arg;
+	/* A worker's free memory is never negative, except while one that
+	 * came back with less memory waits for this reconciliation. */
+	assert(w->used_mb >= 0);
+	assert(w->used_mb <= w->memory_mb || !w->online);
+	return 0;
+}
+
+void sched__check_free(struct sched *s)
+{
+	rt_map_each(&s->pool.children, check_free_cb, NULL);
+}
 
 /* The workers as placement sees them, for the instances of one function:
  * built once per reconciliation and kept in step with every change of
@@ -532,9 +569,7 @@ static int act(struct sched *s, struct sched_instance *in,
 		else
 			send_simple(s, in, "restart", 0, wait);
 		break;
-	case DECIDE_MOVE:
-		rc = move(s, in, NULL, res.reason, wait);
-		break;
+	case DECIDE_MOVE: rc = move(s, in, NULL, res.reason, wait); break;
 	}
 	view_free(&own);
 	return rc;
@@ -576,8 +611,9 @@ static void retire(struct sched *s, struct sched_instance *in, int persist)
 		unassign(s, in, 0, NULL);
 	}
 	parts(in, &t, &ns, &fn);
-	if (persist)
-		store_instance_delete(s->store, t, ns, fn, in->n);
+	if (persist && store_instance_delete(s->store, t, ns, fn, in->n) < 0)
+		rt_log(RT_LOG_ERROR, "instance %s/%s/%s/%d: the store failed",
+		       t, ns, fn, in->n);
 	inst_event(s, in, "instance.stopped", "reason", "removed", NULL, NULL);
 	sched__obj_drop(s, &in->obj);
 }
@@ -610,7 +646,7 @@ static struct collect instances_of(struct sched_function *fn)
 
 void sched__reconcile(struct sched *s, struct sched_function *fn)
 {
-	int want = wanted(fn), n, i, began;
+	int want = wanted(fn), n, i, began, rc = 0;
 	struct view v = { 0 };
 	struct collect c;
 	char name[16];
@@ -625,8 +661,8 @@ void sched__reconcile(struct sched *s, struct sched_function *fn)
 		if (sched_child(&fn->obj, name) != NULL)
 			continue;
 		in = instance_new(s, fn, n, 1);
-		if (in != NULL)
-			store_put(s, in);
+		if (in != NULL && rc == 0)
+			rc = store_put(s, in);
 	}
 	c = instances_of(fn);
 	for (i = 0; i < c.n; i++) {
@@ -635,14 +671,18 @@ void sched__reconcile(struct sched *s, struct sched_function *fn)
 		retire(s, c.v[i], 1);
 		c.v[i] = NULL;
 	}
-	for (i = 0; i < c.n; i++)
-		if (c.v[i] != NULL)
-			act(s, c.v[i], DECIDE_CONVERGE, &v, NULL);
+	for (i = 0; i < c.n; i++) {
+		int r = c.v[i] != NULL
+				? act(s, c.v[i], DECIDE_CONVERGE, &v, NULL)
+				: 0;
+
+		rc = rc < 0 ? rc : r;
+	}
 	free(c.v);
 	view_free(&v);
-	if (began && store_commit(s->store) < 0)
-		rt_log(RT_LOG_ERROR, "instances of %s: store failed",
-		       fn->obj.name);
+	derived_end(s, began, rc, fn->obj.name);
+	if (!s->reconciling_all)
+		sched__check_free(s);
 }
 
 struct each_fn {
@@ -676,26 +716,36 @@ void sched__reconcile_all(struct sched *s)
 {
 	int began = store_begin_derived(s->store) == 0;
 
+	s->reconciling_all++;
 	rt_map_each(&s->root.children, reconcile_root, s);
-	if (began)
-		store_commit(s->store);
+	s->reconciling_all--;
+	derived_end(s, began, 0, "reconciliation");
+	if (!s->reconciling_all)
+		sched__check_free(s);
 }
 
-int sched__instances_drop(struct sched *s, struct sched_function *fn)
+int sched__instances_unstore(struct sched *s, struct sched_function *fn)
 {
 	struct collect c = instances_of(fn);
 	const char *t = fn->obj.parent->parent->name,
 		   *ns = fn->obj.parent->name;
-	int i, began = store_begin(s->store) == 0;
+	int i, rc = 0;
 
-	for (i = 0; i < c.n; i++) {
-		store_instance_delete(s->store, t, ns, fn->obj.name, c.v[i]->n);
-		retire(s, c.v[i], 0);
-	}
-	if (began)
-		store_commit(s->store);
+	for (i = 0; i < c.n && rc == 0; i++)
+		rc = store_instance_delete(s->store, t, ns, fn->obj.name,
+					   c.v[i]->n);
 	free(c.v);
-	return 0;
+	return rc;
+}
+
+void sched__instances_drop(struct sched *s, struct sched_function *fn)
+{
+	struct collect c = instances_of(fn);
+	int i;
+
+	for (i = 0; i < c.n; i++)
+		retire(s, c.v[i], 0);
+	free(c.v);
 }
 
 /* ================================================================ load */
@@ -836,8 +886,8 @@ void sched__on_instance(struct sched *s, struct sched_worker *w,
 		/* The function's error file says why, as for a pending one. */
 		rt_format_time(rt_now_ms(), when);
 		if (rt_buf_printf(&line, "%s instance %d failed: %s\n", when,
-				  in->n, in->reason[0] ? in->reason : "?") ==
-		    0) {
+				  in->n,
+				  in->reason[0] ? in->reason : "?") == 0) {
 			free(fn_of(in)->error);
 			fn_of(in)->error = line.data;
 		} else {
@@ -949,8 +999,7 @@ void sched__adopt(struct sched *s, struct sched_worker *w, json_t *running)
 		in->worker_restarts = restarts;
 		in->reason[0] = '\0';
 	}
-	if (began)
-		store_commit(s->store);
+	derived_end(s, began, 0, w->obj.name);
 }
 
 void sched__worker_lost(struct sched *s, struct sched_worker *w, int quiet)
@@ -973,8 +1022,7 @@ void sched__worker_lost(struct sched *s, struct sched_worker *w, int quiet)
 			 w->obj.name);
 	}
 	free(v);
-	if (began)
-		store_commit(s->store);
+	derived_end(s, began, 0, w->obj.name);
 }
 
 /* =============================================================== files */
@@ -1170,7 +1218,8 @@ static int write_instances(struct sched *s, struct sched_obj *o,
 	/* What is wanted is stored first: a failure changes nothing. */
 	rc = store_desired(s, c.v, c.n, restart ? 1 : run);
 	if (rc < 0) {
-		sched__reject(s, fn, file, -rc, "the store could not be written");
+		sched__reject(s, fn, file, -rc,
+			      "the store could not be written");
 		goto out;
 	}
 	/* What follows from it (assignments) is derived. */
@@ -1183,9 +1232,8 @@ static int write_instances(struct sched *s, struct sched_obj *o,
 			    : DECIDE_CMD_STOP,
 		    NULL, wait);
 	}
-	if (began && store_commit(s->store) < 0)
-		rt_log(RT_LOG_ERROR, "assignments of %s: store failed",
-		       fn->obj.name);
+	derived_end(s, began, 0, fn->obj.name);
+	sched__check_free(s);
 out:
 	free(c.v);
 	return rc;
@@ -1345,12 +1393,7 @@ static int converge_worker(struct sched *s, struct sched_worker *w)
 		rc = rc < 0 ? rc : r;
 	}
 	free(v);
-	if (began) {
-		int r = store_commit(s->store);
-
-		rc = rc < 0 ? rc : r;
-	}
-	return rc;
+	return derived_end(s, began, rc, w->obj.name);
 }
 
 /* Sets or clears a worker's drain: stored first, then in the model. */

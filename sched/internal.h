@@ -79,6 +79,7 @@ struct sched {
 	struct rt_idmap scaled;	     /* functions scaled above parallelism */
 	struct rt_idmap failing;     /* functions with unreported summaries */
 	int shutting_down;
+	int reconciling_all; /* inside sched__reconcile_all */
 	void (*shutdown_done)(void *arg);
 	void *shutdown_arg;
 	uv_timer_t shutdown_timer;
@@ -175,12 +176,18 @@ int sched__instances_load(struct sched *s);
  * workers must do. */
 void sched__reconcile(struct sched *s, struct sched_function *fn);
 
+/* Asserts that no worker's free memory is negative (debug builds). */
+void sched__check_free(struct sched *s);
+
 /* Reconciles every function (capacity changed). */
 void sched__reconcile_all(struct sched *s);
 
-/* Stops and forgets every instance of `fn` before it is removed; deletes
- * their rows inside the caller's transaction. */
-int sched__instances_drop(struct sched *s, struct sched_function *fn);
+/* Deletes the rows of every instance of `fn` (inside the caller's
+ * transaction, which removes the function). Returns 0 or -errno. */
+int sched__instances_unstore(struct sched *s, struct sched_function *fn);
+
+/* Stops and forgets every instance of `fn` once its removal is stored. */
+void sched__instances_drop(struct sched *s, struct sched_function *fn);
 
 /* Frees an instance's own memory (the object is being freed). */
 void sched__instance_free(struct sched_instance *in);

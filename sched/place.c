@@ -199,7 +199,8 @@ int sched_place_fits(const struct place_worker *w,
 
 	if (!w->usable) {
 		if (why != NULL)
-			rt_buf_printf(why, "worker %s takes no instances", w->id);
+			rt_buf_printf(why, "worker %s takes no instances",
+				      w->id);
 		return 0;
 	}
 	if (!serves(w, r->tenant, r->ns)) {
@@ -220,9 +221,9 @@ int sched_place_fits(const struct place_worker *w,
 	}
 	if (w->memory_mb - w->used_mb < r->memory_mb) {
 		if (why != NULL)
-			rt_buf_printf(why, "worker %s has %d MB free, %d needed",
-				      w->id, w->memory_mb - w->used_mb,
-				      r->memory_mb);
+			rt_buf_printf(
+				why, "worker %s has %d MB free, %d needed",
+				w->id, w->memory_mb - w->used_mb, r->memory_mb);
 		return 0;
 	}
 	return 1;

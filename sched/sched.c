@@ -429,15 +429,21 @@ int sched_remove(struct sched *s, struct sched_obj *parent, const char *name)
 		return -ENOTEMPTY;
 	}
 	obj_row(o, &r);
-	if (o->type == SCHED_FUNCTION) {
-		/* Its instances are stopped and forgotten with it. */
-		rc = sched__instances_drop(s, (struct sched_function *)o);
-		if (rc < 0)
-			return rc;
-	}
-	rc = store_child_change(s, parent, &r, 0, now);
+	/* The function and its instances' rows go in one transaction, before
+	 * anything is stopped: a failure leaves everything as it was. */
+	rc = store_begin(s->store);
+	if (rc == 0 && o->type == SCHED_FUNCTION)
+		rc = sched__instances_unstore(s, (struct sched_function *)o);
+	if (rc == 0)
+		rc = store_child_change(s, parent, &r, 0, now);
+	if (rc == 0)
+		rc = store_commit(s->store);
+	else
+		store_rollback(s->store);
 	if (rc < 0)
 		return rc;
+	if (o->type == SCHED_FUNCTION)
+		sched__instances_drop(s, (struct sched_function *)o);
 	kind = o->type == SCHED_TENANT	    ? "tenant.deleted"
 	       : o->type == SCHED_NAMESPACE ? "namespace.deleted"
 					    : "function.deleted";
@@ -533,9 +539,8 @@ int sched_function_write(struct sched *s, struct sched_function *fn,
 	else
 		store_rollback(s->store);
 	if (rc < 0) {
-		sched__reject(s, fn, sched_attr_name(a), EIO,
+		sched__reject(s, fn, sched_attr_name(a), -rc,
 			      "the store could not be written");
-		rc = -EIO;
 		goto out;
 	}
 

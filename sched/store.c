@@ -105,7 +105,7 @@ struct store {
 	sqlite3_stmt *stmt[ST_COUNT]; /* prepared on open */
 	const char *cache_sql[STORE_CACHE];
 	sqlite3_stmt *cache[STORE_CACHE];
-	int depth; /* open transactions, nested */
+	int depth;	/* open transactions, nested */
 	int fail_after; /* writes before an injected failure; -1: none */
 	int fail_err;	/* the -errno it gives */
 };

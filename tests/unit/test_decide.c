@@ -11,14 +11,14 @@
 /* Worker offers (what `free` the instance sees leaves out its own). */
 enum offer {
 	NO_WORKER,
-	PLAIN_1024,	/* healthy, untagged, 1024 MB, 128 of it used */
-	PLAIN_FULL,	/* healthy, untagged, 1024 MB, 1000 used by others */
-	GPU_1024,	/* healthy, tagged gpu */
-	DRAINING,	/* draining (not usable) */
-	OFFLINE,	/* gone away */
-	DEDICATED,	/* serves other/ns only */
-	SERVES_MINE,	/* serves acme/prod only */
-	PLAIN_SMALL	/* healthy, untagged, 512 MB, nothing else */
+	PLAIN_1024,  /* healthy, untagged, 1024 MB, 128 of it used */
+	PLAIN_FULL,  /* healthy, untagged, 1024 MB, 1000 used by others */
+	GPU_1024,    /* healthy, tagged gpu */
+	DRAINING,    /* draining (not usable) */
+	OFFLINE,     /* gone away */
+	DEDICATED,   /* serves other/ns only */
+	SERVES_MINE, /* serves acme/prod only */
+	PLAIN_SMALL  /* healthy, untagged, 512 MB, nothing else */
 };
 
 /* Function specs. */
@@ -48,7 +48,7 @@ struct row {
 	int fits;	    /* the instance may keep its worker */
 };
 
-#define C DECIDE_CONVERGE
+#define C  DECIDE_CONVERGE
 #define CS DECIDE_CMD_START
 #define CT DECIDE_CMD_STOP
 #define CR DECIDE_CMD_RESTART
@@ -60,8 +60,8 @@ static const struct row rows[] = {
 	  F128, 1, 0, DECIDE_START, NULL, 0 },
 	{ "waits while known workers may return", C, 1, SCHED_LOST, 0, 0, 0,
 	  NO_WORKER, F128, 1, 1, DECIDE_PENDING, "known workers", 0 },
-	{ "restart of an unplaced one places it", CR, 1, SCHED_PENDING, 0, 0,
-	  0, NO_WORKER, F128, 1, 0, DECIDE_START, NULL, 0 },
+	{ "restart of an unplaced one places it", CR, 1, SCHED_PENDING, 0, 0, 0,
+	  NO_WORKER, F128, 1, 0, DECIDE_START, NULL, 0 },
 	{ "start of an unplaced one places it", CS, 1, SCHED_STOPPED, 0, 0, 0,
 	  NO_WORKER, F128, 1, 0, DECIDE_START, NULL, 0 },
 	/* Not wanted. */
@@ -71,67 +71,66 @@ static const struct row rows[] = {
 	  PLAIN_1024, F128, 1, 0, DECIDE_STOP, "not wanted", 0 },
 	{ "stop already sent: nothing", C, 0, SCHED_STOPPING, 1, 1, 0,
 	  PLAIN_1024, F128, 1, 0, DECIDE_NONE, NULL, 0 },
-	{ "stop command always sent", CT, 0, SCHED_STOPPED, 1, 0, 0,
-	  PLAIN_1024, F128, 1, 0, DECIDE_STOP, "stop asked", 0 },
-	{ "stop with worker away: nothing", CT, 0, SCHED_LOST, 1, 0, 0,
-	  OFFLINE, F128, 1, 0, DECIDE_NONE, "away", 0 },
-	{ "unwanted on a draining worker: stop, not move", C, 0,
-	  SCHED_RUNNING, 1, 0, 0, DRAINING, F128, 1, 0, DECIDE_STOP, NULL,
-	  0 },
+	{ "stop command always sent", CT, 0, SCHED_STOPPED, 1, 0, 0, PLAIN_1024,
+	  F128, 1, 0, DECIDE_STOP, "stop asked", 0 },
+	{ "stop with worker away: nothing", CT, 0, SCHED_LOST, 1, 0, 0, OFFLINE,
+	  F128, 1, 0, DECIDE_NONE, "away", 0 },
+	{ "unwanted on a draining worker: stop, not move", C, 0, SCHED_RUNNING,
+	  1, 0, 0, DRAINING, F128, 1, 0, DECIDE_STOP, NULL, 0 },
 	/* Wanted, with a worker that fits. */
-	{ "running, current: nothing", C, 1, SCHED_RUNNING, 1, 0, 0,
-	  PLAIN_1024, F128, 1, 0, DECIDE_NONE, NULL, 1 },
+	{ "running, current: nothing", C, 1, SCHED_RUNNING, 1, 0, 0, PLAIN_1024,
+	  F128, 1, 0, DECIDE_NONE, NULL, 1 },
 	{ "assigned, nothing sent: start", C, 1, SCHED_STARTING, 0, 0, 0,
 	  PLAIN_1024, F128, 1, 0, DECIDE_START, NULL, 1 },
 	{ "new revision: restart", C, 1, SCHED_RUNNING, 1, 0, 0, PLAIN_1024,
 	  F128, 2, 0, DECIDE_RESTART, "revision", 1 },
-	{ "new revision, busy: waits for the call", C, 1, SCHED_RUNNING, 1,
-	  0, 1, PLAIN_1024, F128, 2, 0, DECIDE_NONE, "call ends", 1 },
-	{ "new revision, busy but in backoff: restart", C, 1, SCHED_BACKOFF,
-	  1, 0, 1, PLAIN_1024, F128, 2, 0, DECIDE_RESTART, NULL, 1 },
-	{ "stopped but wanted: start", C, 1, SCHED_STOPPED, 1, 0, 0,
-	  PLAIN_1024, F128, 1, 0, DECIDE_START, "stopped", 1 },
-	{ "failed stays failed", C, 1, SCHED_FAILED, 1, 0, 0, PLAIN_1024,
-	  F128, 1, 0, DECIDE_NONE, NULL, 1 },
+	{ "new revision, busy: waits for the call", C, 1, SCHED_RUNNING, 1, 0,
+	  1, PLAIN_1024, F128, 2, 0, DECIDE_NONE, "call ends", 1 },
+	{ "new revision, busy but in backoff: restart", C, 1, SCHED_BACKOFF, 1,
+	  0, 1, PLAIN_1024, F128, 2, 0, DECIDE_RESTART, NULL, 1 },
+	{ "stopped but wanted: start", C, 1, SCHED_STOPPED, 1, 0, 0, PLAIN_1024,
+	  F128, 1, 0, DECIDE_START, "stopped", 1 },
+	{ "failed stays failed", C, 1, SCHED_FAILED, 1, 0, 0, PLAIN_1024, F128,
+	  1, 0, DECIDE_NONE, NULL, 1 },
 	{ "start command revives failed", CS, 1, SCHED_FAILED, 1, 0, 0,
 	  PLAIN_1024, F128, 1, 0, DECIDE_START, "start", 1 },
 	{ "start command during a stop", CS, 1, SCHED_RUNNING, 1, 1, 0,
 	  PLAIN_1024, F128, 1, 0, DECIDE_START, NULL, 1 },
-	{ "start command on a running one: nothing", CS, 1, SCHED_RUNNING, 1,
-	  0, 0, PLAIN_1024, F128, 1, 0, DECIDE_NONE, NULL, 1 },
-	{ "restart command", CR, 1, SCHED_RUNNING, 1, 0, 0, PLAIN_1024, F128,
-	  1, 0, DECIDE_RESTART, "restart", 1 },
+	{ "start command on a running one: nothing", CS, 1, SCHED_RUNNING, 1, 0,
+	  0, PLAIN_1024, F128, 1, 0, DECIDE_NONE, NULL, 1 },
+	{ "restart command", CR, 1, SCHED_RUNNING, 1, 0, 0, PLAIN_1024, F128, 1,
+	  0, DECIDE_RESTART, "restart", 1 },
 	{ "restart command while busy: now", CR, 1, SCHED_RUNNING, 1, 0, 1,
 	  PLAIN_1024, F128, 1, 0, DECIDE_RESTART, NULL, 1 },
-	{ "memory grows but fits: restart in place", C, 1, SCHED_RUNNING, 1,
-	  0, 0, PLAIN_1024, F400, 2, 0, DECIDE_RESTART, NULL, 1 },
+	{ "memory grows but fits: restart in place", C, 1, SCHED_RUNNING, 1, 0,
+	  0, PLAIN_1024, F400, 2, 0, DECIDE_RESTART, NULL, 1 },
 	{ "strict tag present: stays", C, 1, SCHED_RUNNING, 1, 0, 0, GPU_1024,
 	  FGPU, 1, 0, DECIDE_NONE, NULL, 1 },
-	{ "untagged function on a tagged worker: stays", C, 1, SCHED_RUNNING,
-	  1, 0, 0, GPU_1024, F128, 1, 0, DECIDE_NONE, NULL, 1 },
-	{ "loose tag missing: stays outside rebalance", C, 1, SCHED_RUNNING,
-	  1, 0, 0, PLAIN_1024, FGPU_LOOSE, 1, 0, DECIDE_NONE, NULL, 1 },
+	{ "untagged function on a tagged worker: stays", C, 1, SCHED_RUNNING, 1,
+	  0, 0, GPU_1024, F128, 1, 0, DECIDE_NONE, NULL, 1 },
+	{ "loose tag missing: stays outside rebalance", C, 1, SCHED_RUNNING, 1,
+	  0, 0, PLAIN_1024, FGPU_LOOSE, 1, 0, DECIDE_NONE, NULL, 1 },
 	{ "loose tag missing: rebalance moves", RB, 1, SCHED_RUNNING, 1, 0, 0,
 	  PLAIN_1024, FGPU_LOOSE, 1, 0, DECIDE_MOVE, "tags", 1 },
-	{ "loose tag present: rebalance leaves it", RB, 1, SCHED_RUNNING, 1,
-	  0, 0, GPU_1024, FGPU_LOOSE, 1, 0, DECIDE_NONE, NULL, 1 },
+	{ "loose tag present: rebalance leaves it", RB, 1, SCHED_RUNNING, 1, 0,
+	  0, GPU_1024, FGPU_LOOSE, 1, 0, DECIDE_NONE, NULL, 1 },
 	{ "dedicated to my namespace: stays", C, 1, SCHED_RUNNING, 1, 0, 0,
 	  SERVES_MINE, F128, 1, 0, DECIDE_NONE, NULL, 1 },
 	{ "exactly the free memory: stays", C, 1, SCHED_RUNNING, 1, 0, 0,
 	  PLAIN_SMALL, F400, 1, 0, DECIDE_NONE, NULL, 1 },
 	/* Wanted, with a worker that no longer fits: the bugs of issue 10. */
-	{ "memory 4096 on a 1024 MB worker: move", C, 1, SCHED_RUNNING, 1, 0,
-	  0, PLAIN_1024, F4096, 2, 0, DECIDE_MOVE, "4096 needed", 0 },
-	{ "memory 400 where only 24 MB are free: move", C, 1, SCHED_RUNNING,
-	  1, 0, 0, PLAIN_FULL, F400, 2, 0, DECIDE_MOVE, "MB free", 0 },
+	{ "memory 4096 on a 1024 MB worker: move", C, 1, SCHED_RUNNING, 1, 0, 0,
+	  PLAIN_1024, F4096, 2, 0, DECIDE_MOVE, "4096 needed", 0 },
+	{ "memory 400 where only 24 MB are free: move", C, 1, SCHED_RUNNING, 1,
+	  0, 0, PLAIN_FULL, F400, 2, 0, DECIDE_MOVE, "MB free", 0 },
 	{ "strict tag added, untagged worker: move", C, 1, SCHED_RUNNING, 1, 0,
 	  0, PLAIN_1024, FGPU, 1, 0, DECIDE_MOVE, "lacks tag gpu", 0 },
 	{ "worker dedicated to others: move", C, 1, SCHED_RUNNING, 1, 0, 0,
 	  DEDICATED, F128, 1, 0, DECIDE_MOVE, "does not serve", 0 },
-	{ "draining worker: move", C, 1, SCHED_RUNNING, 1, 0, 0, DRAINING,
-	  F128, 1, 0, DECIDE_MOVE, "takes no instances", 0 },
-	{ "draining worker, busy: moves after the call", C, 1, SCHED_RUNNING,
-	  1, 0, 1, DRAINING, F128, 1, 0, DECIDE_NONE, "call ends", 0 },
+	{ "draining worker: move", C, 1, SCHED_RUNNING, 1, 0, 0, DRAINING, F128,
+	  1, 0, DECIDE_MOVE, "takes no instances", 0 },
+	{ "draining worker, busy: moves after the call", C, 1, SCHED_RUNNING, 1,
+	  0, 1, DRAINING, F128, 1, 0, DECIDE_NONE, "call ends", 0 },
 	{ "too big, busy: moves after the call", C, 1, SCHED_RUNNING, 1, 0, 1,
 	  PLAIN_1024, F4096, 2, 0, DECIDE_NONE, "call ends", 0 },
 	{ "restart command on a misfit: move", CR, 1, SCHED_RUNNING, 1, 0, 1,
@@ -141,8 +140,8 @@ static const struct row rows[] = {
 	{ "misfit beats a new revision: move", C, 1, SCHED_RUNNING, 1, 0, 0,
 	  PLAIN_SMALL, F1000, 2, 0, DECIDE_MOVE, NULL, 0 },
 	/* Worker away. */
-	{ "worker away: waits for it", C, 1, SCHED_LOST, 1, 0, 0, OFFLINE,
-	  F128, 1, 0, DECIDE_NONE, "worker", 0 },
+	{ "worker away: waits for it", C, 1, SCHED_LOST, 1, 0, 0, OFFLINE, F128,
+	  1, 0, DECIDE_NONE, "worker", 0 },
 	{ "worker away, new revision: waits", C, 1, SCHED_LOST, 1, 0, 0,
 	  OFFLINE, F128, 2, 0, DECIDE_NONE, NULL, 0 },
 	{ "worker away during recovery: waits", C, 1, SCHED_LOST, 1, 0, 0,
@@ -228,7 +227,8 @@ TEST(decide_table)
 		d.recovering = t->recovering;
 		got = sched_decide(&d, &res);
 		if (got != t->want || res.action != got ||
-		    (t->reason != NULL && strstr(res.reason, t->reason) == NULL) ||
+		    (t->reason != NULL &&
+		     strstr(res.reason, t->reason) == NULL) ||
 		    res.fits != t->fits) {
 			fprintf(stderr,
 				"  row %zu \"%s\": got %s (%s, fits %d), want "
