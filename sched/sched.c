@@ -516,7 +516,9 @@ int sched_function_write(struct sched *s, struct sched_function *fn,
 	/* What is stored must read back as what is acknowledged. */
 	rc = sched_spec_dump_checked(&next, &dump, &why);
 	if (rc == -EIO) {
-		rt_log(RT_LOG_ERROR, "%s: %s", sched_attr_name(a), why.data);
+		sched_obj_path(&fn->obj, &kvs);
+		rt_log(RT_LOG_ERROR, "%s/%s: %s", kvs.data ? kvs.data : "?",
+		       sched_attr_name(a), why.data);
 		sched__reject(s, fn, sched_attr_name(a), EIO, why.data);
 		goto out;
 	}

@@ -292,7 +292,8 @@ int sched_remove(struct sched *s, struct sched_obj *parent, const char *name);
 
 /* Applies the value `buf` (`len` bytes) to attribute `a` of `fn`: parse,
  * check, store, bump the revision, journal. A write that changes nothing
- * succeeds without a new revision. Returns 0 or -EINVAL/-EACCES/-EIO; on
+ * succeeds without a new revision. Returns 0 or -EINVAL/-EACCES/-EIO (the
+ * store failed, or the stored form would not read back as the spec); on
  * error nothing changes but `fn->error` and the journal, which say why. */
 int sched_function_write(struct sched *s, struct sched_function *fn,
 			 enum sched_attr a, const char *buf, size_t len);
