@@ -519,7 +519,15 @@ int sched_function_write(struct sched *s, struct sched_function *fn,
 	if (sched_spec_equal(&next, &fn->spec))
 		goto out; /* nothing to change, no new revision */
 
-	rc = sched_spec_dump(&next, &dump);
+	/* What is stored must read back as what is acknowledged. */
+	rc = sched_spec_dump_checked(&next, &dump, &why);
+	if (rc == -EIO) {
+		sched_obj_path(&fn->obj, &kvs);
+		rt_log(RT_LOG_ERROR, "%s/%s: %s", kvs.data ? kvs.data : "?",
+		       sched_attr_name(a), why.data);
+		sched__reject(s, fn, sched_attr_name(a), EIO, why.data);
+		goto out;
+	}
 	if (rc == 0)
 		rc = sched_spec_diff(&fn->spec, &next, &changed);
 	if (rc < 0)

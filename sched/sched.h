@@ -103,13 +103,17 @@ int sched_spec_max_instances(const struct sched_spec *s);
 /* Parses the text written to the file of attribute `a` (one value, an
  * optional single trailing newline) into `s`. Pure. Returns 0, or -EINVAL
  * with the reason in `why` and `s` unchanged. SCHED_ATTR_CONFIG takes JSON
- * and replaces the whole spec. */
+ * and replaces the whole spec. Text (command, cwd, env values) must be
+ * UTF-8 on one line, without NUL or a control character other than tab.
+ * A reason quotes what was written as clean UTF-8 (other bytes as \xNN). */
 int sched_spec_parse(struct sched_spec *s, enum sched_attr a, const char *buf,
 		     size_t len, struct rt_buf *why);
 
 /* Parses a whole spec from a JSON object into `s` (uninitialised): missing
  * keys take defaults, unknown keys or bad values are -EINVAL with the reason
- * in `why`, and `s` is then left at the defaults. Pure. */
+ * in `why`, and `s` is then left at the defaults. Pure. This is the reading
+ * of a stored spec: control characters in text, which an older fnfs
+ * accepted, are kept (a `config` write refuses them). */
 int sched_spec_from_json(struct sched_spec *s, const char *buf, size_t len,
 			 struct rt_buf *why);
 
@@ -123,8 +127,17 @@ int sched_spec_render(const struct sched_spec *s, enum sched_attr a,
 		      struct rt_buf *out);
 
 /* Appends the compact JSON form used by the store, which keeps whether
- * max_instances follows parallelism. Returns 0 or -ENOMEM. */
+ * max_instances follows parallelism. Returns 0, -ENOMEM, or -EINVAL when
+ * a text of `s` is not UTF-8 (validation keeps that out). */
 int sched_spec_dump(const struct sched_spec *s, struct rt_buf *out);
+
+/* sched_spec_dump, after checking that the text reads back (with
+ * sched_spec_from_json) as a spec equal to `s`: what is stored is exactly
+ * what was accepted. Returns 0, -ENOMEM, or -EIO with the reason in `why`
+ * (a spec that validation let through and JSON cannot carry: a bug), and
+ * then appends nothing. */
+int sched_spec_dump_checked(const struct sched_spec *s, struct rt_buf *out,
+			    struct rt_buf *why);
 
 /* Whether going from spec `a` to `b` changes what an instance's process
  * is (command, mode, format, memory, env, cwd, restart_policy), so that
@@ -279,7 +292,8 @@ int sched_remove(struct sched *s, struct sched_obj *parent, const char *name);
 
 /* Applies the value `buf` (`len` bytes) to attribute `a` of `fn`: parse,
  * check, store, bump the revision, journal. A write that changes nothing
- * succeeds without a new revision. Returns 0 or -EINVAL/-EACCES/-EIO; on
+ * succeeds without a new revision. Returns 0 or -EINVAL/-EACCES/-EIO (the
+ * store failed, or the stored form would not read back as the spec); on
  * error nothing changes but `fn->error` and the journal, which say why. */
 int sched_function_write(struct sched *s, struct sched_function *fn,
 			 enum sched_attr a, const char *buf, size_t len);

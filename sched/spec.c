@@ -343,16 +343,128 @@ static int set_enum(struct sched_spec *s, enum sched_attr a, const char *word,
 	return -EINVAL;
 }
 
-/* Text without NUL bytes or newlines, at most `max` bytes. */
-static int check_line(const char *name, const char *v, size_t len, size_t max,
-		      struct rt_buf *why)
+/* ==================================================================== text
+ *
+ * Text attributes (command, cwd, env values) are UTF-8: the spec is stored
+ * and shown as JSON, and JSON carries nothing else. They are one line with
+ * no NUL (a value, a C string, an argument of execve). The other control
+ * characters (Unicode Cc: U+0001-U+001F, U+007F-U+009F) except tab are
+ * refused in what is written, since a CR or an escape sequence in a command
+ * is a mistake or a trap for whoever cats it; a spec loaded from the store
+ * keeps them (an older fnfs accepted them, and a mount must not fail).
+ */
+
+/* The length (1 to 4) of the UTF-8 character at `p` (`n` bytes left), its
+ * code point in `*cp`; 0 if the bytes are not one (a stray continuation
+ * byte, a truncated sequence, an overlong form, a surrogate, past
+ * U+10FFFF). */
+static size_t utf8_char(const unsigned char *p, size_t n, unsigned *cp)
 {
+	size_t k, i;
+	unsigned c = p[0], min;
+
+	if (c < 0x80) {
+		*cp = c;
+		return 1;
+	}
+	if (c >= 0xc2 && c <= 0xdf)
+		k = 2, c &= 0x1f, min = 0x80;
+	else if (c >= 0xe0 && c <= 0xef)
+		k = 3, c &= 0x0f, min = 0x800;
+	else if (c >= 0xf0 && c <= 0xf4)
+		k = 4, c &= 0x07, min = 0x10000;
+	else
+		return 0;
+	if (n < k)
+		return 0;
+	for (i = 1; i < k; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		c = (c << 6) | (p[i] & 0x3f);
+	}
+	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+		return 0;
+	*cp = c;
+	return k;
+}
+
+static int is_control(unsigned cp)
+{
+	return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f);
+}
+
+/* The room `shown_max` needs to show `max` bytes: each at worst 4. */
+#define SHOWN_ROOM(max) ((max)*4 + 4)
+/* How much of a value a reason quotes, and the room for it. */
+#define SHOWN_MAX 48
+#define SHOWN_CAP SHOWN_ROOM(SHOWN_MAX)
+
+/* Renders up to `max` bytes of user text `v` into `dst` (SHOWN_ROOM(max)
+ * bytes) for a reason: printable UTF-8 as it is, control characters and
+ * bytes that are not UTF-8 as \xNN, cut at a character with "..." when
+ * longer. A reason is then always clean UTF-8 text, whatever was written.
+ * Returns `dst`. */
+static const char *shown_max(char *dst, const char *v, size_t len, size_t max)
+{
+	const unsigned char *p = (const unsigned char *)v;
+	size_t i = 0, o = 0, k;
+	unsigned cp;
+
+	while (i < len) {
+		k = utf8_char(p + i, len - i, &cp);
+		if (i + (k ? k : 1) > max) {
+			memcpy(dst + o, "...", 3);
+			o += 3;
+			break;
+		}
+		if (k == 0 || is_control(cp)) {
+			for (k = k ? k : 1; k > 0; k--, i++, o += 4)
+				snprintf(dst + o, 5, "\\x%02x", p[i]);
+			continue;
+		}
+		memcpy(dst + o, p + i, k);
+		i += k;
+		o += k;
+	}
+	dst[o] = '\0';
+	return dst;
+}
+
+/* shown_max of at most SHOWN_MAX bytes, into SHOWN_CAP bytes. */
+static const char *shown(char *dst, const char *v, size_t len)
+{
+	return shown_max(dst, v, len, SHOWN_MAX);
+}
+
+/* Checks text attribute `name`: at most `max` bytes of UTF-8 on one line,
+ * no NUL, and (`strict`) no control character but tab. */
+static int check_text(const char *name, const char *v, size_t len, size_t max,
+		      int strict, struct rt_buf *why)
+{
+	const unsigned char *p = (const unsigned char *)v;
+	size_t i, k;
+	unsigned cp = 0;
+
 	if (len > max)
 		return bad(why, "%s is longer than %zu bytes", name, max);
-	if (memchr(v, '\0', len) != NULL)
-		return bad(why, "%s contains a NUL byte", name);
-	if (memchr(v, '\n', len) != NULL)
-		return bad(why, "%s must be a single line", name);
+	for (i = 0; i < len; i += k) {
+		k = utf8_char(p + i, len - i, &cp);
+		if (k == 0)
+			return bad(why,
+				   "%s is not UTF-8 text: byte 0x%02x at "
+				   "offset %zu is not part of a character",
+				   name, p[i], i);
+		if (cp == 0)
+			return bad(why, "%s contains a NUL byte", name);
+		if (cp == '\n')
+			return bad(why, "%s must be a single line", name);
+		if (strict && cp != '\t' && is_control(cp))
+			return bad(why,
+				   "%s contains the control character U+%04X "
+				   "at offset %zu (of the controls only tab "
+				   "is allowed)",
+				   name, cp, i);
+	}
 	return 0;
 }
 
@@ -368,17 +480,17 @@ static int set_string(char **field, const char *v, size_t len)
 }
 
 static int set_command(struct sched_spec *s, const char *v, size_t len,
-		       struct rt_buf *why)
+		       int strict, struct rt_buf *why)
 {
-	int rc = check_line("command", v, len, SCHED_COMMAND_MAX, why);
+	int rc = check_text("command", v, len, SCHED_COMMAND_MAX, strict, why);
 
 	return rc < 0 ? rc : set_string(&s->command, v, len);
 }
 
-static int set_cwd(struct sched_spec *s, const char *v, size_t len,
+static int set_cwd(struct sched_spec *s, const char *v, size_t len, int strict,
 		   struct rt_buf *why)
 {
-	int rc = check_line("cwd", v, len, SCHED_PATH_MAX, why);
+	int rc = check_text("cwd", v, len, SCHED_PATH_MAX, strict, why);
 
 	if (rc < 0)
 		return rc;
@@ -406,27 +518,28 @@ static int env_key_valid(const char *k, size_t n)
 
 /* Checks one KEY=VALUE entry against the ones before it. */
 static int check_env_entry(char *const *env, int n, const char *kv, size_t len,
-			   struct rt_buf *why)
+			   int strict, struct rt_buf *why)
 {
 	const char *eq = memchr(kv, '=', len);
+	char q[SHOWN_CAP], name[300];
 	size_t klen, total;
-	int i;
+	int i, rc;
 
 	if (eq == NULL)
-		return bad(why, "env line \"%.*s\" is not KEY=VALUE",
-			   (int)(len > 64 ? 64 : len), kv);
+		return bad(why, "env line \"%s\" is not KEY=VALUE",
+			   shown(q, kv, len));
 	klen = (size_t)(eq - kv);
 	if (!env_key_valid(kv, klen))
-		return bad(why, "env key \"%.*s\" is not a valid variable name",
-			   (int)(klen > 64 ? 64 : klen), kv);
+		return bad(why, "env key \"%s\" is not a valid variable name",
+			   shown(q, kv, klen));
 	if (klen >= 3 && memcmp(kv, "FN_", 3) == 0)
 		return bad(why, "env key %.*s: FN_ names are set by fnfs",
 			   (int)klen, kv);
-	if (len - klen - 1 > SCHED_ENV_VALUE_MAX)
-		return bad(why, "env value of %.*s is longer than %d bytes",
-			   (int)klen, kv, SCHED_ENV_VALUE_MAX);
-	if (memchr(kv, '\0', len) != NULL)
-		return bad(why, "env contains a NUL byte");
+	snprintf(name, sizeof(name), "env value of %.*s", (int)klen, kv);
+	rc = check_text(name, eq + 1, len - klen - 1, SCHED_ENV_VALUE_MAX,
+			strict, why);
+	if (rc < 0)
+		return rc;
 	for (i = 0; i < n; i++)
 		if (strncmp(env[i], kv, klen + 1) == 0)
 			return bad(why, "env key %.*s is given twice",
@@ -472,13 +585,14 @@ static int tag_valid(const char *t, size_t n)
 static int add_tag(char ***tags, int *n, const char *t, size_t len,
 		   struct rt_buf *why)
 {
+	char q[SHOWN_CAP];
 	int i;
 
 	if (!tag_valid(t, len))
 		return bad(why,
-			   "tag \"%.*s\" must be 1 to 63 of [A-Za-z0-9._-], "
+			   "tag \"%s\" must be 1 to 63 of [A-Za-z0-9._-], "
 			   "starting with a letter or digit",
-			   (int)(len > 64 ? 64 : len), t);
+			   shown(q, t, len));
 	for (i = 0; i < *n; i++)
 		if (strlen((*tags)[i]) == len &&
 		    memcmp((*tags)[i], t, len) == 0)
@@ -518,7 +632,7 @@ static int parse_env_text(struct sched_spec *s, const char *v, size_t len,
 		const char *nl = memchr(v + i, '\n', len - i);
 		size_t l = nl ? (size_t)(nl - (v + i)) : len - i;
 
-		rc = check_env_entry(env, n, v + i, l, why);
+		rc = check_env_entry(env, n, v + i, l, 1, why);
 		if (rc == 0)
 			rc = strv_push(&env, &n, v + i, l);
 		i += l + 1;
@@ -565,14 +679,18 @@ static int parse_tags_text(struct sched_spec *s, const char *v, size_t len,
 	return rc;
 }
 
+static int spec_from_json(struct sched_spec *s, const char *buf, size_t len,
+			  int strict, struct rt_buf *why);
+
 int sched_spec_parse(struct sched_spec *s, enum sched_attr a, const char *buf,
 		     size_t len, struct rt_buf *why)
 {
+	char q[SHOWN_CAP];
 	long long x;
 
 	if (a == SCHED_ATTR_CONFIG) {
 		struct sched_spec n;
-		int rc = sched_spec_from_json(&n, buf, len, why);
+		int rc = spec_from_json(&n, buf, len, 1, why);
 
 		if (rc < 0)
 			return rc;
@@ -589,8 +707,8 @@ int sched_spec_parse(struct sched_spec *s, enum sched_attr a, const char *buf,
 	if (len > 0 && buf[len - 1] == '\n')
 		len--;
 	switch (a) {
-	case SCHED_ATTR_COMMAND: return set_command(s, buf, len, why);
-	case SCHED_ATTR_CWD: return set_cwd(s, buf, len, why);
+	case SCHED_ATTR_COMMAND: return set_command(s, buf, len, 1, why);
+	case SCHED_ATTR_CWD: return set_cwd(s, buf, len, 1, why);
 	case SCHED_ATTR_ENV: return parse_env_text(s, buf, len, why);
 	case SCHED_ATTR_TAGS:
 		if (memchr(buf, '\n', len) || memchr(buf, '\0', len))
@@ -613,24 +731,71 @@ int sched_spec_parse(struct sched_spec *s, enum sched_attr a, const char *buf,
 		int_range(a, &lo, &hi);
 		return bad(
 			why,
-			"%s must be an integer from %lld to %lld, not \"%.*s\"",
-			attrs[a].name, lo, hi, (int)(len > 32 ? 32 : len), buf);
+			"%s must be an integer from %lld to %lld, not \"%s\"",
+			attrs[a].name, lo, hi, shown(q, buf, len));
 	}
 	default: return bad(why, "%s is read-only", sched_attr_name(a));
 	}
 }
 
+/* Applies the JSON object `v` of env to `s`. */
+static int json_set_env(struct sched_spec *s, json_t *v, int strict,
+			struct rt_buf *why)
+{
+	char q[SHOWN_CAP];
+	const char *k;
+	json_t *val;
+	struct rt_buf kv = { 0 };
+	int rc = 0;
+
+	if (!json_is_object(v))
+		return bad(why, "config: env must be an object of strings");
+	json_object_foreach (v, k, val) {
+		if (!json_is_string(val)) {
+			rc = bad(why, "config: env.%s must be a string",
+				 shown(q, k, strlen(k)));
+			break;
+		}
+		if (!env_key_valid(k, strlen(k))) {
+			rc = bad(why,
+				 "config: env key \"%s\" is not a valid "
+				 "variable name",
+				 shown(q, k, strlen(k)));
+			break;
+		}
+		rt_buf_reset(&kv);
+		if (rt_buf_printf(&kv, "%s=", k) < 0 ||
+		    rt_buf_append(&kv, json_string_value(val),
+				  json_string_length(val)) < 0) {
+			rc = -ENOMEM;
+			break;
+		}
+		rc = check_env_entry(s->env, s->nenv, kv.data, kv.len, strict,
+				     why);
+		if (rc == 0)
+			rc = strv_push(&s->env, &s->nenv, kv.data, kv.len);
+		if (rc < 0)
+			break;
+	}
+	rt_buf_free(&kv);
+	return rc;
+}
+
 /* Applies one JSON key to `s`. */
 static int json_set(struct sched_spec *s, const char *key, json_t *v,
-		    struct rt_buf *why)
+		    int strict, struct rt_buf *why)
 {
-	int i;
+	char q[SHOWN_CAP];
+	size_t idx;
+	json_t *t;
+	int i, rc;
 
 	for (i = SCHED_ATTR_COMMAND; i <= SCHED_ATTR_RESTART_POLICY; i++)
 		if (strcmp(attrs[i].name, key) == 0)
 			break;
 	if (i > SCHED_ATTR_RESTART_POLICY)
-		return bad(why, "config: unknown key \"%s\"", key);
+		return bad(why, "config: unknown key \"%s\"",
+			   shown(q, key, strlen(key)));
 	switch ((enum sched_attr)i) {
 	case SCHED_ATTR_COMMAND:
 	case SCHED_ATTR_CWD:
@@ -638,9 +803,9 @@ static int json_set(struct sched_spec *s, const char *key, json_t *v,
 			return bad(why, "config: %s must be a string", key);
 		return i == SCHED_ATTR_COMMAND
 			       ? set_command(s, json_string_value(v),
-					     json_string_length(v), why)
+					     json_string_length(v), strict, why)
 			       : set_cwd(s, json_string_value(v),
-					 json_string_length(v), why);
+					 json_string_length(v), strict, why);
 	case SCHED_ATTR_MODE:
 	case SCHED_ATTR_FORMAT:
 	case SCHED_ATTR_TAGS_POLICY:
@@ -649,58 +814,8 @@ static int json_set(struct sched_spec *s, const char *key, json_t *v,
 			return bad(why, "config: %s must be a string", key);
 		return set_enum(s, (enum sched_attr)i, json_string_value(v),
 				json_string_length(v), why);
-	case SCHED_ATTR_ENV: {
-		const char *k;
-		json_t *val;
-		struct rt_buf kv = { 0 };
-		int rc = 0;
-
-		if (!json_is_object(v))
-			return bad(why,
-				   "config: env must be an object of strings");
-		json_object_foreach (v, k, val) {
-			if (!json_is_string(val)) {
-				rc = bad(why, "config: env.%s must be a string",
-					 k);
-				break;
-			}
-			if (!env_key_valid(k, strlen(k))) {
-				rc = bad(why,
-					 "config: env key \"%.64s\" is not a "
-					 "valid variable name",
-					 k);
-				break;
-			}
-			rt_buf_reset(&kv);
-			if (rt_buf_printf(&kv, "%s=", k) < 0 ||
-			    rt_buf_append(&kv, json_string_value(val),
-					  json_string_length(val)) < 0) {
-				rc = -ENOMEM;
-				break;
-			}
-			if (strlen(k) == 0 || memchr(kv.data, '\n', kv.len)) {
-				rc = bad(why,
-					 "config: env.%s: keys and values are "
-					 "single lines",
-					 k);
-				break;
-			}
-			rc = check_env_entry(s->env, s->nenv, kv.data, kv.len,
-					     why);
-			if (rc == 0)
-				rc = strv_push(&s->env, &s->nenv, kv.data,
-					       kv.len);
-			if (rc < 0)
-				break;
-		}
-		rt_buf_free(&kv);
-		return rc;
-	}
-	case SCHED_ATTR_TAGS: {
-		size_t idx;
-		json_t *t;
-		int rc;
-
+	case SCHED_ATTR_ENV: return json_set_env(s, v, strict, why);
+	case SCHED_ATTR_TAGS:
 		if (!json_is_array(v))
 			return bad(why,
 				   "config: tags must be an array of strings");
@@ -713,7 +828,6 @@ static int json_set(struct sched_spec *s, const char *key, json_t *v,
 				return rc;
 		}
 		return 0;
-	}
 	default:
 		if (!json_is_integer(v))
 			return bad(why, "config: %s must be an integer", key);
@@ -722,9 +836,12 @@ static int json_set(struct sched_spec *s, const char *key, json_t *v,
 	}
 }
 
-int sched_spec_from_json(struct sched_spec *s, const char *buf, size_t len,
-			 struct rt_buf *why)
+/* Parses a spec from JSON; `strict` refuses the control characters that
+ * only a stored spec may still hold (see check_text). */
+static int spec_from_json(struct sched_spec *s, const char *buf, size_t len,
+			  int strict, struct rt_buf *why)
 {
+	char q[SHOWN_ROOM(JSON_ERROR_TEXT_LENGTH)];
 	json_error_t jerr;
 	json_t *root, *v;
 	const char *key;
@@ -733,15 +850,18 @@ int sched_spec_from_json(struct sched_spec *s, const char *buf, size_t len,
 	sched_spec_init(s);
 	root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (root == NULL)
+		/* jansson's text may quote the bytes it choked on. */
 		return bad(why,
 			   "config: not valid JSON: %s (line %d, column %d)",
-			   jerr.text, jerr.line, jerr.column);
+			   shown_max(q, jerr.text, strlen(jerr.text),
+				     JSON_ERROR_TEXT_LENGTH),
+			   jerr.line, jerr.column);
 	if (!json_is_object(root)) {
 		rc = bad(why, "config must be a JSON object");
 		goto out;
 	}
 	json_object_foreach (root, key, v) {
-		rc = json_set(s, key, v, why);
+		rc = json_set(s, key, v, strict, why);
 		if (rc < 0)
 			goto out;
 	}
@@ -751,6 +871,12 @@ out:
 	if (rc < 0)
 		sched_spec_free(s);
 	return rc;
+}
+
+int sched_spec_from_json(struct sched_spec *s, const char *buf, size_t len,
+			 struct rt_buf *why)
+{
+	return spec_from_json(s, buf, len, 0, why);
 }
 
 int sched_spec_check(const struct sched_spec *s, struct rt_buf *why)
@@ -765,42 +891,94 @@ int sched_spec_check(const struct sched_spec *s, struct rt_buf *why)
 
 /* =============================================================== rendering */
 
-static json_t *spec_json(const struct sched_spec *s, int for_store)
+/* Whether every text of `s` is UTF-8 (what json_string takes). */
+static int spec_text_utf8(const struct sched_spec *s)
+{
+	const char *t[2] = { s->command, s->cwd };
+	unsigned cp;
+	size_t i, k, n;
+	int j;
+
+	for (j = 0; j < 2 + s->nenv + s->ntags; j++) {
+		const char *v = j < 2		  ? t[j]
+				: j < 2 + s->nenv ? s->env[j - 2]
+						  : s->tags[j - 2 - s->nenv];
+
+		for (i = 0, n = v ? strlen(v) : 0; i < n; i += k) {
+			k = utf8_char((const unsigned char *)v + i, n - i, &cp);
+			if (k == 0)
+				return 0;
+		}
+	}
+	return 1;
+}
+
+/* Adds `v` to `o` (an object with `key`, or an array without) and counts
+ * a failure in `*bad`: jansson gives NULL for text that is not UTF-8 and
+ * for want of memory, and a value silently missing is what lost commands. */
+static void put(json_t *o, const char *key, json_t *v, int *bad)
+{
+	int rc = key ? json_object_set_new(o, key, v)
+		     : json_array_append_new(o, v);
+
+	if (v == NULL || rc < 0)
+		(*bad)++;
+}
+
+/* Builds the JSON object of `s`. Returns it, or NULL with -EINVAL (a text
+ * that is not UTF-8, which validation keeps out) or -ENOMEM in `*err`. */
+static json_t *spec_json(const struct sched_spec *s, int for_store, int *err)
 {
 	json_t *o = json_object(), *env = json_object(), *tags = json_array();
-	int i;
+	int i, fails = 0;
 
-	for (i = 0; i < s->nenv; i++) {
+	if (o == NULL)
+		fails++;
+	for (i = 0; i < s->nenv && env != NULL; i++) {
 		const char *eq = strchr(s->env[i], '=');
 		char key[256];
-		size_t kl = (size_t)(eq - s->env[i]);
+		size_t kl = eq ? (size_t)(eq - s->env[i]) : 0;
 
+		if (eq == NULL || kl >= sizeof(key)) {
+			fails++;
+			continue;
+		}
 		memcpy(key, s->env[i], kl);
 		key[kl] = '\0';
-		json_object_set_new(env, key, json_string(eq + 1));
+		put(env, key, json_string(eq + 1), &fails);
 	}
-	for (i = 0; i < s->ntags; i++)
-		json_array_append_new(tags, json_string(s->tags[i]));
-	json_object_set_new(o, "command",
-			    json_string(s->command ? s->command : ""));
-	json_object_set_new(o, "mode", json_string(mode_words[s->mode]));
-	json_object_set_new(o, "format", json_string(format_words[s->format]));
-	json_object_set_new(o, "parallelism", json_integer(s->parallelism));
+	for (i = 0; i < s->ntags && tags != NULL; i++)
+		put(tags, NULL, json_string(s->tags[i]), &fails);
+	if (o == NULL) {
+		json_decref(env);
+		json_decref(tags);
+		goto out;
+	}
+	put(o, "command", json_string(s->command ? s->command : ""), &fails);
+	put(o, "mode", json_string(mode_words[s->mode]), &fails);
+	put(o, "format", json_string(format_words[s->format]), &fails);
+	put(o, "parallelism", json_integer(s->parallelism), &fails);
 	if (!for_store || s->max_instances > 0)
-		json_object_set_new(
-			o, "max_instances",
-			json_integer(for_store ? s->max_instances
-					       : sched_spec_max_instances(s)));
-	json_object_set_new(o, "memory", json_integer(s->memory));
-	json_object_set_new(o, "timeout", json_integer(s->timeout));
-	json_object_set_new(o, "idle_timeout", json_integer(s->idle_timeout));
-	json_object_set_new(o, "env", env);
-	json_object_set_new(o, "cwd", json_string(s->cwd ? s->cwd : ""));
-	json_object_set_new(o, "tags", tags);
-	json_object_set_new(o, "tags_policy",
-			    json_string(tags_policy_words[s->tags_policy]));
-	json_object_set_new(o, "restart_policy",
-			    json_string(restart_words[s->restart_policy]));
+		put(o, "max_instances",
+		    json_integer(for_store ? s->max_instances
+					   : sched_spec_max_instances(s)),
+		    &fails);
+	put(o, "memory", json_integer(s->memory), &fails);
+	put(o, "timeout", json_integer(s->timeout), &fails);
+	put(o, "idle_timeout", json_integer(s->idle_timeout), &fails);
+	put(o, "env", env, &fails);
+	put(o, "cwd", json_string(s->cwd ? s->cwd : ""), &fails);
+	put(o, "tags", tags, &fails);
+	put(o, "tags_policy", json_string(tags_policy_words[s->tags_policy]),
+	    &fails);
+	put(o, "restart_policy", json_string(restart_words[s->restart_policy]),
+	    &fails);
+out:
+	if (fails > 0) {
+		json_decref(o);
+		*err = spec_text_utf8(s) ? -ENOMEM : -EINVAL;
+		return NULL;
+	}
 	return o;
 }
 
@@ -818,11 +996,53 @@ static int append_json(struct rt_buf *out, json_t *o, size_t flags)
 
 int sched_spec_dump(const struct sched_spec *s, struct rt_buf *out)
 {
-	json_t *o = spec_json(s, 1);
-	int rc = append_json(out, o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	int rc = 0;
+	json_t *o = spec_json(s, 1, &rc);
 
+	if (o == NULL)
+		return rc;
+	rc = append_json(out, o, JSON_COMPACT | JSON_PRESERVE_ORDER);
 	json_decref(o);
 	return rc;
+}
+
+int sched_spec_dump_checked(const struct sched_spec *s, struct rt_buf *out,
+			    struct rt_buf *why)
+{
+	struct rt_buf text = { 0 }, diff = { 0 };
+	struct sched_spec back;
+	int rc;
+
+	sched_spec_init(&back);
+	rc = sched_spec_dump(s, &text);
+	if (rc == -EINVAL) {
+		rc = bad(why, "the spec holds text that is not UTF-8 and "
+			      "cannot be stored (a bug of fnfs)");
+		goto out;
+	}
+	if (rc < 0)
+		goto out;
+	rc = sched_spec_from_json(&back, text.data, text.len, NULL);
+	if (rc == -ENOMEM)
+		goto out;
+	if (rc < 0 || !sched_spec_equal(&back, s)) {
+		if (rc == 0)
+			sched_spec_diff(s, &back, &diff);
+		rc = bad(why,
+			 "the spec does not read back as written (%s), so it "
+			 "is not stored (a bug of fnfs)",
+			 rc < 0	     ? "its stored form is refused"
+			 : diff.data ? diff.data
+				     : "?");
+		goto out;
+	}
+	rc = rt_buf_append(out, text.data, text.len);
+out:
+	sched_spec_free(&back);
+	rt_buf_free(&text);
+	rt_buf_free(&diff);
+	/* Whatever `bad` said, a spec that cannot round-trip is our bug. */
+	return rc == -EINVAL ? -EIO : rc;
 }
 
 int sched_spec_render(const struct sched_spec *s, enum sched_attr a,
@@ -832,8 +1052,10 @@ int sched_spec_render(const struct sched_spec *s, enum sched_attr a,
 
 	switch (a) {
 	case SCHED_ATTR_CONFIG: {
-		json_t *o = spec_json(s, 0);
+		json_t *o = spec_json(s, 0, &rc);
 
+		if (o == NULL)
+			return rc;
 		rc = append_json(out, o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 		json_decref(o);
 		return rc < 0 ? rc : rt_buf_puts(out, "\n");
