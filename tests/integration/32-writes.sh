@@ -4,6 +4,13 @@
 # error) and applied once at close, with one revision and one restart. A
 # refused write leaves the function as it was before the open.
 . "$(dirname "$0")/lib.sh"
+# The data directory is a small tmpfs of its own, so that the store can be
+# made to fail at the end (a full disk).
+TMPFS=""
+if mkdir -p "$DATA" && mount -t tmpfs -o size=16m fnfs-test "$DATA" 2>/dev/null; then
+	TMPFS=$DATA
+	trap 'cleanup; umount "$TMPFS"; rm -rf "$T"' EXIT
+fi
 start_fnfs || exit 1
 F=$MNT/tenants/acme/prod/fn
 mkdir -p "$F"
@@ -107,5 +114,28 @@ check_fails_with "state: a bad command is refused" "Invalid argument" bash -c "e
 check_eq "and changes nothing" "$(cat "$F/state")" "stopped"
 echo start >"$F/state"
 check "the instance runs again" wait_until 10 running_all "$F" 1
+
+# ---- a store that cannot be written: close(2) says so, nothing changes
+if [ -n "$TMPFS" ]; then
+	r0=$(rev)
+	dd if=/dev/zero of="$DATA/fill" bs=64k 2>/dev/null
+	closed=$(python3 -c '
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_TRUNC)
+print("wrote", os.write(fd, b"64\n"), end=", ")
+try:
+    os.close(fd); print("closed")
+except OSError as e:
+    print("close:", e.strerror)' "$F/memory")
+	rm -f "$DATA/fill"
+	check_eq "a full disk: the write is taken, its close fails with EIO" "$closed" "wrote 3, close: Input/output error"
+	check_eq "memory is as before" "$(cat "$F/memory")" "128"
+	check_eq "no revision" "$(rev)" "$r0"
+	check "the reason is in error" grep -q "the store could not be written" "$F/error"
+	write "$F/memory" 64
+	check_eq "with room again, the same write works" "$(cat "$F/memory")" "64"
+else
+	ok "# SKIP a full disk: no tmpfs can be mounted here"
+fi
 
 done_testing
