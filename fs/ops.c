@@ -308,6 +308,8 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fi->keep_cache = 1;
 	/* A transaction is a stream: offsets mean nothing there. */
 	fi->nonseekable = fs_node_transaction(&n);
+	/* Only a close that may apply an attribute value needs a flush. */
+	fi->noflush = !(h->attr && acc != O_RDONLY);
 	if (fuse_reply_open(req, fi) != 0)
 		free(h);
 	return;
@@ -776,8 +778,9 @@ out:
 		fuse_reply_write(req, size);
 }
 
-/* Every close(2) of a descriptor: an attribute value written through it
- * is applied here, so that close returns once it is stored (or with the
+/* Every close(2) of a descriptor of an attribute file opened for writing
+ * (the others are opened with noflush): the value written through it is
+ * applied here, so that close returns once it is stored (or with the
  * store's error). A close that follows no new write applies nothing:
  * bash's `echo x > f` closes a copy of the descriptor before it writes.
  * The close of a spoiled open returns the refusal again. */
@@ -788,9 +791,11 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	int rc = 0;
 
 	(void)ino;
-	if (h->spoiled)
+	if (!h->attr)
+		rc = 0;
+	else if (h->spoiled)
 		rc = -h->spoiled;
-	else if (!h->attr || !h->held || !attr_owner_wrote(h, fi->lock_owner))
+	else if (!h->held || !attr_owner_wrote(h, fi->lock_owner))
 		rc = 0;
 	else if (sched_find(fs->sched, h->id) != h->node.obj)
 		rc = -ENOENT;
