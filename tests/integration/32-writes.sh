@@ -99,6 +99,13 @@ exec 3>&- 2>/dev/null
 exec 4>&-
 check_eq "a spoiled open does not undo another" "$(cat "$F/tags")" "ssd"
 echo >"$F/tags"
+# >> adds to the value env has when the open applies, not when it opened:
+# a change made in between by another open is kept.
+exec 3>>"$F/env"
+echo P=1 >"$F/env"
+echo Q=2 >&3
+exec 3>&-
+check_eq ">> appends to the current value" "$(tr '\n' ' ' <"$F/env")" "P=1 Q=2 "
 
 # ---- the change is done when the shell's echo returns (spec 6)
 echo 3 >"$F/parallelism"
