@@ -236,6 +236,9 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 
 /* ============================================================ files */
 
+/* Writers of one held attribute value told apart (see attr_owner_wrote). */
+#define ATTR_OWNERS 4
+
 /* Per-open state of a file, which fi->fh points to. */
 struct handle {
 	struct fs_node node; /* what was opened */
@@ -243,11 +246,16 @@ struct handle {
 	struct rt_buf snap;  /* the rendered content, for later offsets */
 	int rendered;	     /* whether snap holds a rendering */
 	uint64_t skew;	     /* events: offsets skipped since dropped */
-	struct rt_buf value; /* multi-line files: the value written so far */
+	/* attribute files: the value this open writes, applied at flush */
+	struct rt_buf value; /* written so far (append: added since applied) */
+	int attr;	     /* an attribute file: writes are held */
 	int multi;	     /* env or config: writes of one open add up */
 	int append;	     /* opened with O_APPEND */
-	int refused;	     /* a piece of this value was refused */
-	/* invoke: one transaction at a time */
+	int held;	     /* accepted bytes not applied yet */
+	uint64_t owners[ATTR_OWNERS]; /* lock owners that wrote them */
+	int nowners;		      /* > ATTR_OWNERS: too many */
+	int spoiled; /* errno of a refused write: nothing more applies */
+	/* invoke: one transaction at a time; `spoiled` as above */
 	struct fs *fs;
 	struct rt_buf req;	 /* the request written so far */
 	struct sched_call *call; /* the call under way, or NULL */
@@ -261,9 +269,9 @@ struct handle {
 
 enum { CALL_NONE, CALL_UNDER_WAY, CALL_DONE };
 
-/* The most bytes a multi-line value may take, below the kernel's largest
- * write so that one write(2) reaches us whole. */
-#define MULTI_MAX (256u << 10)
+/* The most bytes one write(2) to a file that is not an attribute may
+ * carry: a command is a word. */
+#define WRITE_MAX (256u << 10)
 
 static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
@@ -290,14 +298,9 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	h->node = n;
 	h->id = n.obj->id;
 	h->fs = fs;
+	h->attr = n.kind >= FS_FN_ATTR;
 	h->multi = fs_node_multiline(&n);
 	h->append = (fi->flags & O_APPEND) != 0;
-	if (h->multi && h->append && acc != O_RDONLY) {
-		/* `echo K=V >> env` adds to what is there. */
-		struct sched_wait *w;
-
-		fs_render(fs, &n, &h->value, NULL, NULL, &w);
-	}
 	fi->fh = (uint64_t)(uintptr_t)h;
 	if (fs_node_dynamic(&n))
 		fi->direct_io = 1;
@@ -305,10 +308,10 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fi->keep_cache = 1;
 	/* A transaction is a stream: offsets mean nothing there. */
 	fi->nonseekable = fs_node_transaction(&n);
-	if (fuse_reply_open(req, fi) != 0) {
-		rt_buf_free(&h->value);
+	/* Only a close that may apply an attribute value needs a flush. */
+	fi->noflush = !(h->attr && acc != O_RDONLY);
+	if (fuse_reply_open(req, fi) != 0)
 		free(h);
-	}
 	return;
 out:
 	fuse_reply_err(req, -rc);
@@ -458,7 +461,7 @@ static void on_call_interrupt(fuse_req_t req, void *arg)
 	fuse_reply_err(req, EINTR);
 }
 
-/* Leaves the transaction under way or done, to start a new one. */
+/* Leaves the transaction under way, done or spoiled, to start a new one. */
 static void call_reset(struct handle *h)
 {
 	if (h->call != NULL)
@@ -466,35 +469,38 @@ static void call_reset(struct handle *h)
 	h->call = NULL;
 	h->call_state = CALL_NONE;
 	h->call_err = 0;
+	h->spoiled = 0;
 	rt_buf_reset(&h->resp);
 	h->resp_pos = 0;
 	rt_buf_reset(&h->req);
 }
 
+/* A piece of the request. A refused one (EFBIG, EINVAL, EOPNOTSUPP) is
+ * taken in no part and spoils the transaction: its later writes and its
+ * read fail with the same errno, and its close starts nothing. */
 static void invoke_write(fuse_req_t req, struct handle *h, const char *buf,
 			 size_t size)
 {
 	struct sched_function *fn = (struct sched_function *)h->node.obj;
-	size_t before;
 	int rc;
 
 	if (h->call_state != CALL_NONE)
 		call_reset(h);
-	before = h->req.len;
-	if (before + size > SCHED_CALL_MAX) {
-		rc = sched_call_check(h->fs->sched, fn, NULL,
-				      SCHED_CALL_MAX + 1, 1);
+	if (h->spoiled) {
+		rc = -h->spoiled;
 		goto out;
 	}
-	rc = rt_buf_append(&h->req, buf, size);
+	if (size > SCHED_CALL_MAX - h->req.len)
+		rc = sched_call_check(h->fs->sched, fn, NULL,
+				      (size_t)SCHED_CALL_MAX + 1, 1);
+	else
+		rc = rt_buf_append(&h->req, buf, size);
 	if (rc == 0)
 		rc = sched_call_check(h->fs->sched, fn, h->req.data, h->req.len,
 				      1);
-	if (rc < 0 && h->req.len > before) {
-		/* A refused piece leaves the request as it was. */
-		h->req.len = before;
-		if (h->req.data != NULL)
-			h->req.data[before] = '\0';
+	if (rc < 0) {
+		h->spoiled = -rc;
+		rt_buf_free(&h->req);
 	}
 out:
 	if (rc < 0)
@@ -508,7 +514,12 @@ static void invoke_read(fuse_req_t req, struct handle *h, size_t size)
 	struct sched_function *fn = (struct sched_function *)h->node.obj;
 	int rc;
 
-	if (h->call_state == CALL_NONE) {
+	if (h->call_state == CALL_NONE && h->spoiled) {
+		/* The refused request ends like a call that failed. */
+		h->call_state = CALL_DONE;
+		h->call_err = h->spoiled;
+		h->spoiled = 0;
+	} else if (h->call_state == CALL_NONE) {
 		rc = sched_call_start(h->fs->sched, fn,
 				      h->req.data ? h->req.data : "",
 				      h->req.len, on_call_done, h, &h->call);
@@ -533,12 +544,13 @@ static void invoke_read(fuse_req_t req, struct handle *h, size_t size)
 	fuse_req_interrupt_func(req, on_call_interrupt, h);
 }
 
-/* The last close: a request never read is started as an async call. */
+/* The last close: a request never read, and not spoiled, is started as an
+ * async call. */
 static void invoke_release(struct handle *h)
 {
 	struct sched_call *c;
 
-	if (h->call_state == CALL_NONE && h->req.len > 0)
+	if (h->call_state == CALL_NONE && !h->spoiled && h->req.len > 0)
 		sched_call_start(h->fs->sched,
 				 (struct sched_function *)h->node.obj,
 				 h->req.data, h->req.len, NULL, NULL, &c);
@@ -547,6 +559,128 @@ static void invoke_release(struct handle *h)
 	h->call = NULL;
 	rt_buf_free(&h->req);
 	rt_buf_free(&h->resp);
+}
+
+/* ===================================================== attribute files
+ *
+ * The writes of one open of an attribute file make one value, applied
+ * once, at close (FUSE flush): one revision, one restart. Each write is
+ * checked at once as if the value written so far were all of it, so its
+ * errno comes from the write(2) that caused it (spec 6), and a refused
+ * write spoils the open: its later writes fail with the same errno and
+ * its close applies nothing. A one-value file takes each write(2) whole;
+ * the writes to env and config add up (bash writes `printf 'A=1\nB=2\n'`
+ * one line per write(2)), and start over at offset 0 or at a write that
+ * does not follow the last. With O_APPEND, what an open adds goes after
+ * the value the function has when it is checked and applied. */
+
+/* Points `*v` at the value the open would apply now: its writes, after
+ * the current value when it appends to env or config (`tmp` holds it). */
+static int attr_value(struct handle *h, struct rt_buf *tmp, const char **v,
+		      size_t *len)
+{
+	struct sched_wait *w;
+	int rc = 0;
+
+	if (h->multi && h->append) {
+		rc = fs_render(h->fs, &h->node, tmp, NULL, NULL, &w);
+		if (rc == 0)
+			rc = rt_buf_append(tmp, h->value.data, h->value.len);
+		*v = tmp->data;
+		*len = tmp->len;
+	} else {
+		*v = h->value.data;
+		*len = h->value.len;
+	}
+	if (*v == NULL)
+		*v = "";
+	return rc;
+}
+
+/* Whether `owner` wrote what the open holds: only its close applies it,
+ * not one of a child that inherited the descriptor and never wrote (a
+ * command substitution inside `{ ...; } > env`). */
+static int attr_owner_wrote(const struct handle *h, uint64_t owner)
+{
+	int i;
+
+	if (h->nowners > ATTR_OWNERS)
+		return 1; /* too many writers to tell: any close applies */
+	for (i = 0; i < h->nowners; i++)
+		if (h->owners[i] == owner)
+			return 1;
+	return 0;
+}
+
+static void attr_note_owner(struct handle *h, uint64_t owner)
+{
+	if (attr_owner_wrote(h, owner))
+		return;
+	if (h->nowners < ATTR_OWNERS)
+		h->owners[h->nowners] = owner;
+	h->nowners++;
+}
+
+/* Takes one write: checked, not applied. Returns 0 or -errno. */
+static int attr_write(struct handle *h, const char *buf, size_t size, off_t off,
+		      uint64_t owner)
+{
+	struct sched_function *fn = (struct sched_function *)h->node.obj;
+	struct rt_buf tmp = { 0 };
+	const char *v;
+	size_t len;
+	int rc;
+
+	if (h->spoiled)
+		return -h->spoiled;
+	if (!h->multi ||
+	    (!h->append && (off == 0 || (uint64_t)off != h->value.len)))
+		rt_buf_reset(&h->value);
+	rc = rt_buf_append(&h->value, buf, size);
+	if (rc == 0)
+		rc = attr_value(h, &tmp, &v, &len);
+	if (rc == 0)
+		rc = sched_function_check(
+			h->fs->sched, fn,
+			(enum sched_attr)(h->node.kind - FS_FN_ATTR), v, len);
+	if (rc < 0) {
+		h->spoiled = -rc;
+		h->held = 0;
+		rt_buf_free(&h->value);
+	} else {
+		if (!h->held)
+			h->nowners = 0;
+		h->held = 1;
+		attr_note_owner(h, owner);
+	}
+	rt_buf_free(&tmp);
+	return rc;
+}
+
+/* Applies what the open holds, once. Returns 0 or -errno (a spoiled open
+ * its refusal again, EIO when the store failed). */
+static int attr_apply(struct handle *h)
+{
+	struct rt_buf tmp = { 0 };
+	struct sched_wait *w;
+	const char *v;
+	size_t len;
+	int rc;
+
+	if (h->spoiled)
+		return -h->spoiled;
+	if (!h->held)
+		return 0;
+	h->held = 0;
+	rc = attr_value(h, &tmp, &v, &len);
+	if (rc == 0)
+		rc = fs_write(h->fs, &h->node, v, len, NULL, NULL, &w);
+	if (h->append)
+		rt_buf_reset(&h->value); /* part of the current value now */
+	if (rc < 0)
+		h->spoiled = -rc;
+	rt_buf_free(&tmp);
+	return rc;
 }
 
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -596,19 +730,16 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	reply_snapshot(req, h, size, off);
 }
 
-/* A write(2) is one whole value, applied before it returns. The
- * multi-line files (env, config) are the exception: shells write them a
- * line per write(2), so the writes of one open add up, and each applies
- * the value written so far. Once a piece is refused, the rest of that
- * value is refused too, so a script sees the failure. */
+/* A write to an attribute file is checked and held until close (above);
+ * one to invoke adds to its request; one to any other file (state,
+ * restart, pool_size, ...) is one whole command, applied before it
+ * returns. */
 static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		     size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct fs *fs = req_fs(req);
 	struct handle *h = fh_handle(fi);
 	struct pending *p;
-	const char *value = buf;
-	size_t len = size;
 	int rc;
 
 	(void)ino;
@@ -620,26 +751,11 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		invoke_write(req, h, buf, size);
 		return;
 	}
-	if (h->multi) {
-		if (off == 0 && !h->append) {
-			rt_buf_reset(&h->value);
-			h->refused = 0;
-		}
-		if (h->refused) {
-			rc = -EINVAL;
-			goto out;
-		}
-		if (h->value.len + size > MULTI_MAX) {
-			rc = -EINVAL;
-			h->refused = 1;
-			goto out;
-		}
-		rc = rt_buf_append(&h->value, buf, size);
-		if (rc < 0)
-			goto out;
-		value = h->value.data;
-		len = h->value.len;
-	} else if (size > MULTI_MAX) {
+	if (h->attr) {
+		rc = attr_write(h, buf, size, off, fi->lock_owner);
+		goto out;
+	}
+	if (size > WRITE_MAX) {
 		rc = -EINVAL;
 		goto out;
 	}
@@ -648,15 +764,13 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		rc = -ENOMEM;
 		goto out;
 	}
-	rc = fs_write(fs, &h->node, value, len, on_done, p, &p->wait);
+	rc = fs_write(fs, &h->node, buf, size, on_done, p, &p->wait);
 	if (rc == SCHED_LATER) {
 		/* Replied once the processes have done what was asked. */
 		fuse_req_interrupt_func(req, on_interrupt, p);
 		return;
 	}
 	free(p);
-	if (rc < 0 && h->multi)
-		h->refused = 1;
 out:
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
@@ -664,17 +778,46 @@ out:
 		fuse_reply_write(req, size);
 }
 
+/* Every close(2) of a descriptor of an attribute file opened for writing
+ * (the others are opened with noflush): the value written through it is
+ * applied here, so that close returns once it is stored (or with the
+ * store's error). A close that follows no new write applies nothing:
+ * bash's `echo x > f` closes a copy of the descriptor before it writes.
+ * The close of a spoiled open returns the refusal again. */
+static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs *fs = req_fs(req);
+	struct handle *h = fh_handle(fi);
+	int rc = 0;
+
+	(void)ino;
+	if (!h->attr)
+		rc = 0;
+	else if (h->spoiled)
+		rc = -h->spoiled;
+	else if (!h->held || !attr_owner_wrote(h, fi->lock_owner))
+		rc = 0;
+	else if (sched_find(fs->sched, h->id) != h->node.obj)
+		rc = -ENOENT;
+	else
+		rc = attr_apply(h);
+	fuse_reply_err(req, -rc);
+}
+
 static void op_release(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi)
 {
 	struct handle *h = fh_handle(fi);
+	int alive = sched_find(h->fs->sched, h->id) == h->node.obj;
 
 	(void)ino;
-	if (fs_node_transaction(&h->node) &&
-	    sched_find(h->fs->sched, h->id) == h->node.obj)
+	if (fs_node_transaction(&h->node) && alive)
 		invoke_release(h);
 	else if (h->call != NULL)
 		sched_call_detach(h->fs->sched, h->call);
+	/* Held by a writer whose close was not seen (none is expected). */
+	if (h->attr && alive)
+		attr_apply(h);
 	rt_buf_free(&h->req);
 	rt_buf_free(&h->resp);
 	rt_buf_free(&h->snap);
@@ -858,6 +1001,7 @@ const struct fuse_lowlevel_ops fs_ops = {
 	.open = op_open,
 	.read = op_read,
 	.write = op_write,
+	.flush = op_flush,
 	.release = op_release,
 	.opendir = op_opendir,
 	.readdir = op_readdir,

@@ -489,33 +489,63 @@ void sched__reject(struct sched *s, struct sched_function *fn, const char *file,
 	rt_buf_free(&kvs);
 }
 
+/* Makes `next` (uninitialised) the spec `fn` would have with `buf` as the
+ * value of attribute `a`. Returns 0, or -EINVAL/-EACCES/-ENOMEM with the
+ * refusal journalled and `next` at the defaults. */
+static int prepare(struct sched *s, struct sched_function *fn,
+		   enum sched_attr a, const char *buf, size_t len,
+		   struct sched_spec *next)
+{
+	struct rt_buf why = { 0 };
+	int rc = 0, err = EINVAL;
+
+	sched_spec_init(next);
+	if (!sched_attr_writable(a)) {
+		rt_buf_puts(&why, "the file is read-only");
+		rc = -EACCES;
+		err = EACCES;
+	} else if (len > SCHED_VALUE_MAX) {
+		rt_buf_printf(&why, "a value holds at most %u bytes",
+			      SCHED_VALUE_MAX);
+		rc = -EINVAL;
+	}
+	if (rc == 0)
+		rc = sched_spec_copy(next, &fn->spec);
+	if (rc == 0)
+		rc = sched_spec_parse(next, a, buf, len, &why);
+	if (rc == 0)
+		rc = sched_spec_check(next, &why);
+	if (rc == -err)
+		sched__reject(s, fn, sched_attr_name(a), err,
+			      why.data ? why.data : "invalid value");
+	if (rc < 0)
+		sched_spec_free(next);
+	rt_buf_free(&why);
+	return rc;
+}
+
+int sched_function_check(struct sched *s, struct sched_function *fn,
+			 enum sched_attr a, const char *buf, size_t len)
+{
+	struct sched_spec next;
+	int rc = prepare(s, fn, a, buf, len, &next);
+
+	sched_spec_free(&next);
+	return rc;
+}
+
 int sched_function_write(struct sched *s, struct sched_function *fn,
 			 enum sched_attr a, const char *buf, size_t len)
 {
-	struct rt_buf why = { 0 }, dump = { 0 }, kvs = { 0 }, changed = { 0 };
+	struct rt_buf dump = { 0 }, kvs = { 0 }, changed = { 0 }, why = { 0 };
 	struct sched_spec next;
 	struct store_row r;
 	char rev[32];
 	int64_t now = rt_now_ms();
-	int rc;
+	int rc = prepare(s, fn, a, buf, len, &next);
 
-	if (!sched_attr_writable(a)) {
-		sched__reject(s, fn, sched_attr_name(a), EACCES,
-			      "the file is read-only");
-		return -EACCES;
-	}
-	rc = sched_spec_copy(&next, &fn->spec);
 	if (rc < 0)
-		return rc;
-	rc = sched_spec_parse(&next, a, buf, len, &why);
-	if (rc == 0)
-		rc = sched_spec_check(&next, &why);
-	if (rc < 0) {
-		if (rc == -EINVAL)
-			sched__reject(s, fn, sched_attr_name(a), EINVAL,
-				      why.data ? why.data : "invalid value");
 		goto out;
-	}
 	if (sched_spec_equal(&next, &fn->spec))
 		goto out; /* nothing to change, no new revision */
 
@@ -565,10 +595,10 @@ int sched_function_write(struct sched *s, struct sched_function *fn,
 	sched__reconcile(s, fn);
 out:
 	sched_spec_free(&next);
-	rt_buf_free(&why);
 	rt_buf_free(&dump);
 	rt_buf_free(&kvs);
 	rt_buf_free(&changed);
+	rt_buf_free(&why);
 	return rc;
 }
 

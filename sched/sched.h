@@ -37,6 +37,7 @@ enum sched_restart_policy {
 #define SCHED_TAGS_MAX		32	/* tags */
 #define SCHED_TAGS_TEXT_MAX	4096	/* bytes written to `tags` */
 #define SCHED_ENV_TOTAL_MAX	65536	/* bytes of env in all */
+#define SCHED_VALUE_MAX		262144	/* bytes written to one attribute */
 
 /* A function's spec: everything `config` carries. */
 struct sched_spec {
@@ -290,10 +291,17 @@ int sched_create(struct sched *s, struct sched_obj *parent, const char *name,
  * empty. Returns 0, -ENOENT, -ENOTEMPTY or -EIO. */
 int sched_remove(struct sched *s, struct sched_obj *parent, const char *name);
 
+/* Checks the value `buf` (`len` bytes) for attribute `a` of `fn` as
+ * sched_function_write would, and applies nothing. Returns 0 or
+ * -EINVAL/-EACCES; a refusal is recorded in `error` and the journal. */
+int sched_function_check(struct sched *s, struct sched_function *fn,
+			 enum sched_attr a, const char *buf, size_t len);
+
 /* Applies the value `buf` (`len` bytes) to attribute `a` of `fn`: parse,
  * check, store, bump the revision, journal. A write that changes nothing
- * succeeds without a new revision. Returns 0 or -EINVAL/-EACCES/-EIO (the
- * store failed, or the stored form would not read back as the spec); on
+ * succeeds without a new revision. A value over SCHED_VALUE_MAX bytes is
+ * -EINVAL. Returns 0 or -EINVAL/-EACCES, or -EIO/-ENOSPC (the store
+ * failed, or the stored form would not read back as the spec); on
  * error nothing changes but `fn->error` and the journal, which say why. */
 int sched_function_write(struct sched *s, struct sched_function *fn,
 			 enum sched_attr a, const char *buf, size_t len);
