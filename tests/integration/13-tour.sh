@@ -6,6 +6,12 @@
 . "$(dirname "$0")/lib.sh"
 top=$(cd "$(dirname "$0")/../.." && pwd)
 
+# A fresh Debian has no make: the README says how to get it before it
+# says `make run`.
+line_of() { grep -n -m1 -- "$1" "$top/README.md" | cut -d: -f1; }
+check "the README installs make before its first make command" \
+	test "$(line_of 'apt-get install -y make git')" -lt "$(line_of '^make run')"
+
 # $T stands for the repository: mnt and fnfs side by side.
 ln -s "$FNFS" "$T/fnfs"
 FNFS_DEMO_MNT=$MNT FNFS_DEMO_DATA=$DATA setsid "$top/scripts/demo" </dev/null >"$T/demo.out" 2>&1 &
