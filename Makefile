@@ -5,10 +5,15 @@
 #   make test            install missing deps, build, run unit + integration tests
 #   make SANITIZE=1 test the same with AddressSanitizer and UBSan
 #   make lint            clang-format check, cppcheck, shellcheck
-#   make install         PREFIX=/usr/local DESTDIR=
+#   make install         PREFIX=/usr/local DESTDIR=: fnfs, fnfs(1), fnfs.service
 
 PREFIX ?= /usr/local
 DESTDIR ?=
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+DOCDIR ?= $(PREFIX)/share/doc/fnfs
+# systemd reads /usr/local/lib/systemd/system and /usr/lib/systemd/system.
+UNITDIR ?= $(PREFIX)/lib/systemd/system
 CC ?= cc
 PKGS := fuse3 libuv sqlite3 jansson
 
@@ -93,17 +98,30 @@ lint:
 		fs sched runtime tests/unit
 	shellcheck -x scripts/install-deps scripts/demo scripts/demo-banner tests/run \
 		tests/integration/*.sh .ci/run $(wildcard scripts/bench/fs-latency scripts/bench/calls)
+	@# The man page: groff says nothing when it is well formed.
+	@out=$$(groff -man -ww -z -Tutf8 docs/fnfs.1 2>&1); \
+		if [ -n "$$out" ]; then echo "$$out"; exit 1; fi
 
+# The unit's ExecStart names the installed binary.
 install: fnfs
-	install -D -m 0755 fnfs $(DESTDIR)$(PREFIX)/bin/fnfs
-	install -D -m 0644 README.md $(DESTDIR)$(PREFIX)/share/doc/fnfs/README.md
+	install -D -m 0755 fnfs $(DESTDIR)$(BINDIR)/fnfs
+	install -D -m 0644 docs/fnfs.1 $(DESTDIR)$(MANDIR)/man1/fnfs.1
+	install -d $(DESTDIR)$(UNITDIR)
+	sed 's|/usr/local/bin/fnfs|$(BINDIR)/fnfs|' scripts/fnfs.service \
+		>$(DESTDIR)$(UNITDIR)/fnfs.service.tmp
+	chmod 0644 $(DESTDIR)$(UNITDIR)/fnfs.service.tmp
+	mv -f $(DESTDIR)$(UNITDIR)/fnfs.service.tmp $(DESTDIR)$(UNITDIR)/fnfs.service
+	install -D -m 0644 README.md $(DESTDIR)$(DOCDIR)/README.md
 	for f in docs/*.md; do \
-		install -D -m 0644 $$f $(DESTDIR)$(PREFIX)/share/doc/fnfs/$$(basename $$f); \
+		install -D -m 0644 $$f $(DESTDIR)$(DOCDIR)/$$(basename $$f); \
 	done
+	@echo "installed $(DESTDIR)$(BINDIR)/fnfs, the man page fnfs(1) and" \
+		"$(DESTDIR)$(UNITDIR)/fnfs.service (systemctl daemon-reload to use it)"
 
 uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/bin/fnfs
-	rm -rf $(DESTDIR)$(PREFIX)/share/doc/fnfs
+	rm -f $(DESTDIR)$(BINDIR)/fnfs $(DESTDIR)$(MANDIR)/man1/fnfs.1 \
+		$(DESTDIR)$(UNITDIR)/fnfs.service
+	rm -rf $(DESTDIR)$(DOCDIR)
 
 clean:
 	rm -rf build fnfs

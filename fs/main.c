@@ -26,12 +26,13 @@ static const char help_text[] =
 	"\n"
 	"  fnfs mount [-f] [--data DIR] [--workers N] [--worker-memory MB]\n"
 	"             [--heartbeat-timeout MS] [--worker-starts N] MOUNTPOINT\n"
-	"      Mounts the control tree at MOUNTPOINT and returns once it is\n"
-	"      ready; -f stays in the foreground and logs to stderr. State\n"
-	"      lives in DIR/fnfs.db (default: /var/lib/fnfs as root, else\n"
-	"      $XDG_DATA_HOME/fnfs or ~/.local/share/fnfs), the daemon's log\n"
-	"      in DIR/fnfs.log, its pid in DIR/fnfs.pid, and workers connect\n"
-	"      to DIR/ctl.sock. It keeps N local workers (default 1, or as\n"
+	"      Mounts the control tree at MOUNTPOINT (created when missing)\n"
+	"      and returns once it is ready; -f stays in the foreground, logs\n"
+	"      to stderr and exits 0 on Ctrl-C. State lives in DIR/fnfs.db\n"
+	"      (default: /var/lib/fnfs as root, else $XDG_DATA_HOME/fnfs or\n"
+	"      ~/.local/share/fnfs), the daemon's log in DIR/fnfs.log, its\n"
+	"      pid in DIR/fnfs.pid, and workers connect to DIR/ctl.sock.\n"
+	"      It keeps N local workers (default 1, or as\n"
 	"      last set in workers/pool_size) of MB memory each (default: the\n"
 	"      machine's memory shared among them), starting at most N a\n"
 	"      minute (--worker-starts, default 10). A worker silent for\n"
@@ -39,7 +40,9 @@ static const char help_text[] =
 	"      SIGTERM, SIGINT or `fusermount3 -u MOUNTPOINT` unmount it and\n"
 	"      stop every instance and local worker. A dead mount left by a\n"
 	"      crash is cleaned up first; after a crash the workers, which\n"
-	"      kept running, are taken back with their instances.\n"
+	"      kept running, are taken back with their instances. Under\n"
+	"      systemd (Type=notify, fnfs.service) it sends READY=1 to\n"
+	"      $NOTIFY_SOCKET once mounted and STOPPING=1 when it stops.\n"
 	"  fnfs worker --connect DIR/ctl.sock --id ID --memory MB [--tags "
 	"a,b]\n"
 	"              [--namespaces tenant/ns,...] [--orphan-timeout S]\n"
@@ -106,7 +109,9 @@ static const char help_text[] =
 	"reason\n"
 	"is in the function's error file and in events), EEXIST, ENOENT,\n"
 	"ENOTEMPTY, EBUSY (draining the last worker), EINTR (Ctrl-C on a\n"
-	"write that waits). See docs/reference.md for every file.\n";
+	"write that waits). A function that ends failed says why in its\n"
+	"error file too. See man fnfs, and docs/reference.md for every "
+	"file.\n";
 
 /* The default data directory. Returns a malloc'd path. */
 static char *default_datadir(void)

@@ -1,19 +1,23 @@
 /*
- * mount.c - `fnfs mount`: prepares the data directory and the mountpoint,
- * detaches from the terminal, mounts, and runs the one libuv loop that
- * serves FUSE requests until the filesystem is unmounted or a signal asks
- * for it.
+ * mount.c - `fnfs mount`: prepares the data directory and the mountpoint
+ * (made when missing), detaches from the terminal, mounts, tells systemd
+ * (NOTIFY_SOCKET) once it serves, and runs the one libuv loop that serves
+ * FUSE requests until the filesystem is unmounted or a signal asks for it.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -83,13 +87,46 @@ static int unmount_stale(const char *path)
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EBUSY;
 }
 
-/* Makes `mp` usable: cleans up a mount left by a crashed fnfs, refuses a
- * live one, and resolves it to a canonical path in `out`. */
+/* Creates the directory `path` and its missing parents (mode 0755), as
+ * `mkdir -p` and `mount --mkdir` do. Returns 0 or -errno. */
+static int make_dirs(const char *path)
+{
+	char tmp[PATH_MAX];
+	size_t i, n = strlen(path);
+
+	if (n == 0 || n >= sizeof(tmp))
+		return n == 0 ? -ENOENT : -ENAMETOOLONG;
+	memcpy(tmp, path, n + 1);
+	for (i = 1; i <= n; i++) {
+		if (tmp[i] != '/' && tmp[i] != '\0')
+			continue;
+		if (tmp[i - 1] == '/')
+			continue; /* "a//b" */
+		tmp[i] = '\0';
+		if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		tmp[i] = path[i];
+	}
+	return 0;
+}
+
+/* Makes `mp` usable: creates it when missing, cleans up a mount left by a
+ * crashed fnfs, refuses a live one, and resolves it to a canonical path
+ * in `out`. */
 static int prepare_mountpoint(const char *mp, char out[PATH_MAX])
 {
 	struct stat st;
 	int rc;
 
+	if (stat(mp, &st) < 0 && errno == ENOENT) {
+		rc = make_dirs(mp);
+		if (rc < 0) {
+			fprintf(stderr,
+				"fnfs: cannot create the mountpoint %s: %s\n",
+				mp, strerror(-rc));
+			return rc;
+		}
+	}
 	if (stat(mp, &st) < 0) {
 		if (errno != ENOTCONN) {
 			rc = -errno;
@@ -108,7 +145,10 @@ static int prepare_mountpoint(const char *mp, char out[PATH_MAX])
 		}
 	}
 	if (!S_ISDIR(st.st_mode)) {
-		fprintf(stderr, "fnfs: mountpoint %s is not a directory\n", mp);
+		fprintf(stderr,
+			"fnfs: mountpoint %s is not a directory; give a "
+			"directory (it is created when missing)\n",
+			mp);
 		return -ENOTDIR;
 	}
 	if (realpath(mp, out) == NULL) {
@@ -117,7 +157,11 @@ static int prepare_mountpoint(const char *mp, char out[PATH_MAX])
 		return rc;
 	}
 	if (mounted_as(out, "fuse.fnfs")) {
-		fprintf(stderr, "fnfs: %s is already an fnfs mount\n", out);
+		fprintf(stderr,
+			"fnfs: %s is already an fnfs mount; stop that one "
+			"first (fusermount3 -u %s) or pick another "
+			"mountpoint\n",
+			out, out);
 		return -EBUSY;
 	}
 	return 0;
@@ -135,7 +179,8 @@ static int path_within(const char *path, const char *dir)
 static int refuse_inside(const char *dir)
 {
 	fprintf(stderr,
-		"fnfs: the data directory %s lies inside the mountpoint\n",
+		"fnfs: the data directory %s lies inside the mountpoint; "
+		"give a --data DIR outside it\n",
 		dir);
 	return -EINVAL;
 }
@@ -204,8 +249,10 @@ static int lock_datadir(const char *dir)
 		pid[strcspn(pid, "\n")] = '\0';
 		close(n);
 	}
-	fprintf(stderr, "fnfs: %s is in use by another fnfs%s%s%s\n", dir,
-		pid[0] ? " (pid " : "", pid, pid[0] ? ")" : "");
+	fprintf(stderr,
+		"fnfs: %s is in use by another fnfs%s%s%s; unmount that "
+		"one first, or give another --data DIR\n",
+		dir, pid[0] ? " (pid " : "", pid, pid[0] ? ")" : "");
 	close(fd);
 	return rc == -EWOULDBLOCK ? -EBUSY : rc;
 }
@@ -223,6 +270,67 @@ static int write_pidfile(const char *dir)
 	if (write(fd, text, (size_t)n) != n)
 		rc = -EIO;
 	close(fd);
+	return rc;
+}
+
+/* ============================================================== systemd */
+
+/* Where systemd wants to hear from a Type=notify service: the address of
+ * $NOTIFY_SOCKET, a path or (after '@') an abstract name, and its length;
+ * 0 when not run by a service manager. */
+static struct sockaddr_un notify_addr;
+static socklen_t notify_len;
+
+/* Takes $NOTIFY_SOCKET out of the environment, so that workers and
+ * functions, which inherit it, cannot speak for fnfs, and remembers it. */
+static void notify_init(void)
+{
+	const char *s = getenv("NOTIFY_SOCKET");
+	size_t n = s != NULL ? strlen(s) : 0;
+
+	if (n >= 2 && n < sizeof(notify_addr.sun_path) &&
+	    (s[0] == '/' || s[0] == '@')) {
+		notify_addr.sun_family = AF_UNIX;
+		memcpy(notify_addr.sun_path, s, n);
+		if (s[0] == '@')
+			notify_addr.sun_path[0] = '\0'; /* abstract: no NUL */
+		else
+			n++; /* a path: its NUL too */
+		notify_len =
+			(socklen_t)(offsetof(struct sockaddr_un, sun_path) + n);
+	} else if (s != NULL) {
+		rt_log(RT_LOG_WARN, "NOTIFY_SOCKET \"%s\" is not supported", s);
+	}
+	unsetenv("NOTIFY_SOCKET");
+}
+
+/* Sends one notification ("READY=1", ...) to systemd, if it listens: one
+ * datagram, never blocking. Returns 0 or -errno. */
+__attribute__((format(printf, 1, 2))) static int notify(const char *fmt, ...)
+{
+	char msg[PATH_MAX + 128];
+	va_list ap;
+	int fd, n, rc = 0;
+
+	if (notify_len == 0)
+		return 0;
+	va_start(ap, fmt);
+	n = vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(msg))
+		return -EINVAL;
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		rc = -errno;
+		goto out;
+	}
+	if (sendto(fd, msg, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL,
+		   (struct sockaddr *)&notify_addr, notify_len) < 0)
+		rc = -errno;
+	close(fd);
+out:
+	if (rc < 0)
+		rt_log(RT_LOG_WARN, "cannot notify systemd: %s", strerror(-rc));
 	return rc;
 }
 
@@ -246,6 +354,7 @@ static void fs_stop(struct fs *fs, const char *why)
 		return;
 	fs->stopping = 1;
 	rt_log(RT_LOG_INFO, "stopping: %s", why);
+	notify("STOPPING=1\nSTATUS=stopping: %s", why);
 	uv_poll_stop(&fs->poll);
 	uv_close((uv_handle_t *)&fs->poll, NULL);
 	if (fs->mounted) {
@@ -382,6 +491,13 @@ static int serve(const char *mp, const char *datadir, int ready,
 		}
 	}
 	rt_log(RT_LOG_INFO, "mounted %s (data %s)", mp, datadir);
+	/* Ready for systemd too, now that the loop is about to serve; a
+	 * daemon that forked names itself as the main process. */
+	if (opt->foreground)
+		notify("READY=1\nSTATUS=serving %s", mp);
+	else
+		notify("READY=1\nMAINPID=%d\nSTATUS=serving %s", (int)getpid(),
+		       mp);
 	rc = uv_run(&loop, UV_RUN_DEFAULT);
 	rc = rc < 0 ? rc : 0;
 out:
@@ -478,6 +594,7 @@ int fs_mount_main(const struct fs_options *opt)
 	int pipefd[2] = { -1, -1 }, lockfd = -1, rc, devnull;
 	pid_t pid;
 
+	notify_init();
 	/* A controller killed a moment ago may still be leaving: wait for
 	 * it (bounded) rather than refuse. */
 	for (tries = 0; owner_dying(opt->datadir) && tries < 50; tries++) {

@@ -22,8 +22,9 @@ check_fails_with "a second controller on the same data directory is refused" "in
 	"$FNFS" mount --data "$DATA" "$T/mnt2"
 check_fails_with "a data directory inside the mountpoint is refused" "inside the mountpoint" \
 	"$FNFS" mount --data "$T/mnt2/data" "$T/mnt2"
-check_fails_with "a missing mountpoint is reported" "No such file" \
-	"$FNFS" mount --data "$T/d3" "$T/missing"
+touch "$T/afile"
+check_fails_with "a mountpoint below a file is reported" "Not a directory" \
+	"$FNFS" mount --data "$T/d3" "$T/afile/missing"
 
 # fusermount3 -u ends the daemon.
 pid=$PID
