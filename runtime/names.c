@@ -77,6 +77,13 @@ const char *rt_errno_name(int err)
 	case ENOMEM: return "ENOMEM";
 	case EINTR: return "EINTR";
 	case EIO: return "EIO";
-	default: return "EIO";
+	case EFBIG: return "EFBIG";
+	default: {
+		/* Any other errno by its own name: the journal must name the
+		 * errno the caller got, never another one. */
+		const char *name = strerrorname_np(err);
+
+		return name != NULL ? name : "EUNKNOWN";
+	}
 	}
 }

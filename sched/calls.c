@@ -56,13 +56,6 @@ static int takes_calls(const struct sched_function *fn)
 
 /* ============================================================ failures */
 
-/* The name of the errno a caller got: rt_errno_name knows no EFBIG, the
- * refusal of a request over SCHED_CALL_MAX. */
-static const char *errno_name(int err)
-{
-	return err == EFBIG ? "EFBIG" : rt_errno_name(err);
-}
-
 /* Puts the summary `sum` of a function in the journal: one line for
  * however many happened since the last one. */
 static void report(struct sched *s, struct sched_function *fn,
@@ -76,7 +69,7 @@ static void report(struct sched *s, struct sched_function *fn,
 	snprintf(n, sizeof(n), "%ld", sum->pending);
 	if (refused)
 		rt_buf_kv(&kvs, "file", "invoke");
-	rt_buf_kv(&kvs, "errno", errno_name(sum->err));
+	rt_buf_kv(&kvs, "errno", rt_errno_name(sum->err));
 	rt_buf_kv(&kvs, "count", n);
 	rt_buf_kv(&kvs, "reason", sum->reason);
 	sched__event(s, &fn->obj, refused ? "function.rejected" : "call.failed",
