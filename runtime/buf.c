@@ -106,6 +106,7 @@ static int needs_quotes(const char *v)
 int rt_buf_kv(struct rt_buf *b, const char *key, const char *value)
 {
 	const unsigned char *p;
+	size_t left = strlen(value), k;
 	int rc;
 
 	rc = rt_buf_printf(b, " %s=", key);
@@ -121,8 +122,17 @@ int rt_buf_kv(struct rt_buf *b, const char *key, const char *value)
 			rc = rt_buf_puts(b, "\\t");
 		else if (*p < ' ' || *p == 0x7f)
 			rc = rt_buf_printf(b, "\\x%02x", *p);
-		else
+		else if (*p < 0x80)
 			rc = rt_buf_append(b, p, 1);
+		else if ((k = rt_utf8_char((const char *)p, left)) == 0)
+			/* Not UTF-8: the journal stays text. */
+			rc = rt_buf_printf(b, "\\x%02x", *p);
+		else {
+			rc = rt_buf_append(b, p, k);
+			p += k - 1;
+			left -= k - 1;
+		}
+		left--;
 	}
 	return rc < 0 ? rc : rt_buf_puts(b, "\"");
 }

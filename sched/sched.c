@@ -465,11 +465,18 @@ void sched__set_error(struct sched_function *fn, const char *reason)
 
 	rt_format_time(rt_now_ms(), when);
 	rt_buf_printf(&line, "%s %s\n", when, reason);
-	/* One line, and nothing a terminal would act on: control bytes the
-	 * user wrote, quoted back in the reason, become '?'. */
-	for (i = 0; line.data != NULL && i + 1 < line.len; i++)
-		if ((unsigned char)line.data[i] < ' ' || line.data[i] == 0x7f)
+	/* One line of UTF-8 text, and nothing a terminal would act on:
+	 * control bytes and bytes that are not UTF-8, quoted back in the
+	 * reason (a user's value, a function's output), become '?'. */
+	for (i = 0; line.data != NULL && i + 1 < line.len; i++) {
+		size_t k = rt_utf8_char(line.data + i, line.len - 1 - i);
+
+		if (k > 1)
+			i += k - 1;
+		else if (k == 0 || (unsigned char)line.data[i] < ' ' ||
+			 line.data[i] == 0x7f)
 			line.data[i] = '?';
+	}
 	if (line.data != NULL) {
 		free(fn->error);
 		fn->error = line.data; /* takes ownership */
