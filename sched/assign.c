@@ -35,12 +35,14 @@ void sched__check_free(struct sched *s)
 void sched__hold(struct sched_worker *w, struct sched_view *v, int mb,
 		 int count)
 {
+	assert(count >= -1 && count <= 1);
 	w->used_mb += mb;
 	assert(w->used_mb >= 0);
 	if (v != NULL && v->built && w->place_index >= 0 &&
 	    (size_t)w->place_index < v->n && v->ws[w->place_index] == w) {
 		v->w[w->place_index].used_mb += mb;
 		v->w[w->place_index].instances += count;
+		assert(v->w[w->place_index].used_mb >= 0);
 	}
 }
 
@@ -162,6 +164,7 @@ void sched__request_of(struct sched *s, const struct sched_function *fn,
 	r->loose = fn->spec.tags_policy == SCHED_TAGS_LOOSE;
 	r->ns = fn->obj.parent->name;
 	r->tenant = fn->obj.parent->parent->name;
+	assert(s->strategy >= SCHED_SPREAD && s->strategy <= SCHED_RANDOM);
 	r->strategy = (enum sched_strategy)s->strategy;
 }
 

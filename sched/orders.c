@@ -24,6 +24,10 @@ static json_t *run_spec(const struct sched_instance *in)
 	char v[300];
 	int i;
 
+	assert((unsigned)sp->mode < sizeof(modes) / sizeof(modes[0]));
+	assert((unsigned)sp->format < sizeof(formats) / sizeof(formats[0]));
+	assert((unsigned)sp->restart_policy <
+	       sizeof(policies) / sizeof(policies[0]));
 	sched__parts(in, &t, &ns, &f);
 	for (i = 0; i < sp->nenv; i++)
 		json_array_append_new(env, json_string(sp->env[i]));
