@@ -42,6 +42,8 @@ struct sched_local {
 	int64_t next_spawn_mono; /* not before this */
 };
 
+struct sched_conn_ops; /* conn.h */
+
 struct sched {
 	struct store *store;   /* owned */
 	struct events events;  /* the journal */
