@@ -11,7 +11,11 @@
 #include <string.h>
 
 #include "../runtime/frame.h"
+#include "common.h"
 #include "internal.h"
+#include "pool.h"
+#include "reconcile.h"
+#include "requests.h"
 
 /* A call may wait in its function's queue for `timeout` ms, then run for
  * `timeout` ms: a call that waited long still gets its whole time, and a

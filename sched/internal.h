@@ -1,6 +1,10 @@
 /*
- * internal.h - what the files of sched/ share: the controller's state and
- * the helpers that cross files. Not for fs/.
+ * internal.h - what every file of sched/ shares: the controller's state
+ * (struct sched) and the structs several modules use (calls, requests,
+ * waits, local workers), with the helpers of sched.c (the model) and
+ * calls.c. Each other module declares what others may use in its own
+ * header: common.h, conn.h, requests.h, assign.h, orders.h, reconcile.h,
+ * reports.h, drain.h, pool.h, workers.h, instances.h. Not for fs/.
  */
 #ifndef FNFS_SCHED_INTERNAL_H
 #define FNFS_SCHED_INTERNAL_H
@@ -38,6 +42,8 @@ struct sched_local {
 	int64_t next_spawn_mono; /* not before this */
 };
 
+struct sched_conn_ops; /* conn.h */
+
 struct sched {
 	struct store *store;   /* owned */
 	struct events events;  /* the journal */
@@ -48,10 +54,11 @@ struct sched {
 	char *datadir;	       /* owned */
 
 	/* The cluster side (sched_start). */
-	uv_loop_t *loop;  /* NULL until started */
-	uv_pipe_t server; /* DATA/ctl.sock */
-	char *sock_path;  /* owned */
-	uv_timer_t tick;  /* once a second: health, pool, pending */
+	uv_loop_t *loop;		       /* NULL until started */
+	uv_pipe_t server;		       /* DATA/ctl.sock */
+	const struct sched_conn_ops *conn_ops; /* conn.c's callbacks up */
+	char *sock_path;		       /* owned */
+	uv_timer_t tick; /* once a second: health, pool, pending */
 	struct rt_wire_flusher flusher; /* frames to workers, per loop turn */
 	struct rt_idmap requests;	/* seq -> struct sched_request * */
 	uint64_t next_seq;
@@ -61,16 +68,15 @@ struct sched {
 	char *log_path;		/* local workers' stderr, owned, or NULL */
 	int64_t recovery_until; /* monotonic ms: known workers may return */
 	struct sched_local locals[SCHED_POOL_MAX];
-	int capacity_changed; /* memory was freed: place pending ones */
-	int64_t last_tick;
-	int strategy;	       /* enum sched_strategy (persisted) */
-	int heartbeat_timeout; /* ms */
-	int starts_per_minute; /* local worker starts allowed a minute */
-	int64_t starts[64];    /* monotonic ms of recent starts, a ring */
-	int nstarts;	       /* entries used in starts */
-	int paused;	       /* the pool waits for the start limit */
-	uint64_t rng;
-	/* state of sched__random */ /* monotonic ms of the last tick */
+	int capacity_changed;	     /* memory was freed: place pending ones */
+	int64_t last_tick;	     /* monotonic ms of the last tick */
+	int strategy;		     /* enum sched_strategy (persisted) */
+	int heartbeat_timeout;	     /* ms */
+	int starts_per_minute;	     /* local worker starts allowed a minute */
+	int64_t starts[64];	     /* monotonic ms of recent starts, a ring */
+	int nstarts;		     /* entries used in starts */
+	int paused;		     /* the pool waits for the start limit */
+	uint64_t rng;		     /* state of sched__random */
 	struct rt_idmap calls;	     /* id -> struct sched_call *, unfinished */
 	uint64_t next_call;	     /* the id the next call gets */
 	struct sched_call *starting; /* in sched_call_start's dispatch */
@@ -167,64 +173,10 @@ void sched__set_error(struct sched_function *fn, const char *reason);
 void sched__reject(struct sched *s, struct sched_function *fn, const char *file,
 		   int err, const char *reason);
 
-/* ---- instances.c */
-
-/* Loads stored instances into the model (after functions and workers). */
-int sched__instances_load(struct sched *s);
-
-/* Brings the instances of `fn` in line with its spec and sends what the
- * workers must do. */
-void sched__reconcile(struct sched *s, struct sched_function *fn);
-
-/* Asserts that no worker's free memory is negative (debug builds). */
-void sched__check_free(struct sched *s);
-
-/* Reconciles every function (capacity changed). */
-void sched__reconcile_all(struct sched *s);
-
-/* Deletes the rows of every instance of `fn` (inside the caller's
- * transaction, which removes the function). Returns 0 or -errno. */
-int sched__instances_unstore(struct sched *s, struct sched_function *fn);
-
-/* Stops and forgets every instance of `fn` once its removal is stored. */
-void sched__instances_drop(struct sched *s, struct sched_function *fn);
-
-/* Frees an instance's own memory (the object is being freed). */
-void sched__instance_free(struct sched_instance *in);
-
-/* Handles an instance report, an exit or a heartbeat from worker `w`. */
-void sched__on_instance(struct sched *s, struct sched_worker *w,
-			const struct rt_msg *m);
-void sched__on_exited(struct sched *s, struct sched_worker *w,
-		      const struct rt_msg *m);
-void sched__on_heartbeat(struct sched *s, struct sched_worker *w,
-			 const struct rt_msg *m);
-
-/* A worker registered with these running instances: adopt those assigned
- * to it, stop the others. */
-void sched__adopt(struct sched *s, struct sched_worker *w, json_t *running);
-
-/* A worker went away: its instances are lost and placed elsewhere
- * (`quiet`: at shutdown, without events). */
-void sched__worker_lost(struct sched *s, struct sched_worker *w, int quiet);
-
-/* The instances of `fn` in order of their number (a malloc'd array, `*n`
- * of them). */
-struct sched_instance **sched__instances_sorted(struct sched_function *fn,
-						int *n);
-
-/* The one-word state of a function, with its running and wanted
- * instance counts. */
-const char *sched__function_state(struct sched_function *fn, int *nrun,
-				  int *nwant);
-
-/* Finds an instance by its id "t/ns/fn/N". */
-struct sched_instance *sched__instance_by_id(struct sched *s, const char *id);
+/* ---- calls.c */
 
 /* The instances a hot or cold function wants now. */
 int sched__wanted(const struct sched_function *fn);
-
-/* ---- calls.c */
 
 /* Sends queued calls of `fn` to its idle instances, and launches
  * instances when Fn's rule says so. */
@@ -256,77 +208,5 @@ int sched__calls_render(struct sched *s, struct sched_obj *o, enum sched_file f,
 /* Appends an instance's call counters (stats keys) to `out`. */
 int sched__instance_call_stats(struct sched *s, struct sched_instance *in,
 			       struct rt_buf *out);
-
-/* ---- cluster.c */
-
-/* Sends a message with a body to a worker (dropped if it is not
- * connected); consumes the header. */
-void sched__send_body(struct sched *s, struct sched_worker *w, json_t *header,
-		      const void *body, size_t len);
-
-/* Sends a message to a worker (dropped if it is not connected); consumes
- * the header. */
-void sched__send(struct sched *s, struct sched_worker *w, json_t *header);
-
-/* Whether a worker may soon take instances that wait for one: a local
- * worker is starting, or a restart of fnfs still waits for the workers it
- * knew. */
-int sched__workers_coming(struct sched *s);
-
-/* Sends a request that `wait` (may be NULL) waits for; consumes the
- * header. Returns 0, or -ENOTCONN when the worker is not connected. */
-int sched__request(struct sched *s, struct sched_worker *w, json_t *header,
-		   struct sched_wait *wait, int slot, uint64_t instance_id);
-
-/* Starts a wait bounded by `ms`. */
-struct sched_wait *sched__wait_new(struct sched *s, sched_done_fn done,
-				   void *arg, int ms);
-
-/* Completes the wait if nothing is outstanding (call after sending). */
-void sched__wait_arm(struct sched *s, struct sched_wait *w);
-
-/* Frees a worker's own memory (the object is being freed). */
-void sched__worker_free(struct sched_worker *w);
-
-/* Renders a worker or pool file. */
-int sched__worker_render(struct sched *s, struct sched_obj *o,
-			 enum sched_file f, struct rt_buf *out);
-
-/* Writes a file of workers/ or of a worker (pool_size, strategy,
- * rebalance, W/state). Returns 0 or -errno. */
-int sched__cluster_write(struct sched *s, struct sched_obj *o,
-			 enum sched_file f, const char *buf, size_t len);
-
-/* Drains worker `w`: no new instances; its instances move elsewhere.
- * Returns 0, or -EBUSY when no other worker could take them. */
-int sched__drain(struct sched *s, struct sched_worker *w);
-
-/* Ends a drain. Returns 0 or -errno of the store. */
-int sched__resume(struct sched *s, struct sched_worker *w);
-
-/* Whether the worker `id` was drained and not resumed (stored by id, so
- * it outlives the worker's row). */
-int sched__drained(struct sched *s, const char *id);
-
-/* What worker `w` offers changed: its instances that no longer fit it
- * move. Returns 0 or -errno of the store. */
-int sched__worker_changed(struct sched *s, struct sched_worker *w);
-
-/* Moves instances until the counts of usable workers differ by at most
- * one. Returns 0. */
-int sched__rebalance(struct sched *s);
-
-/* Stores a worker's row (id, memory, tags, namespaces, local, drained).
- * Returns 0 or -errno of the store. */
-int sched__worker_persist(struct sched *s, struct sched_worker *w);
-
-/* Writes workers/pool_size. */
-int sched__pool_write(struct sched *s, const char *buf, size_t len);
-
-/* A pseudo-random number (xorshift), for the random strategy. */
-unsigned long sched__random(struct sched *s);
-
-/* Parses a whole write as an integer in [lo, hi]. */
-int sched__parse_int(const char *buf, size_t len, long lo, long hi, long *out);
 
 #endif

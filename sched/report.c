@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common.h"
+#include "instances.h"
 #include "internal.h"
 
 static const char *const mode_words[] = { "daemon", "hot", "cold" };

@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 
 #include "internal.h"
+#include "reconcile.h"
+#include "workers.h"
 
 /* Journal size kept in memory. */
 #define EVENTS_CAP (4u << 20)

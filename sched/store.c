@@ -5,6 +5,7 @@
  * that caused it returns, so it survives kill -9 and a power cut.
  * Statements are prepared once and reused.
  */
+#include <assert.h>
 #include <errno.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -326,6 +327,7 @@ int store_begin(struct store *st)
 	char sql[32];
 	int rc;
 
+	assert(st->depth >= 0);
 	if (st->depth == 0)
 		rc = exec(st, "BEGIN IMMEDIATE");
 	else {
@@ -367,6 +369,7 @@ int store_commit(struct store *st)
 	char sql[32];
 	int rc;
 
+	assert(st->depth >= 0);
 	if (st->depth == 0)
 		return -EINVAL;
 	if (st->depth == 1) {
@@ -390,6 +393,7 @@ void store_rollback(struct store *st)
 {
 	char sql[64];
 
+	assert(st->depth >= 0);
 	if (st->depth == 0)
 		return;
 	if (st->depth == 1) {

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "../../sched/common.h"
 #include "../../sched/internal.h"
 #include "unit.h"
 

@@ -1,0 +1,226 @@
+/*
+ * common.c - small helpers shared by the modules of sched/ (see
+ * common.h).
+ */
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.h"
+
+const char *sched__state_word(enum sched_instance_state st)
+{
+	static const char *const words[] = { "pending", "starting", "running",
+					     "backoff", "stopping", "stopped",
+					     "failed",	"lost" };
+
+	assert((unsigned)st < sizeof(words) / sizeof(words[0]));
+	return words[st];
+}
+
+struct sched_function *sched__fn_of(const struct sched_instance *in)
+{
+	return (struct sched_function *)in->obj.parent;
+}
+
+/* The path parts of an instance. */
+void sched__parts(const struct sched_instance *in, const char **t,
+		  const char **ns, const char **fn)
+{
+	const struct sched_obj *f = in->obj.parent;
+
+	*fn = f->name;
+	*ns = f->parent->name;
+	*t = f->parent->parent->name;
+}
+
+/* Stores instance `in` as it is, but wanting `run`. */
+int sched__store_put_as(struct sched *s, const struct sched_instance *in,
+			int run)
+{
+	struct store_instance r;
+
+	sched__parts(in, &r.tenant, &r.ns, &r.fn);
+	r.n = in->n;
+	r.desired_run = run;
+	r.worker = in->worker ? in->worker->obj.name : NULL;
+	return store_instance_put(s->store, &r);
+}
+
+int sched__store_put(struct sched *s, const struct sched_instance *in)
+{
+	return sched__store_put_as(s, in, in->desired_run);
+}
+
+/* Ends a transaction of derived state (assignments, instances made from
+ * a spec) begun if `began`, after work whose first store error is `rc`.
+ * Such state is derived again from the specs and the workers' reports
+ * after a restart, so a failure is logged, not returned to a writer.
+ * Returns 0 or the -errno. */
+int sched__derived_end(struct sched *s, int began, int rc, const char *what)
+{
+	if (began) {
+		/* What was written stays: it is as true as the model. */
+		int c = store_commit(s->store);
+
+		rc = rc < 0 ? rc : c;
+	}
+	if (rc < 0)
+		rt_log(RT_LOG_ERROR, "%s: the store failed: %s", what,
+		       strerror(-rc));
+	return rc;
+}
+
+void sched__inst_event(struct sched *s, const struct sched_instance *in,
+		       const char *kind, const char *k1, const char *v1,
+		       const char *k2, const char *v2)
+{
+	struct rt_buf kvs = { 0 };
+
+	if (k1 != NULL)
+		rt_buf_kv(&kvs, k1, v1);
+	if (k2 != NULL)
+		rt_buf_kv(&kvs, k2, v2);
+	sched__event(s, &in->obj, kind, kvs.data);
+	rt_buf_free(&kvs);
+}
+
+int sched_assignment_name(const struct sched_instance *in, struct rt_buf *out)
+{
+	const char *t, *ns, *fn;
+
+	sched__parts(in, &t, &ns, &fn);
+	return rt_buf_printf(out, "%s:%s:%s:%d", t, ns, fn, in->n);
+}
+
+int sched_link_target(const struct sched_instance *in, int from_instance,
+		      struct rt_buf *out)
+{
+	const char *t, *ns, *fn;
+
+	if (in->worker == NULL)
+		return -ENOENT;
+	sched__parts(in, &t, &ns, &fn);
+	if (from_instance)
+		return rt_buf_printf(out, "../../../../../../workers/%s",
+				     in->worker->obj.name);
+	return rt_buf_printf(out, "../../../tenants/%s/%s/%s/instances/%d", t,
+			     ns, fn, in->n);
+}
+
+struct sched_instance *sched__instance_by_id(struct sched *s, const char *id)
+{
+	char copy[300], *p[4], *save = NULL;
+	struct sched_obj *o = &s->root;
+	int i;
+
+	snprintf(copy, sizeof(copy), "%s", id);
+	for (i = 0; i < 4; i++) {
+		p[i] = strtok_r(i ? NULL : copy, "/", &save);
+		if (p[i] == NULL)
+			return NULL;
+		o = sched_child(o, p[i]);
+		if (o == NULL)
+			return NULL;
+	}
+	return o->type == SCHED_INSTANCE ? (struct sched_instance *)o : NULL;
+}
+
+static int by_n(const void *a, const void *b)
+{
+	const struct sched_instance *x = *(struct sched_instance *const *)a;
+	const struct sched_instance *y = *(struct sched_instance *const *)b;
+
+	return (x->n > y->n) - (x->n < y->n);
+}
+
+/* The function's instances in order of their number; free the array. */
+struct sched_collect sched__instances_of(struct sched_function *fn)
+{
+	struct sched_collect c;
+	size_t n;
+
+	c.v = (struct sched_instance **)rt_map_values(&fn->obj.children, &n);
+	c.n = (int)n;
+	if (c.v != NULL)
+		qsort(c.v, n, sizeof(c.v[0]), by_n);
+	return c;
+}
+
+struct sched_instance **sched__instances_sorted(struct sched_function *fn,
+						int *n)
+{
+	struct sched_collect c = sched__instances_of(fn);
+
+	*n = c.v != NULL ? c.n : 0;
+	return c.v;
+}
+
+int sched__worker_persist(struct sched *s, struct sched_worker *w)
+{
+	json_t *t = json_array(), *n = json_array();
+	char *tj, *nj, *tok, *save = NULL, *copy;
+	struct store_worker r;
+	int rc;
+
+	copy = strdup(w->tags ? w->tags : "");
+	for (tok = strtok_r(copy, " ", &save); tok;
+	     tok = strtok_r(NULL, " ", &save))
+		json_array_append_new(t, json_string(tok));
+	free(copy);
+	copy = strdup(w->namespaces ? w->namespaces : "");
+	for (tok = strtok_r(copy, " ", &save); tok;
+	     tok = strtok_r(NULL, " ", &save))
+		json_array_append_new(n, json_string(tok));
+	free(copy);
+	tj = json_dumps(t, JSON_COMPACT);
+	nj = json_dumps(n, JSON_COMPACT);
+	r.id = w->obj.name;
+	r.memory_mb = w->memory_mb;
+	r.tags = tj;
+	r.namespaces = nj;
+	r.local = w->local;
+	r.drained = w->draining;
+	rc = tj != NULL && nj != NULL ? store_worker_put(s->store, &r)
+				      : -ENOMEM;
+	free(tj);
+	free(nj);
+	json_decref(t);
+	json_decref(n);
+	return rc;
+}
+
+unsigned long sched__random(struct sched *s)
+{
+	uint64_t x = s->rng;
+
+	if (x == 0)
+		x = 0x9e3779b97f4a7c15ULL ^ (uint64_t)rt_now_ms();
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	s->rng = x;
+	return (unsigned long)x;
+}
+
+int sched__parse_int(const char *buf, size_t len, long lo, long hi, long *out)
+{
+	long v = 0;
+	size_t i;
+
+	if (len > 0 && buf[len - 1] == '\n')
+		len--;
+	if (len == 0 || len > 9)
+		return -EINVAL;
+	for (i = 0; i < len; i++) {
+		if (buf[i] < '0' || buf[i] > '9')
+			return -EINVAL;
+		v = v * 10 + (buf[i] - '0');
+	}
+	if (v < lo || v > hi)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}

@@ -1,0 +1,71 @@
+/*
+ * common.h - small helpers the modules of sched/ share: an instance's
+ * function and path, storing an instance or a worker's row, the end of a
+ * derived transaction, instance events, and a few parsers. Calls nothing
+ * above it (sched.c's events and store.c only).
+ */
+#ifndef FNFS_SCHED_COMMON_H
+#define FNFS_SCHED_COMMON_H
+
+#include "internal.h"
+
+/* The instances of a function, in order of their number (a malloc'd
+ * array of `n`; free `v`). */
+struct sched_collect {
+	struct sched_instance **v;
+	int n;
+};
+
+/* The function an instance belongs to. */
+struct sched_function *sched__fn_of(const struct sched_instance *in);
+
+/* The path parts of an instance (tenant, namespace, function). */
+void sched__parts(const struct sched_instance *in, const char **t,
+		  const char **ns, const char **fn);
+
+/* The word of an instance state ("pending" ... "lost"). */
+const char *sched__state_word(enum sched_instance_state st);
+
+/* Stores instance `in` as it is, but wanting `run`. Returns 0 or -errno
+ * of the store. */
+int sched__store_put_as(struct sched *s, const struct sched_instance *in,
+			int run);
+
+/* Stores instance `in` as it is. Returns 0 or -errno of the store. */
+int sched__store_put(struct sched *s, const struct sched_instance *in);
+
+/* Ends a transaction of derived state (assignments, instances made from
+ * a spec) begun if `began`, after work whose first store error is `rc`.
+ * Such state is derived again from the specs and the workers' reports
+ * after a restart, so a failure is logged, not returned to a writer.
+ * Returns 0 or the -errno. */
+int sched__derived_end(struct sched *s, int began, int rc, const char *what);
+
+/* Journals `kind` for instance `in` with up to two pairs (a NULL key
+ * ends them). */
+void sched__inst_event(struct sched *s, const struct sched_instance *in,
+		       const char *kind, const char *k1, const char *v1,
+		       const char *k2, const char *v2);
+
+/* Finds an instance by its id "t/ns/fn/N". */
+struct sched_instance *sched__instance_by_id(struct sched *s, const char *id);
+
+/* The function's instances in order of their number; free the array. */
+struct sched_collect sched__instances_of(struct sched_function *fn);
+
+/* The instances of `fn` in order of their number (a malloc'd array, `*n`
+ * of them). */
+struct sched_instance **sched__instances_sorted(struct sched_function *fn,
+						int *n);
+
+/* Stores a worker's row (id, memory, tags, namespaces, local, drained).
+ * Returns 0 or -errno of the store. */
+int sched__worker_persist(struct sched *s, struct sched_worker *w);
+
+/* A pseudo-random number (xorshift), for the random strategy. */
+unsigned long sched__random(struct sched *s);
+
+/* Parses a whole write as an integer in [lo, hi]. Returns 0 or -EINVAL. */
+int sched__parse_int(const char *buf, size_t len, long lo, long hi, long *out);
+
+#endif

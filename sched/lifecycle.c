@@ -1,0 +1,321 @@
+/*
+ * lifecycle.c - the cluster side's life: sched_start (settings, known
+ * workers and instances, the socket, the tick), the tick once a second
+ * (health, recovery window, pool, calls, capacity), and sched_shutdown
+ * (bounded).
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "conn.h"
+#include "pool.h"
+#include "reconcile.h"
+#include "reports.h"
+#include "requests.h"
+#include "workers.h"
+
+/* Adds `*arg` ms to the heartbeat time of every worker. */
+static int excuse_cb(const char *key, void *value, void *arg)
+{
+	struct sched_worker *w = value;
+
+	(void)key;
+	w->heartbeat_mono += *(int64_t *)arg;
+	return 0;
+}
+
+static int health_cb(const char *key, void *value, void *arg)
+{
+	struct sched_worker *w = value;
+
+	struct sched *s = arg;
+
+	(void)key;
+	if (w->online && w->conn != NULL &&
+	    rt_mono_ms() - w->heartbeat_mono > s->heartbeat_timeout) {
+		rt_log(RT_LOG_WARN, "worker %s: no heartbeat for %d ms",
+		       w->obj.name, s->heartbeat_timeout);
+		sched__conn_close(w->conn, "heartbeat timeout");
+		return 1; /* the map changed: look again next tick */
+	}
+	return 0;
+}
+
+/* After the recovery window: a known worker still away loses its
+ * instances to the others. */
+static int absent_cb(const char *key, void *value, void *arg)
+{
+	struct sched_worker *w = value;
+
+	(void)key;
+	if (!w->online && w->assignments.count > 0)
+		sched__worker_lost(arg, w, 0);
+	return 0;
+}
+
+static void on_tick(uv_timer_t *t)
+{
+	struct sched *s = t->data;
+	int was_recovering = s->recovery_until != 0;
+
+	int64_t now = rt_mono_ms(), stall;
+
+	if (s->shutting_down)
+		return;
+	/* Time this loop itself was stalled (a slow disk, say) is not the
+	 * workers' silence: their heartbeats may be waiting to be read. */
+	stall = s->last_tick ? now - s->last_tick - 1000 : 0;
+	s->last_tick = now;
+	if (stall > 250)
+		rt_map_each(&s->pool.children, excuse_cb, &stall);
+	rt_map_each(&s->pool.children, health_cb, s);
+	if (was_recovering && rt_mono_ms() >= s->recovery_until) {
+		s->recovery_until = 0;
+		/* Workers that did not come back: their instances move. */
+		rt_map_each(&s->pool.children, absent_cb, s);
+		sched_event(s, "recovery.done", "workers", NULL);
+	}
+	sched__pool_check(s);
+	sched__calls_tick(s);
+	if (s->capacity_changed || was_recovering) {
+		s->capacity_changed = 0;
+		sched__reconcile_all(s);
+	}
+}
+
+/* A fair share of the machine's memory for each local worker. */
+static int fair_share(int workers)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+	long long mb = pages > 0 && size > 0
+			       ? (long long)pages * size / (1024 * 1024)
+			       : 1024;
+
+	return (int)(mb / (workers > 0 ? workers : 1));
+}
+
+int sched_start(struct sched *s, struct uv_loop_s *loop,
+		const struct sched_options *opt)
+{
+	char v[32];
+	int rc, i;
+	long n;
+
+	static const struct sched_conn_ops ops = {
+		.on_register = sched__on_register,
+		.on_message = sched__on_message,
+		.on_gone = sched__worker_gone,
+	};
+
+	s->loop = loop;
+	s->conn_ops = &ops;
+	s->next_seq = 1;
+	s->heartbeat_timeout = opt->heartbeat_timeout > 0
+				       ? opt->heartbeat_timeout
+				       : SCHED_HEARTBEAT_TIMEOUT_MS;
+	s->starts_per_minute = opt->starts_per_minute > 0
+				       ? opt->starts_per_minute
+				       : SCHED_STARTS_PER_MINUTE;
+	if (store_setting_get(s->store, "strategy", v, sizeof(v)) == 0 &&
+	    sched_strategy_parse(v, strlen(v)) >= 0)
+		s->strategy = sched_strategy_parse(v, strlen(v));
+	s->self = strdup(opt->self);
+	s->log_path = opt->log ? strdup(opt->log) : NULL;
+	/* The pool's size: the command line, else the stored one, else 1. */
+	if (opt->workers >= 0) {
+		s->pool_size = opt->workers;
+		snprintf(v, sizeof(v), "%d", opt->workers);
+		store_setting_put(s->store, "pool_size", v);
+	} else if (store_setting_get(s->store, "pool_size", v, sizeof(v)) ==
+			   0 &&
+		   sched__parse_int(v, strlen(v), 0, SCHED_POOL_MAX, &n) == 0) {
+		s->pool_size = (int)n;
+	} else {
+		s->pool_size = 1;
+	}
+	s->worker_memory = opt->worker_memory > 0
+				   ? opt->worker_memory
+				   : fair_share(s->pool_size > 0 ? s->pool_size
+								 : 1);
+	for (i = 0; i < SCHED_POOL_MAX; i++)
+		snprintf(s->locals[i].id, sizeof(s->locals[i].id), "local-%d",
+			 i + 1);
+
+	/* Workers known from before: give them a moment to come back. */
+	rc = sched__workers_load(s);
+	if (rc < 0)
+		return rc;
+	if (s->pool.children.count > 0)
+		s->recovery_until = rt_mono_ms() + SCHED_RECOVERY_MS;
+	rc = sched__instances_load(s);
+	if (rc < 0)
+		return rc;
+
+	{
+		struct rt_buf p = { 0 };
+
+		rt_buf_printf(&p, "%s/ctl.sock", s->datadir);
+		s->sock_path = p.data;
+	}
+	unlink(s->sock_path);
+	uv_pipe_init(loop, &s->server, 0);
+	s->server.data = s;
+	rc = uv_pipe_bind(&s->server, s->sock_path);
+	if (rc == 0)
+		rc = uv_listen((uv_stream_t *)&s->server, 64,
+			       sched__on_connection);
+	if (rc < 0) {
+		rt_log(RT_LOG_ERROR, "cannot listen on %s: %s", s->sock_path,
+		       uv_strerror(rc));
+		uv_close((uv_handle_t *)&s->server, NULL);
+		return -EIO;
+	}
+	rc = rt_wire_flusher_start(&s->flusher, loop);
+	if (rc < 0) {
+		rt_log(RT_LOG_ERROR, "cannot start the frame flusher: %s",
+		       uv_strerror(rc));
+		uv_close((uv_handle_t *)&s->server, NULL);
+		return -EIO;
+	}
+	uv_timer_init(loop, &s->tick);
+	s->tick.data = s;
+	uv_timer_start(&s->tick, on_tick, 1000, 1000);
+	sched__pool_check(s);
+	sched__reconcile_all(s);
+	return 0;
+}
+
+static int pending_local(struct sched *s)
+{
+	int i, n = 0;
+
+	for (i = 0; i < SCHED_POOL_MAX; i++)
+		n += s->locals[i].live;
+	return n;
+}
+
+static int online_local(struct sched *s)
+{
+	int i, n = 0;
+
+	for (i = 0; i < SCHED_POOL_MAX; i++) {
+		struct sched_worker *w = sched__local_worker(s, &s->locals[i]);
+
+		n += w != NULL && w->online;
+	}
+	return n;
+}
+
+static void close_noop(uv_handle_t *h)
+{
+	(void)h;
+}
+
+static int close_conn_cb(const char *key, void *value, void *arg)
+{
+	(void)key;
+	(void)arg;
+	sched__conn_drop(value);
+	return 0;
+}
+
+static void finish_shutdown(struct sched *s)
+{
+	void (*done)(void *) = s->shutdown_done;
+	size_t i;
+
+	if (done == NULL)
+		return;
+	s->shutdown_done = NULL;
+	uv_timer_stop(&s->shutdown_timer);
+	uv_close((uv_handle_t *)&s->shutdown_timer, close_noop);
+	uv_timer_stop(&s->tick);
+	uv_close((uv_handle_t *)&s->tick, close_noop);
+	uv_close((uv_handle_t *)&s->server, close_noop);
+	unlink(s->sock_path);
+	rt_map_each(&s->pool.children, close_conn_cb, NULL);
+	rt_wire_flusher_stop(&s->flusher);
+	sched__requests_end_all(s);
+	for (i = 0; i < SCHED_POOL_MAX; i++)
+		if (s->locals[i].live) {
+			/* Past the bound: make sure nothing is left. */
+			rt_log(RT_LOG_WARN,
+			       "local worker %s did not exit; "
+			       "killing it",
+			       s->locals[i].id);
+			kill(-s->locals[i].proc.pid, SIGKILL);
+			uv_close((uv_handle_t *)&s->locals[i].proc, NULL);
+			s->locals[i].live = 0;
+		}
+	done(s->shutdown_arg);
+}
+
+static void on_shutdown_poll(uv_timer_t *t)
+{
+	struct sched *s = t->data;
+
+	if ((pending_local(s) == 0 && online_local(s) == 0 &&
+	     s->requests.count == 0) ||
+	    rt_mono_ms() > s->recovery_until)
+		finish_shutdown(s);
+}
+
+static int stop_manual_cb(const char *key, void *value, void *arg)
+{
+	struct sched_instance *in = value;
+	struct sched_wait *none = NULL;
+	struct rt_buf id = { 0 };
+
+	(void)key;
+	(void)none;
+	sched_obj_path(&in->obj, &id);
+	sched__request(
+		arg, in->worker,
+		json_pack("{s:s, s:s}", "type", "stop", "instance", id.data),
+		NULL, 0, in->obj.id);
+	rt_buf_free(&id);
+	return 0;
+}
+
+static int stop_workers_cb(const char *key, void *value, void *arg)
+{
+	struct sched_worker *w = value;
+	struct sched *s = arg;
+
+	(void)key;
+	if (w->local)
+		store_worker_delete(s->store, w->obj.name);
+	if (!w->online)
+		return 0;
+	if (w->local)
+		sched__send(s, w, json_pack("{s:s}", "type", "shutdown"));
+	else /* a worker started by hand stays; its instances stop */
+		rt_map_each(&w->assignments, stop_manual_cb, s);
+	return 0;
+}
+
+void sched_shutdown(struct sched *s, void (*done)(void *arg), void *arg)
+{
+	if (s->shutting_down)
+		return;
+	s->shutting_down = 1;
+	sched__calls_close(s);
+	s->shutdown_done = done;
+	s->shutdown_arg = arg;
+	if (s->loop == NULL) {
+		s->shutdown_done = NULL;
+		done(arg);
+		return;
+	}
+	rt_log(RT_LOG_INFO, "stopping every instance and local worker");
+	rt_map_each(&s->pool.children, stop_workers_cb, s);
+	/* Bounded: the workers' stop grace, and a little more. */
+	s->recovery_until = rt_mono_ms() + 5000 + 3000;
+	uv_timer_init(s->loop, &s->shutdown_timer);
+	s->shutdown_timer.data = s;
+	uv_timer_start(&s->shutdown_timer, on_shutdown_poll, 0, 50);
+}

@@ -1,0 +1,95 @@
+/*
+ * orders.c - what the controller sends a worker about an instance: the
+ * spec it runs (with its FN_* environment), start, stop and restart.
+ */
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "common.h"
+#include "orders.h"
+#include "requests.h"
+
+/* Builds the spec a worker runs an instance with. */
+static json_t *run_spec(const struct sched_instance *in)
+{
+	const struct sched_function *fn = sched__fn_of(in);
+	const struct sched_spec *sp = &fn->spec;
+	static const char *const modes[] = { "daemon", "hot", "cold" };
+	static const char *const formats[] = { "line", "json" };
+	static const char *const policies[] = { "always", "on-failure",
+						"never" };
+	json_t *env = json_array();
+	const char *t, *ns, *f;
+	char v[300];
+	int i;
+
+	assert((unsigned)sp->mode < sizeof(modes) / sizeof(modes[0]));
+	assert((unsigned)sp->format < sizeof(formats) / sizeof(formats[0]));
+	assert((unsigned)sp->restart_policy <
+	       sizeof(policies) / sizeof(policies[0]));
+	sched__parts(in, &t, &ns, &f);
+	for (i = 0; i < sp->nenv; i++)
+		json_array_append_new(env, json_string(sp->env[i]));
+#define FN_ENV(fmt, ...)                                                       \
+	do {                                                                   \
+		snprintf(v, sizeof(v), fmt, __VA_ARGS__);                      \
+		json_array_append_new(env, json_string(v));                    \
+	} while (0)
+	FN_ENV("FN_TENANT=%s", t);
+	FN_ENV("FN_NAMESPACE=%s", ns);
+	FN_ENV("FN_FUNCTION=%s", f);
+	FN_ENV("FN_INSTANCE=%d", in->n);
+	FN_ENV("FN_REVISION=%llu", (unsigned long long)fn->run_revision);
+	FN_ENV("FN_MODE=%s", modes[sp->mode]);
+	FN_ENV("FN_FORMAT=%s", formats[sp->format]);
+	FN_ENV("FN_MEMORY_MB=%d", sp->memory);
+	FN_ENV("FN_WORKER=%s", in->worker ? in->worker->obj.name : "");
+#undef FN_ENV
+	return json_pack("{s:s, s:o, s:s, s:i, s:s, s:s, s:s}", "command",
+			 sp->command ? sp->command : "", "env", env, "cwd",
+			 sp->cwd ? sp->cwd : "", "memory", sp->memory,
+			 "restart_policy", policies[sp->restart_policy], "mode",
+			 modes[sp->mode], "format", formats[sp->format]);
+}
+
+char *sched__instance_id(const struct sched_instance *in)
+{
+	struct rt_buf b = { 0 };
+
+	sched_obj_path(&in->obj, &b);
+	return b.data;
+}
+
+int sched__send_start(struct sched *s, struct sched_instance *in,
+		      struct sched_wait *wait)
+{
+	char *id = sched__instance_id(in);
+	int rc;
+
+	in->sent_revision = sched__fn_of(in)->run_revision;
+	in->sent_stop = 0;
+	rc = sched__request(
+		s, in->worker,
+		json_pack("{s:s, s:s, s:I, s:o}", "type", "start", "instance",
+			  id, "revision",
+			  (json_int_t)sched__fn_of(in)->run_revision, "spec",
+			  run_spec(in)),
+		wait, 0, in->obj.id);
+	free(id);
+	return rc;
+}
+
+int sched__send_simple(struct sched *s, struct sched_instance *in,
+		       const char *type, int forget, struct sched_wait *wait)
+{
+	char *id = sched__instance_id(in);
+	json_t *h = json_pack("{s:s, s:s}", "type", type, "instance", id);
+	int rc;
+
+	if (forget)
+		json_object_set_new(h, "forget", json_true());
+	rc = sched__request(s, in->worker, h, wait, 0, in->obj.id);
+	free(id);
+	return rc;
+}

@@ -1,0 +1,291 @@
+/*
+ * reports.c - what workers say about instances: the stored instances
+ * loaded at start (waiting for their workers), instance reports, exits
+ * and heartbeat samples, adoption of what a registering worker already
+ * runs, and the loss of a worker's instances.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "assign.h"
+#include "common.h"
+#include "reconcile.h"
+#include "reports.h"
+#include "requests.h"
+
+static int load_cb(const struct store_instance *r, void *arg)
+{
+	struct sched *s = arg;
+	struct sched_obj *t = sched_child(&s->root, r->tenant), *ns, *f;
+	struct sched_instance *in;
+	struct sched_obj *w;
+
+	ns = t ? sched_child(t, r->ns) : NULL;
+	f = ns ? sched_child(ns, r->fn) : NULL;
+	if (f == NULL)
+		return 0;
+	in = sched__instance_new(s, (struct sched_function *)f, r->n,
+				 r->desired_run);
+	if (in == NULL)
+		return -ENOMEM;
+	w = r->worker ? sched_child(&s->pool, r->worker) : NULL;
+	if (w != NULL) {
+		struct rt_buf name = { 0 };
+
+		sched_assignment_name(in, &name);
+		if (rt_map_put(&((struct sched_worker *)w)->assignments,
+			       name.data, in) == 0) {
+			in->worker = (struct sched_worker *)w;
+			in->reserved_mb =
+				((struct sched_function *)f)->spec.memory;
+			in->worker->used_mb += in->reserved_mb;
+			in->state = SCHED_LOST;
+			snprintf(in->reason, sizeof(in->reason),
+				 "waiting for worker %s", w->name);
+		}
+		rt_buf_free(&name);
+	}
+	return 0;
+}
+
+int sched__instances_load(struct sched *s)
+{
+	return store_instance_load(s->store, load_cb, s);
+}
+
+static enum sched_instance_state parse_state(const char *w)
+{
+	int i;
+
+	for (i = 0; w != NULL && i <= SCHED_LOST; i++)
+		if (strcmp(sched__state_word(i), w) == 0)
+			return (enum sched_instance_state)i;
+	return SCHED_LOST;
+}
+
+/* The instance of report `m` if it belongs on worker `w`; otherwise the
+ * worker is told to stop and forget it (it runs nowhere twice). */
+static struct sched_instance *owned(struct sched *s, struct sched_worker *w,
+				    const struct rt_msg *m)
+{
+	const char *id = rt_msg_str(m, "instance");
+	struct sched_instance *in = id ? sched__instance_by_id(s, id) : NULL;
+
+	if (id == NULL)
+		return NULL;
+	if (in == NULL || in->worker != w) {
+		sched__send(s, w,
+			    json_pack("{s:s, s:s, s:b}", "type", "stop",
+				      "instance", id, "forget", 1));
+		return NULL;
+	}
+	return in;
+}
+
+void sched__on_instance(struct sched *s, struct sched_worker *w,
+			const struct rt_msg *m)
+{
+	struct sched_instance *in = owned(s, w, m);
+	enum sched_instance_state st, old;
+	const char *reason = rt_msg_str(m, "reason");
+	json_t *exits = json_object_get(m->header, "exits"), *e;
+	long long restarts = rt_msg_int(m, "restarts", 0);
+	struct rt_buf lines = { 0 };
+	char pid[16], rev[32];
+	size_t i;
+	int oldpid;
+
+	if (in == NULL)
+		return;
+	old = in->state;
+	oldpid = in->pid;
+	st = parse_state(rt_msg_str(m, "state"));
+	in->state = st;
+	in->pid = (int)rt_msg_int(m, "pid", 0);
+	in->revision = (uint64_t)rt_msg_int(m, "revision", 0);
+	in->started_ms = rt_msg_int(m, "started_ms", 0);
+	if (restarts > in->worker_restarts)
+		in->restarts_total += restarts - in->worker_restarts;
+	in->worker_restarts = restarts;
+	snprintf(in->reason, sizeof(in->reason), "%s", reason ? reason : "");
+	json_array_foreach (exits, i, e) {
+		rt_buf_printf(
+			&lines, "exit_%zu %lld %s\n", i + 1,
+			(long long)json_integer_value(json_object_get(e, "ms")),
+			json_string_value(json_object_get(e, "exit")));
+	}
+	free(in->exits);
+	in->exits = lines.data;
+	if (st == SCHED_STOPPED)
+		in->sent_stop = 0;
+	if (st == SCHED_STOPPED && !in->desired_run) {
+		/* Stopped for good: its memory goes back to the pool. */
+		sched__inst_event(s, in, "instance.stopped", "worker",
+				  w->obj.name, NULL, NULL);
+		sched__unassign(s, in, 1, NULL);
+		return;
+	}
+	snprintf(pid, sizeof(pid), "%d", in->pid);
+	snprintf(rev, sizeof(rev), "%llu", (unsigned long long)in->revision);
+	if (st == SCHED_RUNNING &&
+	    (old != SCHED_RUNNING || oldpid != in->pid)) {
+		struct rt_buf kvs = { 0 };
+
+		rt_buf_kv(&kvs, "worker", w->obj.name);
+		rt_buf_kv(&kvs, "pid", pid);
+		rt_buf_kv(&kvs, "revision", rev);
+		sched__event(s, &in->obj, "instance.started", kvs.data);
+		rt_buf_free(&kvs);
+	} else if (st == SCHED_BACKOFF && old != SCHED_BACKOFF) {
+		sched__inst_event(s, in, "instance.backoff", "reason",
+				  in->reason, NULL, NULL);
+	} else if (st == SCHED_FAILED && old != SCHED_FAILED) {
+		struct rt_buf line = { 0 };
+		char when[32];
+
+		sched__inst_event(s, in, "instance.failed", "reason",
+				  in->reason, NULL, NULL);
+		/* The function's error file says why, as for a pending one. */
+		rt_format_time(rt_now_ms(), when);
+		if (rt_buf_printf(&line, "%s instance %d failed: %s\n", when,
+				  in->n,
+				  in->reason[0] ? in->reason : "?") == 0) {
+			free(sched__fn_of(in)->error);
+			sched__fn_of(in)->error = line.data;
+		} else {
+			rt_buf_free(&line);
+		}
+	} else if (st == SCHED_STOPPED && old != SCHED_STOPPED) {
+		sched__inst_event(s, in, "instance.stopped", "worker",
+				  w->obj.name, NULL, NULL);
+	}
+	if (st == SCHED_RUNNING &&
+	    sched__fn_of(in)->spec.mode != SCHED_MODE_DAEMON) {
+		/* Ready for calls: the queue may move. */
+		if (old != SCHED_RUNNING)
+			in->idle_mono = rt_mono_ms();
+		sched__dispatch(s, sched__fn_of(in));
+	}
+}
+
+void sched__on_exited(struct sched *s, struct sched_worker *w,
+		      const struct rt_msg *m)
+{
+	const char *id = rt_msg_str(m, "instance");
+	struct sched_instance *in = id ? sched__instance_by_id(s, id) : NULL;
+	const char *what = rt_msg_str(m, "exit");
+	long long code = rt_msg_int(m, "code", 0),
+		  sig = rt_msg_int(m, "signal", 0);
+	int oom = json_is_true(json_object_get(m->header, "oom"));
+	char v[32];
+
+	if (in == NULL || in->worker != w)
+		return;
+	if (oom)
+		snprintf(in->last_exit, sizeof(in->last_exit), "oom");
+	else if (sig)
+		snprintf(in->last_exit, sizeof(in->last_exit), "signal:%lld",
+			 sig);
+	else
+		snprintf(in->last_exit, sizeof(in->last_exit), "status:%lld",
+			 code);
+	snprintf(v, sizeof(v), "%d", in->pid);
+	sched__inst_event(s, in, "instance.exited", "exit", what ? what : "?",
+			  "pid", v);
+}
+
+static int sample_cb(json_t *o, struct sched *s, struct sched_worker *w)
+{
+	const char *id = json_string_value(json_object_get(o, "instance"));
+	struct sched_instance *in = id ? sched__instance_by_id(s, id) : NULL;
+
+	if (in == NULL || in->worker != w)
+		return 0;
+	in->cpu_seconds = (double)json_integer_value(
+				  json_object_get(o, "cpu_ms")) /
+			  1000;
+	in->rss_bytes = json_integer_value(json_object_get(o, "rss"));
+	return 0;
+}
+
+void sched__on_heartbeat(struct sched *s, struct sched_worker *w,
+			 const struct rt_msg *m)
+{
+	json_t *samples = json_object_get(m->header, "samples"), *o;
+	size_t i;
+
+	json_array_foreach (samples, i, o) {
+		sample_cb(o, s, w);
+	}
+}
+
+void sched__adopt(struct sched *s, struct sched_worker *w, json_t *running)
+{
+	json_t *r;
+	size_t i;
+	int began = store_begin(s->store) == 0;
+
+	json_array_foreach (running, i, r) {
+		const char *id = json_string_value(
+			json_object_get(r, "instance"));
+		const char *st = json_string_value(json_object_get(r, "state"));
+		struct sched_instance *in = id ? sched__instance_by_id(s, id)
+					       : NULL;
+		long long rev = json_integer_value(
+			json_object_get(r, "revision"));
+		long long restarts = json_integer_value(
+			json_object_get(r, "restarts"));
+
+		if (id == NULL)
+			continue;
+		if (in != NULL && in->worker == NULL && in->desired_run &&
+		    sched__may_run_on(s, in, w)) {
+			/* Not placed anywhere since: take it back as it runs
+			 * (Flink's consolidation) rather than restart it. */
+			sched__assign(s, in, w, NULL);
+		}
+		if (in == NULL || in->worker != w || !in->desired_run) {
+			/* It runs elsewhere now, or not at all. */
+			sched__send(s, w,
+				    json_pack("{s:s, s:s, s:b}", "type", "stop",
+					      "instance", id, "forget", 1));
+			continue;
+		}
+		/* Taken over as it is: same process, same state, no restart.
+		 * A stale revision is restarted by reconciliation; a failed
+		 * one stays failed. */
+		in->pid = (int)json_integer_value(json_object_get(r, "pid"));
+		in->state = st != NULL ? parse_state(st) : SCHED_RUNNING;
+		in->revision = (uint64_t)rev;
+		in->sent_revision = (uint64_t)rev;
+		in->restarts_total = restarts;
+		in->worker_restarts = restarts;
+		in->reason[0] = '\0';
+	}
+	sched__derived_end(s, began, 0, w->obj.name);
+}
+
+void sched__worker_lost(struct sched *s, struct sched_worker *w, int quiet)
+{
+	size_t i, n;
+	struct sched_instance **v = (struct sched_instance **)rt_map_values(
+		&w->assignments, &n);
+	int began = store_begin(s->store) == 0;
+
+	for (i = 0; v != NULL && i < n; i++) {
+		struct sched_instance *in = v[i];
+
+		if (!quiet)
+			sched__inst_event(s, in, "instance.lost", "worker",
+					  w->obj.name, NULL, NULL);
+		sched__call_lost(s, in, "its worker went away");
+		sched__unassign(s, in, 1, NULL);
+		in->state = in->desired_run ? SCHED_LOST : SCHED_STOPPED;
+		snprintf(in->reason, sizeof(in->reason), "worker %s went away",
+			 w->obj.name);
+	}
+	free(v);
+	sched__derived_end(s, began, 0, w->obj.name);
+}
