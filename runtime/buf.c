@@ -124,7 +124,7 @@ int rt_buf_kv(struct rt_buf *b, const char *key, const char *value)
 			rc = rt_buf_printf(b, "\\x%02x", *p);
 		else if (*p < 0x80)
 			rc = rt_buf_append(b, p, 1);
-		else if ((k = rt_utf8_char((const char *)p, left)) == 0)
+		else if ((k = rt_utf8_char((const char *)p, left, NULL)) == 0)
 			/* Not UTF-8: the journal stays text. */
 			rc = rt_buf_printf(b, "\\x%02x", *p);
 		else {

@@ -88,39 +88,38 @@ const char *rt_errno_name(int err)
 	}
 }
 
-size_t rt_utf8_char(const char *s, size_t n)
+size_t rt_utf8_char(const char *s, size_t n, unsigned *cp)
 {
 	const unsigned char *p = (const unsigned char *)s;
-	unsigned cp, min;
-	size_t len, i;
+	size_t k, i;
+	unsigned c, min;
 
 	if (n == 0)
 		return 0;
-	if (p[0] < 0x80)
+	c = p[0];
+	if (c < 0x80) {
+		if (cp != NULL)
+			*cp = c;
 		return 1;
-	if ((p[0] & 0xe0) == 0xc0) {
-		len = 2;
-		cp = p[0] & 0x1f;
-		min = 0x80;
-	} else if ((p[0] & 0xf0) == 0xe0) {
-		len = 3;
-		cp = p[0] & 0x0f;
-		min = 0x800;
-	} else if ((p[0] & 0xf8) == 0xf0) {
-		len = 4;
-		cp = p[0] & 0x07;
-		min = 0x10000;
-	} else {
-		return 0;
 	}
-	if (len > n)
+	if (c >= 0xc2 && c <= 0xdf)
+		k = 2, c &= 0x1f, min = 0x80;
+	else if (c >= 0xe0 && c <= 0xef)
+		k = 3, c &= 0x0f, min = 0x800;
+	else if (c >= 0xf0 && c <= 0xf4)
+		k = 4, c &= 0x07, min = 0x10000;
+	else
 		return 0;
-	for (i = 1; i < len; i++) {
+	if (n < k)
+		return 0;
+	for (i = 1; i < k; i++) {
 		if ((p[i] & 0xc0) != 0x80)
 			return 0;
-		cp = (cp << 6) | (p[i] & 0x3f);
+		c = (c << 6) | (p[i] & 0x3f);
 	}
-	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
 		return 0;
-	return len;
+	if (cp != NULL)
+		*cp = c;
+	return k;
 }

@@ -152,10 +152,11 @@ int rt_name_valid(const char *s);
  * what a process was started with does not leak to its children. */
 void rt_close_fds(int keep);
 
-/* The length of the UTF-8 character at `s` (`n` bytes there), or 0 when
- * the bytes are not one (stray, overlong, a surrogate, past U+10FFFF).
- * Pure. */
-size_t rt_utf8_char(const char *s, size_t n);
+/* The length (1 to 4) of the UTF-8 character at `s` (`n` bytes there),
+ * with its code point in `*cp` (may be NULL); 0 when the bytes are not one
+ * (a stray continuation byte, a truncated sequence, an overlong form, a
+ * surrogate, past U+10FFFF). Pure. */
+size_t rt_utf8_char(const char *s, size_t n, unsigned *cp);
 
 /* Returns the symbolic name of a positive errno value ("EINVAL"). */
 const char *rt_errno_name(int err);

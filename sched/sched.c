@@ -471,7 +471,7 @@ void sched__set_error(struct sched_function *fn, const char *reason)
 	 * control bytes and bytes that are not UTF-8, quoted back in the
 	 * reason (a user's value, a function's output), become '?'. */
 	for (i = 0; line.data != NULL && i + 1 < line.len; i++) {
-		size_t k = rt_utf8_char(line.data + i, line.len - 1 - i);
+		size_t k = rt_utf8_char(line.data + i, line.len - 1 - i, NULL);
 
 		if (k > 1)
 			i += k - 1;

@@ -354,38 +354,10 @@ static int set_enum(struct sched_spec *s, enum sched_attr a, const char *word,
  * keeps them (an older fnfs accepted them, and a mount must not fail).
  */
 
-/* The length (1 to 4) of the UTF-8 character at `p` (`n` bytes left), its
- * code point in `*cp`; 0 if the bytes are not one (a stray continuation
- * byte, a truncated sequence, an overlong form, a surrogate, past
- * U+10FFFF). */
+/* The UTF-8 character at `p` (see rt_utf8_char). */
 static size_t utf8_char(const unsigned char *p, size_t n, unsigned *cp)
 {
-	size_t k, i;
-	unsigned c = p[0], min;
-
-	if (c < 0x80) {
-		*cp = c;
-		return 1;
-	}
-	if (c >= 0xc2 && c <= 0xdf)
-		k = 2, c &= 0x1f, min = 0x80;
-	else if (c >= 0xe0 && c <= 0xef)
-		k = 3, c &= 0x0f, min = 0x800;
-	else if (c >= 0xf0 && c <= 0xf4)
-		k = 4, c &= 0x07, min = 0x10000;
-	else
-		return 0;
-	if (n < k)
-		return 0;
-	for (i = 1; i < k; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		c = (c << 6) | (p[i] & 0x3f);
-	}
-	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-		return 0;
-	*cp = c;
-	return k;
+	return rt_utf8_char((const char *)p, n, cp);
 }
 
 static int is_control(unsigned cp)

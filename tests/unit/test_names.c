@@ -19,14 +19,15 @@ TEST(errno_names_are_their_own)
 
 TEST(utf8_chars)
 {
-	CHECK(rt_utf8_char("a", 1) == 1);
-	CHECK(rt_utf8_char("\xc3\xa9", 2) == 2);
-	CHECK(rt_utf8_char("\xc3\xa9", 1) == 0);	 /* cut */
-	CHECK(rt_utf8_char("\xc0\xaf", 2) == 0);	 /* overlong */
-	CHECK(rt_utf8_char("\xed\xa0\x80", 3) == 0);	 /* surrogate */
-	CHECK(rt_utf8_char("\xf4\x90\x80\x80", 4) == 0); /* past U+10FFFF */
-	CHECK(rt_utf8_char("\xf0\x9f\x98\x80", 4) == 4);
-	CHECK(rt_utf8_char("\xff", 1) == 0);
+	CHECK(rt_utf8_char("a", 1, NULL) == 1);
+	CHECK(rt_utf8_char("\xc3\xa9", 2, NULL) == 2);
+	CHECK(rt_utf8_char("\xc3\xa9", 1, NULL) == 0);	   /* cut */
+	CHECK(rt_utf8_char("\xc0\xaf", 2, NULL) == 0);	   /* overlong */
+	CHECK(rt_utf8_char("\xed\xa0\x80", 3, NULL) == 0); /* surrogate */
+	CHECK(rt_utf8_char("\xf4\x90\x80\x80", 4, NULL) ==
+	      0); /* past U+10FFFF */
+	CHECK(rt_utf8_char("\xf0\x9f\x98\x80", 4, NULL) == 4);
+	CHECK(rt_utf8_char("\xff", 1, NULL) == 0);
 }
 
 TEST(journal_values_stay_utf8)
