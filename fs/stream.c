@@ -105,25 +105,10 @@ void fs_stream_free(struct fs_stream *st)
 
 int fs_stream_size(struct fs *fs, const struct fs_node *n, size_t *size)
 {
-	struct sched_cursor *c = NULL;
-	struct rt_buf piece = { 0 };
-	int f = stream_file(n), rc;
+	int f = stream_file(n);
 
 	*size = 0;
-	if (f < 0) {
-		rc = -EINVAL;
-		goto out;
-	}
-	rc = sched_cursor_open(fs->sched, (enum sched_file)f, &c);
-	while (rc == 0) {
-		rt_buf_reset(&piece);
-		rc = sched_cursor_next(fs->sched, c, &piece, SKIP_PIECE);
-		if (rc < 0 || piece.len == 0)
-			break;
-		*size += piece.len;
-	}
-out:
-	sched_cursor_close(c);
-	rt_buf_free(&piece);
-	return rc;
+	if (f < 0)
+		return -EINVAL;
+	return sched_cursor_size(fs->sched, (enum sched_file)f, size);
 }

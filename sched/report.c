@@ -217,6 +217,7 @@ struct sched_cursor {
 	int begun;	    /* its opening lines (a family's HELP) are out */
 	size_t i;	    /* the next function of the part */
 	size_t width[NCOL]; /* status: the widths of its columns */
+	size_t size;	    /* status: its size at the open */
 };
 
 /* The i-th function of the walk, or NULL if it has been removed. */
@@ -275,11 +276,13 @@ static void status_row(struct text *t, const struct sched_cursor *c,
 }
 
 /* The widths come from every row as it is at the open; a cell that has
- * grown since makes its row wider, never cut. */
+ * grown since makes its row wider, never cut. The same pass gives the
+ * size of the table as it is now: every line is the padded columns, two
+ * blanks after each but the last, the last cell and a newline. */
 static void status_widths(struct sched *s, struct sched_cursor *c)
 {
 	char cell[NCOL][CELL_MAX];
-	size_t i, k;
+	size_t i, k, rows = 1, last = strlen(status_head[NCOL - 1]);
 
 	for (k = 0; k < NCOL; k++)
 		c->width[k] = strlen(status_head[k]);
@@ -292,7 +295,12 @@ static void status_widths(struct sched *s, struct sched_cursor *c)
 		for (k = 0; k < NCOL; k++)
 			if (strlen(cell[k]) > c->width[k])
 				c->width[k] = strlen(cell[k]);
+		rows++;
+		last += strlen(cell[NCOL - 1]);
 	}
+	c->size = last + rows;
+	for (k = 0; k + 1 < NCOL; k++)
+		c->size += rows * (c->width[k] + 2);
 }
 
 static void status_step(struct sched *s, struct sched_cursor *c, struct text *t)
@@ -397,13 +405,18 @@ static int render_stats(struct sched *s, struct rt_buf *out)
 static void label(struct text *t, const char *k, const char *v, int first)
 {
 	tprintf(t, "%s%s=\"", first ? "" : ",", k);
-	for (; *v; v++) {
-		if (*v == '\\' || *v == '"')
-			tprintf(t, "\\%c", *v);
-		else if (*v == '\n')
+	while (*v) {
+		size_t plain = strcspn(v, "\\\"\n");
+
+		tappend(t, v, plain); /* a run that needs no escape, at once */
+		v += plain;
+		if (*v == '\0')
+			break;
+		if (*v == '\n')
 			tput(t, "\\n");
 		else
-			tappend(t, v, 1);
+			tprintf(t, "\\%c", *v);
+		v++;
 	}
 	tput(t, "\"");
 }
@@ -760,6 +773,29 @@ void sched_cursor_close(struct sched_cursor *c)
 		return;
 	free(c->fns.v);
 	free(c);
+}
+
+int sched_cursor_size(struct sched *s, enum sched_file f, size_t *size)
+{
+	struct sched_cursor *c;
+	struct rt_buf piece = { 0 };
+	int rc = sched_cursor_open(s, f, &c);
+
+	*size = 0;
+	if (rc == 0 && f == SCHED_ROOT_STATUS) {
+		*size = c->size; /* measured by the open */
+	} else {
+		while (rc == 0) {
+			rt_buf_reset(&piece);
+			rc = sched_cursor_next(s, c, &piece, 65536);
+			if (piece.len == 0)
+				break;
+			*size += piece.len;
+		}
+	}
+	sched_cursor_close(c);
+	rt_buf_free(&piece);
+	return rc;
 }
 
 /* The whole of a file rendered through a cursor. */

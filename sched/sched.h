@@ -378,6 +378,11 @@ int sched_cursor_next(struct sched *s, struct sched_cursor *c,
 /* Frees a cursor (NULL is fine). */
 void sched_cursor_close(struct sched_cursor *c);
 
+/* The size of file `f` (as sched_cursor_open) rendered now, never held
+ * whole: status is measured in one pass over its cells, metrics rendered
+ * a piece at a time. Returns 0 or -EINVAL/-ENOMEM. */
+int sched_cursor_size(struct sched *s, enum sched_file f, size_t *size);
+
 /* Appends the target of the symlink that instance `in` has in its worker's
  * assignments/ ("../../../tenants/t/ns/fn/instances/N"), or of its own
  * `worker` link when `from_instance` is set. Returns -ENOENT without a
