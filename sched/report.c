@@ -196,6 +196,15 @@ static int functions_by_path(struct sched *s, struct fn_list *l)
 
 		l->v[i].id = id;
 	}
+	if (l->n > 0 && l->n < l->cap) {
+		/* Held while the reader reads: no room to spare. */
+		union fn_slot *v = realloc(l->v, l->n * sizeof(*l->v));
+
+		if (v != NULL) {
+			l->v = v;
+			l->cap = l->n;
+		}
+	}
 	return 0;
 }
 
