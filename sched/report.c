@@ -120,92 +120,77 @@ __attribute__((format(printf, 2, 3))) static void tprintf(struct text *t,
 	va_end(ap);
 }
 
-/* A function of the walk: its pointer while the list is made and
- * sorted, then its id, which outlives it, so that one removed while a
- * reader is in the middle of a file is found missing, not freed. */
-union fn_slot {
-	struct sched_function *fn;
-	uint64_t id;
-};
-
+/* The functions of a walk, by id: an id outlives its function, so one
+ * removed while a reader is in the middle of a file is found missing,
+ * not freed. */
 struct fn_list {
-	union fn_slot *v;
-	size_t n, cap;
+	uint64_t *ids;
+	size_t n;
 };
 
-static int add_fn(const char *key, void *value, void *arg)
+static int count_fns(const char *key, void *value, void *arg)
 {
-	struct fn_list *l = arg;
-
 	(void)key;
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 64;
-		void *p = realloc(l->v, cap * sizeof(*l->v));
-
-		if (p == NULL)
-			return -ENOMEM;
-		l->v = p;
-		l->cap = cap;
-	}
-	l->v[l->n++].fn = value;
+	*(size_t *)arg += ((struct sched_obj *)value)->children.count;
 	return 0;
 }
 
-static int each_ns(const char *key, void *value, void *arg)
+static int count_ns_fns(const char *key, void *value, void *arg)
 {
 	(void)key;
-	return rt_map_each(&((struct sched_obj *)value)->children, add_fn, arg);
-}
-
-static int each_tenant(const char *key, void *value, void *arg)
-{
-	(void)key;
-	return rt_map_each(&((struct sched_obj *)value)->children, each_ns,
+	return rt_map_each(&((struct sched_obj *)value)->children, count_fns,
 			   arg);
 }
 
-static int by_path(const void *a, const void *b)
+static int by_name(const void *a, const void *b)
 {
-	const struct sched_obj *x = &((const union fn_slot *)a)->fn->obj;
-	const struct sched_obj *y = &((const union fn_slot *)b)->fn->obj;
-	int c = strcmp(x->parent->parent->name, y->parent->parent->name);
-
-	if (c == 0)
-		c = strcmp(x->parent->name, y->parent->name);
-	return c != 0 ? c : strcmp(x->name, y->name);
+	return strcmp((*(struct sched_obj *const *)a)->name,
+		      (*(struct sched_obj *const *)b)->name);
 }
 
-/* Every function, in order of its path, as ids (8 bytes a function).
- * Returns 0 or -ENOMEM. */
+/* The children of `o` in order of name, in `*v` (to free). Returns 0 or
+ * -ENOMEM. */
+static int sorted_children(const struct sched_obj *o, struct sched_obj ***v,
+			   size_t *n)
+{
+	*v = (struct sched_obj **)rt_map_values(&o->children, n);
+	if (*v == NULL)
+		return -ENOMEM;
+	if (*n > 1)
+		qsort(*v, *n, sizeof(**v), by_name);
+	return 0;
+}
+
+/* Every function, in order of its path (8 bytes a function): tenants,
+ * then namespaces, then functions, each level sorted by name, which is
+ * cheaper than sorting every path against every other. Returns 0 or
+ * -ENOMEM. */
 static int functions_by_path(struct sched *s, struct fn_list *l)
 {
-	size_t i;
+	struct sched_obj **t = NULL, **ns, **fn;
+	size_t nt = 0, nn, nf, i, j, k, total = 0;
 	int rc;
 
 	memset(l, 0, sizeof(*l));
-	rc = rt_map_each(&s->root.children, each_tenant, l);
-	if (rc < 0) {
-		free(l->v);
-		l->v = NULL;
-		return rc;
-	}
-	if (l->n > 0)
-		qsort(l->v, l->n, sizeof(*l->v), by_path);
-	for (i = 0; i < l->n; i++) {
-		uint64_t id = l->v[i].fn->obj.id;
-
-		l->v[i].id = id;
-	}
-	if (l->n > 0 && l->n < l->cap) {
-		/* Held while the reader reads: no room to spare. */
-		union fn_slot *v = realloc(l->v, l->n * sizeof(*l->v));
-
-		if (v != NULL) {
-			l->v = v;
-			l->cap = l->n;
+	rt_map_each(&s->root.children, count_ns_fns, &total);
+	l->ids = malloc((total + 1) * sizeof(*l->ids));
+	rc = l->ids != NULL ? sorted_children(&s->root, &t, &nt) : -ENOMEM;
+	for (i = 0; rc == 0 && i < nt; i++) {
+		rc = sorted_children(t[i], &ns, &nn);
+		for (j = 0; rc == 0 && j < nn; j++) {
+			rc = sorted_children(ns[j], &fn, &nf);
+			for (k = 0; rc == 0 && k < nf && l->n < total; k++)
+				l->ids[l->n++] = fn[k]->id;
+			free(fn); /* NULL when it failed */
 		}
+		free(ns);
 	}
-	return 0;
+	free(t);
+	if (rc < 0) {
+		free(l->ids);
+		memset(l, 0, sizeof(*l));
+	}
+	return rc;
 }
 
 /* ============================================================ cursors */
@@ -233,7 +218,7 @@ struct sched_cursor {
 static struct sched_function *fn_at(struct sched *s,
 				    const struct sched_cursor *c, size_t i)
 {
-	struct sched_obj *o = sched_find(s, c->fns.v[i].id);
+	struct sched_obj *o = sched_find(s, c->fns.ids[i]);
 
 	return o != NULL && o->type == SCHED_FUNCTION
 		       ? (struct sched_function *)o
@@ -780,7 +765,7 @@ void sched_cursor_close(struct sched_cursor *c)
 {
 	if (c == NULL)
 		return;
-	free(c->fns.v);
+	free(c->fns.ids);
 	free(c);
 }
 
