@@ -141,6 +141,37 @@ int fs_write(struct fs *fs, const struct fs_node *n, const char *buf,
 /* Appends the target of symlink `n`. Returns 0 or -errno. */
 int fs_readlink(struct fs *fs, const struct fs_node *n, struct rt_buf *out);
 
+/* ================================================================ streams
+ *
+ * The root's status and metrics grow with the functions; they are
+ * rendered as they are read (stream.c), not whole at the first read. */
+
+/* A reader's place in such a file: a cursor of sched/, and the window
+ * `win` of the rendering that starts at offset `off`. Zeroed to begin. */
+struct fs_stream {
+	struct sched_cursor *cur; /* NULL before the first read */
+	struct rt_buf win;	  /* rendered bytes from `off` on */
+	uint64_t off;
+	int end; /* the cursor has rendered everything */
+};
+
+/* Whether node `n` is rendered as it is read. */
+int fs_node_streamed(const struct fs_node *n);
+
+/* Serves a read of up to `size` bytes at `off` of streamed node `n`:
+ * points `*p` at them and sets `*len` (0 at the end). They stay valid
+ * until the next call. A read from 0 starts a fresh rendering. Returns 0,
+ * or -EINVAL/-ENOMEM. */
+int fs_stream_read(struct fs *fs, const struct fs_node *n, struct fs_stream *st,
+		   size_t size, off_t off, const char **p, size_t *len);
+
+/* Frees what a reader's place holds; it may be used again. */
+void fs_stream_free(struct fs_stream *st);
+
+/* The size of streamed node `n` now, counted by rendering it a piece at
+ * a time. Returns 0 or -EINVAL/-ENOMEM. */
+int fs_stream_size(struct fs *fs, const struct fs_node *n, size_t *size);
+
 /* The low-level operations table. */
 extern const struct fuse_lowlevel_ops fs_ops;
 

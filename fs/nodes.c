@@ -344,6 +344,7 @@ int fs_readlink(struct fs *fs, const struct fs_node *n, struct rt_buf *out)
 void fs_stat(struct fs *fs, const struct fs_node *n, struct stat *st)
 {
 	int64_t ms;
+	size_t sz;
 	struct rt_buf b = { 0 };
 	struct sched_wait *w = NULL;
 
@@ -367,6 +368,10 @@ void fs_stat(struct fs *fs, const struct fs_node *n, struct stat *st)
 						(NODE_NOSIZE | NODE_NOSTAT)) ||
 					       !(st->st_mode & 0444)))
 			st->st_size = 0;
+		else if (fs_node_streamed(n)) /* counted, never held whole */
+			st->st_size = fs_stream_size(fs, n, &sz) == 0
+					      ? (off_t)sz
+					      : 0;
 		else if (fs_render(fs, n, &b, NULL, NULL, &w) == 0)
 			st->st_size = (off_t)b.len;
 	}

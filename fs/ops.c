@@ -265,6 +265,9 @@ struct handle {
 	size_t resp_pos;	 /* bytes of it read so far */
 	fuse_req_t reader;	 /* a read waiting for it, or NULL */
 	size_t reader_size;
+
+	/* status and metrics: rendered as they are read */
+	struct fs_stream stream;
 };
 
 enum { CALL_NONE, CALL_UNDER_WAY, CALL_DONE };
@@ -683,6 +686,21 @@ static int attr_apply(struct handle *h)
 	return rc;
 }
 
+/* The root's status and metrics: rendered as far as the read reaches,
+ * from the offset it starts at (stream.c). */
+static void read_streamed(fuse_req_t req, struct handle *h, size_t size,
+			  off_t off)
+{
+	const char *p;
+	size_t n;
+	int rc = fs_stream_read(h->fs, &h->node, &h->stream, size, off, &p, &n);
+
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		fuse_reply_buf(req, p, n);
+}
+
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
@@ -702,6 +720,10 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 	if (fs_node_transaction(&h->node)) {
 		invoke_read(req, h, size);
+		return;
+	}
+	if (fs_node_streamed(&h->node)) {
+		read_streamed(req, h, size, off);
 		return;
 	}
 	/* Render once per open; a read from offset 0 starts over, as a
@@ -821,6 +843,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino,
 	rt_buf_free(&h->req);
 	rt_buf_free(&h->resp);
 	rt_buf_free(&h->snap);
+	fs_stream_free(&h->stream);
 	rt_buf_free(&h->value);
 	free(h);
 	fuse_reply_err(req, 0);

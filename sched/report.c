@@ -1,9 +1,13 @@
 /*
  * report.c - what users read about calls and the whole mount: a
  * function's and an instance's stats, and the root files status (a
- * table), stats (totals) and metrics (Prometheus text format).
+ * table), stats (totals) and metrics (Prometheus text format). status
+ * and metrics grow with the functions, so they are rendered through a
+ * cursor, a piece at a time, as a reader reaches them.
  */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,144 +90,277 @@ int sched__instance_call_stats(struct sched *s, struct sched_instance *in,
 			     in->state == SCHED_RUNNING, in->call != NULL);
 }
 
-/* ======================================================= all functions */
+/* ======================================================= text and lists */
 
-struct fn_list {
-	struct sched_function **v;
-	size_t n, cap;
+/* Text being rendered, and the first error of appending to it. */
+struct text {
+	struct rt_buf *b;
+	int err;
 };
 
-static int add_fn(const char *key, void *value, void *arg)
+static void tput(struct text *t, const char *s)
 {
-	struct fn_list *l = arg;
+	if (t->err == 0)
+		t->err = rt_buf_puts(t->b, s);
+}
 
+static void tappend(struct text *t, const char *p, size_t n)
+{
+	if (t->err == 0)
+		t->err = rt_buf_append(t->b, p, n);
+}
+
+__attribute__((format(printf, 2, 3))) static void tprintf(struct text *t,
+							  const char *fmt, ...)
+{
+	va_list ap;
+
+	if (t->err != 0)
+		return;
+	va_start(ap, fmt);
+	t->err = rt_buf_vprintf(t->b, fmt, ap);
+	va_end(ap);
+}
+
+/* The functions of a walk, by id: an id outlives its function, so one
+ * removed while a reader is in the middle of a file is found missing,
+ * not freed. */
+struct fn_list {
+	uint64_t *ids;
+	size_t n;
+};
+
+static int count_fns(const char *key, void *value, void *arg)
+{
 	(void)key;
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 64;
-		void *p = realloc(l->v, cap * sizeof(*l->v));
-
-		if (p == NULL)
-			return -ENOMEM;
-		l->v = p;
-		l->cap = cap;
-	}
-	l->v[l->n++] = value;
+	*(size_t *)arg += ((struct sched_obj *)value)->children.count;
 	return 0;
 }
 
-static int each_ns(const char *key, void *value, void *arg)
+static int count_ns_fns(const char *key, void *value, void *arg)
 {
 	(void)key;
-	return rt_map_each(&((struct sched_obj *)value)->children, add_fn, arg);
-}
-
-static int each_tenant(const char *key, void *value, void *arg)
-{
-	(void)key;
-	return rt_map_each(&((struct sched_obj *)value)->children, each_ns,
+	return rt_map_each(&((struct sched_obj *)value)->children, count_fns,
 			   arg);
 }
 
-static int by_path(const void *a, const void *b)
+static int by_name(const void *a, const void *b)
 {
-	const struct sched_obj *x = *(struct sched_obj *const *)a;
-	const struct sched_obj *y = *(struct sched_obj *const *)b;
-	int c = strcmp(x->parent->parent->name, y->parent->parent->name);
-
-	if (c == 0)
-		c = strcmp(x->parent->name, y->parent->name);
-	return c != 0 ? c : strcmp(x->name, y->name);
+	return strcmp((*(struct sched_obj *const *)a)->name,
+		      (*(struct sched_obj *const *)b)->name);
 }
 
-/* Every function, in order of its path. Free `v`. */
-static struct fn_list functions(struct sched *s)
+/* The children of `o` in order of name, in `*v` (to free). Returns 0 or
+ * -ENOMEM. */
+static int sorted_children(const struct sched_obj *o, struct sched_obj ***v,
+			   size_t *n)
 {
-	struct fn_list l = { 0 };
+	*v = (struct sched_obj **)rt_map_values(&o->children, n);
+	if (*v == NULL)
+		return -ENOMEM;
+	if (*n > 1)
+		qsort(*v, *n, sizeof(**v), by_name);
+	return 0;
+}
 
-	rt_map_each(&s->root.children, each_tenant, &l);
-	if (l.n > 0)
-		qsort(l.v, l.n, sizeof(*l.v), by_path);
-	return l;
+/* Every function, in order of its path (8 bytes a function): tenants,
+ * then namespaces, then functions, each level sorted by name, which is
+ * cheaper than sorting every path against every other. Returns 0 or
+ * -ENOMEM. */
+static int functions_by_path(struct sched *s, struct fn_list *l)
+{
+	struct sched_obj **t = NULL, **ns, **fn;
+	size_t nt = 0, nn, nf, i, j, k, total = 0;
+	int rc;
+
+	memset(l, 0, sizeof(*l));
+	rt_map_each(&s->root.children, count_ns_fns, &total);
+	l->ids = malloc((total + 1) * sizeof(*l->ids));
+	rc = l->ids != NULL ? sorted_children(&s->root, &t, &nt) : -ENOMEM;
+	for (i = 0; rc == 0 && i < nt; i++) {
+		rc = sorted_children(t[i], &ns, &nn);
+		for (j = 0; rc == 0 && j < nn; j++) {
+			rc = sorted_children(ns[j], &fn, &nf);
+			for (k = 0; rc == 0 && k < nf && l->n < total; k++)
+				l->ids[l->n++] = fn[k]->id;
+			free(fn); /* NULL when it failed */
+		}
+		free(ns);
+	}
+	free(t);
+	if (rc < 0) {
+		free(l->ids);
+		memset(l, 0, sizeof(*l));
+	}
+	return rc;
+}
+
+/* ============================================================ cursors */
+
+/* The table of `status`: its columns. */
+enum { NCOL = 9 };
+/* A cell holds at most a path (three names of 63 bytes) or a number. */
+#define CELL_MAX 200
+
+/* The parts of a rendering, in order: status is a header and rows;
+ * metrics is a family after another (see metrics_step). */
+enum { P_STATUS_HEAD, P_STATUS_ROWS, P_STATUS_END };
+
+struct sched_cursor {
+	enum sched_file f;
+	struct fn_list fns; /* the functions to show, by id */
+	int part;	    /* the part of the file reached */
+	int begun;	    /* its opening lines (a family's HELP) are out */
+	size_t i;	    /* the next function of the part */
+	size_t width[NCOL]; /* status: the widths of its columns */
+	size_t size;	    /* status: its size at the open */
+};
+
+/* The i-th function of the walk, or NULL if it has been removed. */
+static struct sched_function *fn_at(struct sched *s,
+				    const struct sched_cursor *c, size_t i)
+{
+	struct sched_obj *o = sched_find(s, c->fns.ids[i]);
+
+	return o != NULL && o->type == SCHED_FUNCTION
+		       ? (struct sched_function *)o
+		       : NULL;
 }
 
 /* ================================================================ status */
 
-static int render_status(struct sched *s, struct rt_buf *out)
+static const char *const status_head[NCOL] = {
+	"FUNCTION", "MODE",	"STATE",  "RUNNING/WANTED", "REVISION",
+	"CALLS/S",  "ERRORS/S", "P99_MS", "RESTARTS"
+};
+
+/* The cells of a function's row of `status`, as it is now. */
+static void status_cells(struct sched_function *fn, char cell[NCOL][CELL_MAX])
 {
-	static const char *const head[] = {
-		"FUNCTION", "MODE",	"STATE",  "RUNNING/WANTED", "REVISION",
-		"CALLS/S",  "ERRORS/S", "P99_MS", "RESTARTS"
-	};
-	enum { NCOL = 9 };
-	struct fn_list l = functions(s);
-	char **cells = calloc((l.n + 1) * NCOL, sizeof(char *));
-	size_t width[NCOL], i, k;
-	int64_t now = rt_now_ms();
-	int rc = 0;
+	const struct sched_obj *o = &fn->obj;
+	struct sched_stats_view v;
+	struct figures f;
+	int nrun, nwant;
+	const char *st = sched__function_state(fn, &nrun, &nwant);
 
-	if (cells == NULL) {
-		free(l.v);
-		return -ENOMEM;
-	}
-	for (k = 0; k < NCOL; k++) {
-		cells[k] = strdup(head[k]);
-		width[k] = strlen(head[k]);
-	}
-	for (i = 0; i < l.n; i++) {
-		struct sched_function *fn = l.v[i];
-		struct sched_stats_view v;
-		struct figures f;
-		struct rt_buf path = { 0 };
-		char **row = &cells[(i + 1) * NCOL];
-		int nrun, nwant;
-		const char *st = sched__function_state(fn, &nrun, &nwant);
+	figures_of(fn, &f);
+	sched_stats_view(stats_of(fn), rt_now_ms(), &v);
+	snprintf(cell[0], CELL_MAX, "%s/%s/%s", o->parent->parent->name,
+		 o->parent->name, o->name);
+	snprintf(cell[1], CELL_MAX, "%s", mode_words[fn->spec.mode]);
+	snprintf(cell[2], CELL_MAX, "%s", st);
+	snprintf(cell[3], CELL_MAX, "%d/%d", nrun, nwant);
+	snprintf(cell[4], CELL_MAX, "%llu", (unsigned long long)fn->revision);
+	snprintf(cell[5], CELL_MAX, "%.2f",
+		 (double)v.received_1min / SCHED_WINDOW_S);
+	snprintf(cell[6], CELL_MAX, "%.2f",
+		 (double)(v.user_errors_1min + v.system_errors_1min) /
+			 SCHED_WINDOW_S);
+	snprintf(cell[7], CELL_MAX, "%.3f", v.latency_p99_ms);
+	snprintf(cell[8], CELL_MAX, "%lld", f.restarts);
+}
 
-		figures_of(fn, &f);
-		sched_stats_view(stats_of(fn), now, &v);
-		sched_obj_path(&fn->obj, &path);
-		row[0] = path.data;
-		row[1] = strdup(mode_words[fn->spec.mode]);
-		row[2] = strdup(st);
-		if (asprintf(&row[3], "%d/%d", nrun, nwant) < 0)
-			row[3] = NULL;
-		if (asprintf(&row[4], "%llu",
-			     (unsigned long long)fn->revision) < 0)
-			row[4] = NULL;
-		if (asprintf(&row[5], "%.2f",
-			     (double)v.received_1min / SCHED_WINDOW_S) < 0)
-			row[5] = NULL;
-		if (asprintf(&row[6], "%.2f",
-			     (double)(v.user_errors_1min +
-				      v.system_errors_1min) /
-				     SCHED_WINDOW_S) < 0)
-			row[6] = NULL;
-		if (asprintf(&row[7], "%.3f", v.latency_p99_ms) < 0)
-			row[7] = NULL;
-		if (asprintf(&row[8], "%lld", f.restarts) < 0)
-			row[8] = NULL;
-		for (k = 0; k < NCOL; k++) {
-			if (row[k] == NULL)
-				rc = -ENOMEM;
-			else if (strlen(row[k]) > width[k])
-				width[k] = strlen(row[k]);
-		}
-	}
-	for (i = 0; rc == 0 && i <= l.n; i++) {
-		char **row = &cells[i * NCOL];
+/* Aligned columns, two blanks apart, none after the last. */
+static void status_row(struct text *t, const struct sched_cursor *c,
+		       const char *const *cell)
+{
+	size_t k;
 
-		/* Aligned columns, two blanks apart, none after the last. */
-		for (k = 0; k + 1 < NCOL; k++)
-			rt_buf_printf(out, "%-*s  ", (int)width[k], row[k]);
-		rt_buf_printf(out, "%s\n", row[NCOL - 1]);
+	for (k = 0; k + 1 < NCOL; k++)
+		tprintf(t, "%-*s  ", (int)c->width[k], cell[k]);
+	tprintf(t, "%s\n", cell[NCOL - 1]);
+}
+
+/* The widths come from every row as it is at the open; a cell that has
+ * grown since makes its row wider, never cut. The same pass gives the
+ * size of the table as it is now: every line is the padded columns, two
+ * blanks after each but the last, the last cell and a newline. */
+static void status_widths(struct sched *s, struct sched_cursor *c)
+{
+	char cell[NCOL][CELL_MAX];
+	size_t i, k, rows = 1, last = strlen(status_head[NCOL - 1]);
+
+	for (k = 0; k < NCOL; k++)
+		c->width[k] = strlen(status_head[k]);
+	for (i = 0; i < c->fns.n; i++) {
+		struct sched_function *fn = fn_at(s, c, i);
+
+		if (fn == NULL)
+			continue;
+		status_cells(fn, cell);
+		for (k = 0; k < NCOL; k++)
+			if (strlen(cell[k]) > c->width[k])
+				c->width[k] = strlen(cell[k]);
+		rows++;
+		last += strlen(cell[NCOL - 1]);
 	}
-	for (i = 0; i < (l.n + 1) * NCOL; i++)
-		free(cells[i]);
-	free(cells);
-	free(l.v);
-	return rc;
+	c->size = last + rows;
+	for (k = 0; k + 1 < NCOL; k++)
+		c->size += rows * (c->width[k] + 2);
+}
+
+static void status_step(struct sched *s, struct sched_cursor *c, struct text *t)
+{
+	char cell[NCOL][CELL_MAX];
+	const char *row[NCOL];
+	struct sched_function *fn;
+	size_t k;
+
+	if (c->part == P_STATUS_HEAD) {
+		status_row(t, c, status_head);
+		c->part = P_STATUS_ROWS;
+		return;
+	}
+	if (c->i >= c->fns.n) {
+		c->part = P_STATUS_END;
+		return;
+	}
+	fn = fn_at(s, c, c->i++);
+	if (fn == NULL)
+		return;
+	status_cells(fn, cell);
+	for (k = 0; k < NCOL; k++)
+		row[k] = cell[k];
+	status_row(t, c, row);
 }
 
 /* ================================================================= stats */
+
+/* Sums over every function, in no particular order. */
+struct totals {
+	size_t functions;
+	int instances, running, queue;
+	long long restarts;
+};
+
+static int add_fn_totals(const char *key, void *value, void *arg)
+{
+	struct totals *tot = arg;
+	struct figures f;
+
+	(void)key;
+	figures_of(value, &f);
+	tot->functions++;
+	tot->instances += f.instances;
+	tot->running += f.running;
+	tot->restarts += f.restarts;
+	tot->queue += queued(value);
+	return 0;
+}
+
+static int ns_totals(const char *key, void *value, void *arg)
+{
+	(void)key;
+	return rt_map_each(&((struct sched_obj *)value)->children,
+			   add_fn_totals, arg);
+}
+
+static int tenant_totals(const char *key, void *value, void *arg)
+{
+	(void)key;
+	return rt_map_each(&((struct sched_obj *)value)->children, ns_totals,
+			   arg);
+}
 
 static int count_children(const char *key, void *value, void *arg)
 {
@@ -232,25 +369,16 @@ static int count_children(const char *key, void *value, void *arg)
 	return 0;
 }
 
+/* A few lines whatever the size of the tree: rendered whole. */
 static int render_stats(struct sched *s, struct rt_buf *out)
 {
-	struct fn_list l = functions(s);
+	struct totals tot = { 0 };
 	struct sched_stats_view v;
 	size_t i, namespaces = 0, online = 0, n;
-	long long restarts = 0;
-	int instances = 0, running = 0, queue = 0;
 	void **w = rt_map_values(&s->pool.children, &n);
 
 	rt_map_each(&s->root.children, count_children, &namespaces);
-	for (i = 0; i < l.n; i++) {
-		struct figures f;
-
-		figures_of(l.v[i], &f);
-		instances += f.instances;
-		running += f.running;
-		restarts += f.restarts;
-		queue += queued(l.v[i]);
-	}
+	rt_map_each(&s->root.children, tenant_totals, &tot);
 	for (i = 0; w != NULL && i < n; i++)
 		online += ((struct sched_worker *)w[i])->online != 0;
 	free(w);
@@ -258,44 +386,48 @@ static int render_stats(struct sched *s, struct rt_buf *out)
 		      "tenants %zu\nnamespaces %zu\nfunctions %zu\n"
 		      "instances %d\nrunning %d\nworkers %zu\n"
 		      "workers_online %zu\n",
-		      s->root.children.count, namespaces, l.n, instances,
-		      running, s->pool.children.count, online);
+		      s->root.children.count, namespaces, tot.functions,
+		      tot.instances, tot.running, s->pool.children.count,
+		      online);
 	sched_stats_view(s->stats, rt_now_ms(), &v);
 	sched_stats_render(&v, out);
-	free(l.v);
 	return rt_buf_printf(out, "restarts_total %lld\nqueue_depth %d\n",
-			     restarts, queue);
+			     tot.restarts, tot.queue);
 }
 
 /* =============================================================== metrics */
 
 /* Appends a label value, escaped as the exposition format wants. */
-static void label(struct rt_buf *out, const char *k, const char *v, int first)
+static void label(struct text *t, const char *k, const char *v, int first)
 {
-	rt_buf_printf(out, "%s%s=\"", first ? "" : ",", k);
-	for (; *v; v++) {
-		if (*v == '\\' || *v == '"')
-			rt_buf_printf(out, "\\%c", *v);
-		else if (*v == '\n')
-			rt_buf_puts(out, "\\n");
+	tprintf(t, "%s%s=\"", first ? "" : ",", k);
+	while (*v) {
+		size_t plain = strcspn(v, "\\\"\n");
+
+		tappend(t, v, plain); /* a run that needs no escape, at once */
+		v += plain;
+		if (*v == '\0')
+			break;
+		if (*v == '\n')
+			tput(t, "\\n");
 		else
-			rt_buf_append(out, v, 1);
+			tprintf(t, "\\%c", *v);
+		v++;
 	}
-	rt_buf_puts(out, "\"");
+	tput(t, "\"");
 }
 
-static void fn_labels(struct rt_buf *out, const struct sched_function *fn)
+static void fn_labels(struct text *t, const struct sched_function *fn)
 {
-	label(out, "tenant", fn->obj.parent->parent->name, 1);
-	label(out, "namespace", fn->obj.parent->name, 0);
-	label(out, "function", fn->obj.name, 0);
+	label(t, "tenant", fn->obj.parent->parent->name, 1);
+	label(t, "namespace", fn->obj.parent->name, 0);
+	label(t, "function", fn->obj.name, 0);
 }
 
-static void family(struct rt_buf *out, const char *name, const char *type,
+static void family(struct text *t, const char *name, const char *type,
 		   const char *help)
 {
-	rt_buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name,
-		      type);
+	tprintf(t, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
 /* What a function or instance family shows. */
@@ -306,7 +438,7 @@ enum fig {
 	F_SYSTEM,
 	F_TIMEOUTS,
 	F_COLD,
-	F_RESTARTS,
+	F_RESTARTS, /* this one and those below need the instances */
 	F_QUEUE,
 	F_INSTANCES,
 	F_RUNNING,
@@ -316,10 +448,12 @@ enum fig {
 	F_UP
 };
 
-static const struct {
+struct family_def {
 	const char *name, *type, *help;
 	enum fig fig;
-} fn_families[] = {
+};
+
+static const struct family_def fn_families[] = {
 	{ "calls_received_total", "counter", "Calls received.", F_RECEIVED },
 	{ "calls_processed_total", "counter", "Calls answered.", F_PROCESSED },
 	{ "calls_user_errors_total", "counter",
@@ -340,6 +474,46 @@ static const struct {
 	  "CPU time of the live processes (drops when one restarts).", F_CPU },
 	{ "resident_memory_bytes", "gauge", "Resident memory of the instances.",
 	  F_RSS },
+};
+
+static const struct family_def inst_families[] = {
+	{ "up", "gauge", "Whether the instance is running.", F_UP },
+	{ "calls_received_total", "counter", "Calls sent to the instance.",
+	  F_RECEIVED },
+	{ "calls_processed_total", "counter", "Calls answered.", F_PROCESSED },
+	{ "calls_user_errors_total", "counter",
+	  "Calls the function answered with an error.", F_USER },
+	{ "calls_system_errors_total", "counter", "Calls that failed in fnfs.",
+	  F_SYSTEM },
+	{ "restarts_total", "counter", "Restarts.", F_RESTARTS },
+	{ "busy", "gauge", "Whether it serves a call.", F_BUSY },
+	{ "cpu_seconds", "gauge", "CPU time of its live process.", F_CPU },
+	{ "resident_memory_bytes", "gauge", "Resident memory.", F_RSS },
+};
+
+static const char *const worker_families[][3] = {
+	{ "fnfs_worker_up", "gauge", "Whether the worker is connected." },
+	{ "fnfs_worker_memory_bytes", "gauge",
+	  "Memory capacity of the worker." },
+	{ "fnfs_worker_free_memory_bytes", "gauge",
+	  "Memory not assigned to instances." },
+	{ "fnfs_worker_instances", "gauge",
+	  "Instances assigned to the worker." },
+};
+
+#define NFN	(sizeof(fn_families) / sizeof(fn_families[0]))
+#define NINST	(sizeof(inst_families) / sizeof(inst_families[0]))
+#define NWORKER (sizeof(worker_families) / sizeof(worker_families[0]))
+
+/* The parts of metrics: a family each. Samples of a family stay
+ * together, as the format requires. */
+enum {
+	P_FN = 0,		      /* + k: fn_families[k] */
+	P_LATENCY = P_FN + NFN,	      /* the latency summary */
+	P_INST = P_LATENCY + 1,	      /* + k: inst_families[k] */
+	P_WORKER = P_INST + NINST,    /* + k: worker_families[k] */
+	P_TOTAL = P_WORKER + NWORKER, /* fnfs_calls_received_total */
+	P_METRICS_END
 };
 
 static double fn_value(struct sched_function *fn, enum fig fig,
@@ -365,64 +539,6 @@ static double fn_value(struct sched_function *fn, enum fig fig,
 	}
 }
 
-static void latency_summary(struct rt_buf *out, const char *name,
-			    const struct sched_stats *st,
-			    void (*labels)(struct rt_buf *, const void *),
-			    const void *obj)
-{
-	static const double q[] = { 0.5, 0.99 };
-	size_t i;
-
-	for (i = 0; i < 2; i++) {
-		rt_buf_printf(out, "%s{", name);
-		labels(out, obj);
-		rt_buf_printf(
-			out, ",quantile=\"%g\"} %.6f\n", q[i],
-			sched_hist_quantile(st->hist, st->latency_n, q[i]) /
-				1000.0);
-	}
-	rt_buf_printf(out, "%s_sum{", name);
-	labels(out, obj);
-	rt_buf_printf(out, "} %.6f\n%s_count{", (double)st->latency_us / 1e6,
-		      name);
-	labels(out, obj);
-	rt_buf_printf(out, "} %llu\n", (unsigned long long)st->latency_n);
-}
-
-static void fn_labels_cb(struct rt_buf *out, const void *fn)
-{
-	fn_labels(out, fn);
-}
-
-static void inst_labels(struct rt_buf *out, const void *p)
-{
-	const struct sched_instance *in = p;
-	char n[16];
-
-	fn_labels(out, (const struct sched_function *)in->obj.parent);
-	snprintf(n, sizeof(n), "%d", in->n);
-	label(out, "instance", n, 0);
-	label(out, "worker", in->worker ? in->worker->obj.name : "", 0);
-}
-
-static const struct {
-	const char *name, *type, *help;
-	enum fig fig;
-} inst_families[] = {
-	{ "up", "gauge", "Whether the instance is running.", F_UP },
-	{ "calls_received_total", "counter", "Calls sent to the instance.",
-	  F_RECEIVED },
-	{ "calls_processed_total", "counter", "Calls answered.", F_PROCESSED },
-	{ "calls_user_errors_total", "counter",
-	  "Calls the function answered with an error.", F_USER },
-	{ "calls_system_errors_total", "counter", "Calls that failed in fnfs.",
-	  F_SYSTEM },
-	{ "restarts_total", "counter", "Restarts.", F_RESTARTS },
-	{ "busy", "gauge", "Whether it serves a call.", F_BUSY },
-	{ "cpu_seconds", "gauge", "CPU time of its live process.", F_CPU },
-	{ "resident_memory_bytes", "gauge", "Resident memory.", F_RSS },
-};
-
 static double inst_value(const struct sched_instance *in, enum fig fig)
 {
 	static const struct sched_stats none;
@@ -443,108 +559,258 @@ static double inst_value(const struct sched_instance *in, enum fig fig)
 	}
 }
 
-static int render_metrics(struct sched *s, struct rt_buf *out)
+static void inst_labels(struct text *t, const struct sched_instance *in)
 {
-	struct fn_list l = functions(s);
-	struct figures *figs = calloc(l.n + 1, sizeof(*figs));
-	struct sched_instance ***insts = calloc(l.n + 1, sizeof(*insts));
-	int *ninsts = calloc(l.n + 1, sizeof(int));
-	size_t i, k, nw;
-	void **w;
-	int j;
-	char name[96];
+	char n[16];
 
-	if (figs == NULL || insts == NULL || ninsts == NULL) {
-		free(figs);
-		free(insts);
-		free(ninsts);
-		free(l.v);
-		return -ENOMEM;
-	}
-	for (i = 0; i < l.n; i++) {
-		figures_of(l.v[i], &figs[i]);
-		insts[i] = sched__instances_sorted(l.v[i], &ninsts[i]);
-	}
-	/* Samples of a family stay together, as the format requires. */
-	for (k = 0; k < sizeof(fn_families) / sizeof(fn_families[0]); k++) {
-		snprintf(name, sizeof(name), "fnfs_function_%s",
-			 fn_families[k].name);
-		family(out, name, fn_families[k].type, fn_families[k].help);
-		for (i = 0; i < l.n; i++) {
-			rt_buf_printf(out, "%s{", name);
-			fn_labels(out, l.v[i]);
-			rt_buf_printf(
-				out, "} %.17g\n",
-				fn_value(l.v[i], fn_families[k].fig, &figs[i]));
-		}
-	}
-	family(out, "fnfs_function_latency_seconds", "summary",
-	       "Latency of answered calls, from receipt to response.");
-	for (i = 0; i < l.n; i++)
-		latency_summary(out, "fnfs_function_latency_seconds",
-				stats_of(l.v[i]), fn_labels_cb, l.v[i]);
-	for (k = 0; k < sizeof(inst_families) / sizeof(inst_families[0]); k++) {
-		snprintf(name, sizeof(name), "fnfs_instance_%s",
-			 inst_families[k].name);
-		family(out, name, inst_families[k].type, inst_families[k].help);
-		for (i = 0; i < l.n; i++)
-			for (j = 0; j < ninsts[i]; j++) {
-				rt_buf_printf(out, "%s{", name);
-				inst_labels(out, insts[i][j]);
-				rt_buf_printf(out, "} %.17g\n",
-					      inst_value(insts[i][j],
-							 inst_families[k].fig));
-			}
-	}
-	w = rt_map_values(&s->pool.children, &nw);
-	{
-		static const char *const wf[][3] = {
-			{ "fnfs_worker_up", "gauge",
-			  "Whether the worker is connected." },
-			{ "fnfs_worker_memory_bytes", "gauge",
-			  "Memory capacity of the worker." },
-			{ "fnfs_worker_free_memory_bytes", "gauge",
-			  "Memory not assigned to instances." },
-			{ "fnfs_worker_instances", "gauge",
-			  "Instances assigned to the worker." },
-		};
+	fn_labels(t, (const struct sched_function *)in->obj.parent);
+	snprintf(n, sizeof(n), "%d", in->n);
+	label(t, "instance", n, 0);
+	label(t, "worker", in->worker ? in->worker->obj.name : "", 0);
+}
 
-		for (k = 0; k < 4; k++) {
-			family(out, wf[k][0], wf[k][1], wf[k][2]);
-			for (i = 0; w != NULL && i < nw; i++) {
-				struct sched_worker *x = w[i];
-				double v =
-					k == 0 ? x->online
-					: k == 1
-						? (double)x->memory_mb * 1048576
-					: k == 2 ? (double)(x->memory_mb -
-							    x->used_mb) *
-							   1048576
-						 : (double)x->assignments.count;
+static void latency_summary(struct text *t, const struct sched_function *fn)
+{
+	static const char name[] = "fnfs_function_latency_seconds";
+	static const double q[] = { 0.5, 0.99 };
+	const struct sched_stats *st = stats_of(fn);
+	size_t i;
 
-				rt_buf_printf(out, "%s{", wf[k][0]);
-				label(out, "worker", x->obj.name, 1);
-				rt_buf_printf(out, "} %.17g\n", v);
-			}
-		}
+	for (i = 0; i < 2; i++) {
+		tprintf(t, "%s{", name);
+		fn_labels(t, fn);
+		tprintf(t, ",quantile=\"%g\"} %.6f\n", q[i],
+			sched_hist_quantile(st->hist, st->latency_n, q[i]) /
+				1000.0);
+	}
+	tprintf(t, "%s_sum{", name);
+	fn_labels(t, fn);
+	tprintf(t, "} %.6f\n%s_count{", (double)st->latency_us / 1e6, name);
+	fn_labels(t, fn);
+	tprintf(t, "} %llu\n", (unsigned long long)st->latency_n);
+}
+
+/* The lines of function `fn` in the function family `k`. */
+static void fn_sample(struct text *t, struct sched_function *fn, size_t k)
+{
+	const struct family_def *d = &fn_families[k];
+	struct figures f;
+
+	memset(&f, 0, sizeof(f));
+	if (d->fig >= F_RESTARTS)
+		figures_of(fn, &f);
+	tprintf(t, "fnfs_function_%s{", d->name);
+	fn_labels(t, fn);
+	tprintf(t, "} %.17g\n", fn_value(fn, d->fig, &f));
+}
+
+/* The lines of the instances of `fn` in the instance family `k`. */
+static void inst_samples(struct text *t, struct sched_function *fn, size_t k)
+{
+	const struct family_def *d = &inst_families[k];
+	int n, j;
+	struct sched_instance **v = sched__instances_sorted(fn, &n);
+
+	for (j = 0; j < n; j++) {
+		tprintf(t, "fnfs_instance_%s{", d->name);
+		inst_labels(t, v[j]);
+		tprintf(t, "} %.17g\n", inst_value(v[j], d->fig));
+	}
+	free(v);
+}
+
+/* A family of workers, whole: a few lines a worker. */
+static void worker_family(struct sched *s, struct text *t, size_t k)
+{
+	size_t i, nw;
+	void **w = rt_map_values(&s->pool.children, &nw);
+	const char *name = worker_families[k][0];
+
+	for (i = 0; w != NULL && i < nw; i++) {
+		struct sched_worker *x = w[i];
+		double v = k == 0   ? x->online
+			   : k == 1 ? (double)x->memory_mb * 1048576
+			   : k == 2 ? (double)(x->memory_mb - x->used_mb) *
+					      1048576
+				    : (double)x->assignments.count;
+
+		tprintf(t, "%s{", name);
+		label(t, "worker", x->obj.name, 1);
+		tprintf(t, "} %.17g\n", v);
 	}
 	free(w);
-	{
-		struct sched_stats_view v;
+}
 
-		sched_stats_view(s->stats, rt_now_ms(), &v);
-		family(out, "fnfs_calls_received_total", "counter",
-		       "Calls received by every function.");
-		rt_buf_printf(out, "fnfs_calls_received_total %llu\n",
-			      (unsigned long long)v.received);
+/* One step of metrics: a family's HELP and TYPE, or its lines for one
+ * function, or a whole family of workers, or the total. */
+static void metrics_step(struct sched *s, struct sched_cursor *c,
+			 struct text *t)
+{
+	size_t p = (size_t)c->part;
+	struct sched_function *fn;
+	char name[96];
+
+	if (!c->begun) {
+		if (p < P_LATENCY) {
+			snprintf(name, sizeof(name), "fnfs_function_%s",
+				 fn_families[p - P_FN].name);
+			family(t, name, fn_families[p - P_FN].type,
+			       fn_families[p - P_FN].help);
+		} else if (p == P_LATENCY) {
+			family(t, "fnfs_function_latency_seconds", "summary",
+			       "Latency of answered calls, from receipt to "
+			       "response.");
+		} else if (p < P_WORKER) {
+			snprintf(name, sizeof(name), "fnfs_instance_%s",
+				 inst_families[p - P_INST].name);
+			family(t, name, inst_families[p - P_INST].type,
+			       inst_families[p - P_INST].help);
+		} else if (p < P_TOTAL) {
+			family(t, worker_families[p - P_WORKER][0],
+			       worker_families[p - P_WORKER][1],
+			       worker_families[p - P_WORKER][2]);
+		} else {
+			family(t, "fnfs_calls_received_total", "counter",
+			       "Calls received by every function.");
+		}
+		c->begun = 1;
+		c->i = 0;
+		return;
 	}
-	for (i = 0; i < l.n; i++)
-		free(insts[i]);
-	free(insts);
-	free(ninsts);
-	free(figs);
-	free(l.v);
+	if (p >= P_WORKER) {
+		if (p < P_TOTAL) {
+			worker_family(s, t, p - P_WORKER);
+		} else {
+			struct sched_stats_view v;
+
+			sched_stats_view(s->stats, rt_now_ms(), &v);
+			tprintf(t, "fnfs_calls_received_total %llu\n",
+				(unsigned long long)v.received);
+		}
+		c->part++;
+		c->begun = 0;
+		return;
+	}
+	if (c->i >= c->fns.n) {
+		c->part++;
+		c->begun = 0;
+		return;
+	}
+	fn = fn_at(s, c, c->i++);
+	if (fn == NULL)
+		return;
+	if (p < P_LATENCY)
+		fn_sample(t, fn, p - P_FN);
+	else if (p == P_LATENCY)
+		latency_summary(t, fn);
+	else
+		inst_samples(t, fn, p - P_INST);
+}
+
+/* ======================================================= the cursor API */
+
+int sched_cursor_open(struct sched *s, enum sched_file f,
+		      struct sched_cursor **out)
+{
+	struct sched_cursor *c = NULL;
+	int rc;
+
+	*out = NULL;
+	if (f != SCHED_ROOT_STATUS && f != SCHED_ROOT_METRICS) {
+		rc = -EINVAL;
+		goto out;
+	}
+	c = calloc(1, sizeof(*c));
+	if (c == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	c->f = f;
+	rc = functions_by_path(s, &c->fns);
+	if (rc < 0)
+		goto out;
+	if (f == SCHED_ROOT_STATUS)
+		status_widths(s, c);
+	*out = c;
 	return 0;
+out:
+	free(c);
+	return rc;
+}
+
+int sched_cursor_next(struct sched *s, struct sched_cursor *c,
+		      struct rt_buf *out, size_t want)
+{
+	struct text t = { out, 0 };
+	size_t before = out->len;
+	int end = c->f == SCHED_ROOT_STATUS ? P_STATUS_END : P_METRICS_END;
+
+	while (t.err == 0 && c->part < end &&
+	       (out->len == before || out->len - before < want)) {
+		size_t at = out->len;
+
+		if (c->f == SCHED_ROOT_STATUS)
+			status_step(s, c, &t);
+		else
+			metrics_step(s, c, &t);
+		if (t.err != 0) {
+			/* No half line: what this step added goes. */
+			out->len = at;
+			if (out->data != NULL)
+				out->data[at] = '\0';
+		}
+	}
+	return t.err;
+}
+
+void sched_cursor_close(struct sched_cursor *c)
+{
+	if (c == NULL)
+		return;
+	free(c->fns.ids);
+	free(c);
+}
+
+int sched_cursor_size(struct sched *s, enum sched_file f, size_t *size)
+{
+	struct sched_cursor *c;
+	struct rt_buf piece = { 0 };
+	int rc = sched_cursor_open(s, f, &c);
+
+	*size = 0;
+	if (rc == 0 && f == SCHED_ROOT_STATUS) {
+		*size = c->size; /* measured by the open */
+	} else {
+		while (rc == 0) {
+			rt_buf_reset(&piece);
+			rc = sched_cursor_next(s, c, &piece, 65536);
+			if (piece.len == 0)
+				break;
+			*size += piece.len;
+		}
+	}
+	sched_cursor_close(c);
+	rt_buf_free(&piece);
+	return rc;
+}
+
+/* The whole of a file rendered through a cursor. */
+static int render_all(struct sched *s, enum sched_file f, struct rt_buf *out)
+{
+	struct sched_cursor *c;
+	int rc = sched_cursor_open(s, f, &c);
+
+	if (rc < 0)
+		return rc;
+	do {
+		size_t before = out->len;
+
+		rc = sched_cursor_next(s, c, out, SIZE_MAX);
+		if (rc == 0 && out->len == before)
+			break;
+	} while (rc == 0);
+	sched_cursor_close(c);
+	return rc;
 }
 
 int sched__calls_render(struct sched *s, struct sched_obj *o, enum sched_file f,
@@ -553,9 +819,9 @@ int sched__calls_render(struct sched *s, struct sched_obj *o, enum sched_file f,
 	switch (f) {
 	case SCHED_FN_STATS:
 		return render_fn_stats((struct sched_function *)o, out);
-	case SCHED_ROOT_STATUS: return render_status(s, out);
+	case SCHED_ROOT_STATUS:
+	case SCHED_ROOT_METRICS: return render_all(s, f, out);
 	case SCHED_ROOT_STATS: return render_stats(s, out);
-	case SCHED_ROOT_METRICS: return render_metrics(s, out);
 	default: return -EINVAL;
 	}
 }

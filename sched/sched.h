@@ -374,6 +374,37 @@ int sched_file_read(struct sched *s, struct sched_obj *o, enum sched_file f,
 /* Gives up waiting: `done` will not be called. */
 void sched_wait_cancel(struct sched *s, struct sched_wait *w);
 
+/* A rendering of a large file under way. The root's status and metrics
+ * grow with the functions (metrics of 100,000 functions is 145 MB), so
+ * they are rendered as they are read: a cursor walks the functions in
+ * order of path, and each step renders whole lines of the next one as
+ * it is at that moment. Its memory is the list of functions taken at
+ * the open, 8 bytes a function. */
+struct sched_cursor;
+
+/* Starts a rendering of file `f` (SCHED_ROOT_STATUS or
+ * SCHED_ROOT_METRICS) at its beginning: the functions that exist now are
+ * the ones it will show. Returns 0 with `*out` set, -EINVAL for another
+ * file, or -ENOMEM. */
+int sched_cursor_open(struct sched *s, enum sched_file f,
+		      struct sched_cursor **out);
+
+/* Appends the next whole lines of the rendering to `out`: at least one
+ * line, then more until `want` bytes were added; nothing once at the
+ * end. A function removed since the open is skipped; one created since
+ * is not shown. Returns 0, or -ENOMEM (`out` then holds no part of the
+ * failed step). */
+int sched_cursor_next(struct sched *s, struct sched_cursor *c,
+		      struct rt_buf *out, size_t want);
+
+/* Frees a cursor (NULL is fine). */
+void sched_cursor_close(struct sched_cursor *c);
+
+/* The size of file `f` (as sched_cursor_open) rendered now, never held
+ * whole: status is measured in one pass over its cells, metrics rendered
+ * a piece at a time. Returns 0 or -EINVAL/-ENOMEM. */
+int sched_cursor_size(struct sched *s, enum sched_file f, size_t *size);
+
 /* Appends the target of the symlink that instance `in` has in its worker's
  * assignments/ ("../../../tenants/t/ns/fn/instances/N"), or of its own
  * `worker` link when `from_instance` is set. Returns -ENOENT without a
