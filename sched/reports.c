@@ -161,6 +161,11 @@ void sched__on_instance(struct sched *s, struct sched_worker *w,
 		sched__inst_event(s, in, "instance.stopped", "worker",
 				  w->obj.name, NULL, NULL);
 	}
+	if (st == SCHED_STOPPED && in->desired_run && !s->shutting_down &&
+	    !w->leaving)
+		/* Stopped, yet wanted (a stop overtaken by a start, a worker
+		 * that stopped it by itself): the decision says what now. */
+		sched__act(s, in, DECIDE_CONVERGE, NULL, NULL);
 	if (st == SCHED_RUNNING &&
 	    sched__fn_of(in)->spec.mode != SCHED_MODE_DAEMON) {
 		/* Ready for calls: the queue may move. */
