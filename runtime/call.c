@@ -6,6 +6,7 @@
  * ends in exactly one `result` message to the controller, at the latest at
  * its deadline.
  */
+#include <assert.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -42,7 +43,7 @@ static void finish(struct rt_call *c, const char *status, const char *reason,
 
 	if (in == NULL)
 		return;
-	rt_worker_send(in->w,
+	rt_worker_send(rt_worker_of(in),
 		       json_pack("{s:s, s:I, s:s, s:s}", "type", "result",
 				 "call", (json_int_t)c->id, "status", status,
 				 "reason", reason ? reason : ""),
@@ -297,7 +298,7 @@ static void cold_check(struct rt_run *r)
 	if (r->cgroup != NULL) {
 		oom = rt_cgroup_oom_kills(r->cgroup) > 0;
 		rt_cgroup_kill(r->cgroup);
-		rt_cgroup_discard(r->owner, r->cgroup);
+		rt_cgroup_discard(r->sup, r->cgroup);
 		r->cgroup = NULL;
 	}
 	if (c == NULL)

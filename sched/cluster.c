@@ -1281,8 +1281,10 @@ static void finish_shutdown(struct sched *s)
 		if (s->requests.keys[i] != 0 &&
 		    s->requests.keys[i] != UINT64_MAX)
 			request_done(s, s->requests.values[i], NULL);
-	for (i = 0; i < SCHED_POOL_MAX; i++)
-		if (s->locals[i].live) {
+	for (i = 0; i < SCHED_POOL_MAX; i++) {
+		int killed = s->locals[i].live;
+
+		if (killed) {
 			/* Past the bound: make sure nothing is left. */
 			rt_log(RT_LOG_WARN,
 			       "local worker %s did not exit; "
@@ -1292,6 +1294,12 @@ static void finish_shutdown(struct sched *s)
 			uv_close((uv_handle_t *)&s->locals[i].proc, NULL);
 			s->locals[i].live = 0;
 		}
+		/* The empty memory groups of a local worker that was killed
+		 * (now, or by kill -9 before) and cannot remove them: its
+		 * instances die with it. Bounded; the FUSE mount is gone. */
+		rt_cgroup_prune(s->locals[i].id, s->sock_path,
+				killed ? 1000 : 100);
+	}
 	done(s->shutdown_arg);
 }
 
