@@ -153,11 +153,18 @@ check "kill -9: the pool replaces $victim" wait_until 15 eval 'state_is "$W/$vic
 check "the daemons run again" wait_until 15 running_all "$D" 4
 check_groups "kill -9: the groups the dead worker left are gone" no_empty_groups
 
-# SIGTERM: the worker stops its instances and removes its groups itself.
-victim=local-2
+# SIGTERM during a cold call: the worker stops its instances, waits for
+# their processes and removes its groups itself.
+check "the cold slot is ready again" wait_until 10 eval 'state_is "$C/state" running'
+write "$C/invoke" z
+check "a cold call runs" wait_until 5 eval '[ -n "$(pids_of cold)" ]'
+# shellcheck disable=SC2207 # pids, one per line
+old=($(pids_of cold))
+victim=$(where "$C/instances/0")
 vp=$(cat "$W/$victim/pid")
 kill -TERM "$vp"
 check "SIGTERM: $victim exits" wait_until 10 none_alive "$vp"
+check "SIGTERM: the call's process went with it" wait_until 5 none_alive "${old[@]}"
 check "SIGTERM: the pool replaces it" wait_until 15 eval 'state_is "$W/$victim/state" healthy'
 check "the daemons run again" wait_until 15 running_all "$D" 4
 check_groups "SIGTERM: no group without a process" no_empty_groups
@@ -183,8 +190,11 @@ if [ "$CGROUPS" = yes ]; then
 	check "its group is in the root of the hand-started worker" wait_until 5 hand_root
 fi
 
-# kill -9 of a local worker, and the unmount right after: the controller
-# removes the groups it left.
+# kill -9 of a local worker, and the unmount right after, with a cold
+# call in flight: the controller removes the groups the dead one left.
+check "the cold slot is ready again" wait_until 10 eval 'state_is "$C/state" running'
+write "$C/invoke" last
+check "a cold call runs" wait_until 5 eval '[ -n "$(pids_of cold)" ]'
 victim=$(where "$D/instances/0")
 kill -9 "$(cat "$W/$victim/pid")"
 stop_fnfs
