@@ -43,6 +43,7 @@ static void finish(struct rt_call *c, const char *status, const char *reason,
 
 	if (in == NULL)
 		return;
+	assert(c->timer != NULL && (c->run == NULL || c->run->call == c));
 	rt_worker_send(rt_worker_of(in),
 		       json_pack("{s:s, s:I, s:s, s:s}", "type", "result",
 				 "call", (json_int_t)c->id, "status", status,
@@ -124,9 +125,12 @@ static void hot_send(struct rt_call *c)
 {
 	struct rt_instance *in = c->in;
 	struct rt_buf frame = { 0 };
-	int rc = rt_frame_request(is_json(in), c->idstr,
-				  c->body != NULL ? c->body : "", c->len,
-				  c->deadline_ms, &frame);
+	int rc;
+
+	assert(in != NULL && in->call == c && in->run != NULL && !c->sent);
+	rc = rt_frame_request(is_json(in), c->idstr,
+			      c->body != NULL ? c->body : "", c->len,
+			      c->deadline_ms, &frame);
 
 	if (rc < 0) {
 		finish(c, "failed", "the payload does not fit the format", NULL,
@@ -147,6 +151,7 @@ static void cold_spawn(struct rt_call *c)
 	const char *why = "?";
 	char tag[32];
 
+	assert(in != NULL && in->call == c && c->run == NULL && !c->sent);
 	snprintf(tag, sizeof(tag), "c%lld", ++in->cold_spawns);
 	r = rt_run_spawn(in, 1, tag, &why);
 	if (r == NULL) {
