@@ -6,6 +6,7 @@
  * ends in exactly one `result` message to the controller, at the latest at
  * its deadline.
  */
+#include <assert.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -42,7 +43,8 @@ static void finish(struct rt_call *c, const char *status, const char *reason,
 
 	if (in == NULL)
 		return;
-	rt_worker_send(in->w,
+	assert(c->timer != NULL && (c->run == NULL || c->run->call == c));
+	rt_worker_send(rt_worker_of(in),
 		       json_pack("{s:s, s:I, s:s, s:s}", "type", "result",
 				 "call", (json_int_t)c->id, "status", status,
 				 "reason", reason ? reason : ""),
@@ -123,9 +125,12 @@ static void hot_send(struct rt_call *c)
 {
 	struct rt_instance *in = c->in;
 	struct rt_buf frame = { 0 };
-	int rc = rt_frame_request(is_json(in), c->idstr,
-				  c->body != NULL ? c->body : "", c->len,
-				  c->deadline_ms, &frame);
+	int rc;
+
+	assert(in != NULL && in->call == c && in->run != NULL && !c->sent);
+	rc = rt_frame_request(is_json(in), c->idstr,
+			      c->body != NULL ? c->body : "", c->len,
+			      c->deadline_ms, &frame);
 
 	if (rc < 0) {
 		finish(c, "failed", "the payload does not fit the format", NULL,
@@ -146,6 +151,7 @@ static void cold_spawn(struct rt_call *c)
 	const char *why = "?";
 	char tag[32];
 
+	assert(in != NULL && in->call == c && c->run == NULL && !c->sent);
 	snprintf(tag, sizeof(tag), "c%lld", ++in->cold_spawns);
 	r = rt_run_spawn(in, 1, tag, &why);
 	if (r == NULL) {
@@ -297,7 +303,7 @@ static void cold_check(struct rt_run *r)
 	if (r->cgroup != NULL) {
 		oom = rt_cgroup_oom_kills(r->cgroup) > 0;
 		rt_cgroup_kill(r->cgroup);
-		rt_cgroup_discard(r->owner, r->cgroup);
+		rt_cgroup_discard(r->sup, r->cgroup);
 		r->cgroup = NULL;
 	}
 	if (c == NULL)

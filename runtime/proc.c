@@ -1,6 +1,7 @@
 /*
  * proc.c - process figures from /proc, and memory cgroups (v1 or v2) for
- * instance memory limits.
+ * instance memory limits: each worker has a root group named after its id
+ * and its controller (fnfs-HASH-ID), with one group per spawn inside.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -11,9 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
-#include "worker.h"
+#include "supervise.h"
 
 int rt_proc_sample(pid_t pid, double *cpu_seconds, long long *rss_bytes)
 {
@@ -93,50 +95,14 @@ static int own_cgroup(const char *controller, char *out, size_t n)
 	return found;
 }
 
-/* Ends what a dead worker of the same id left in its cgroups: every
- * process, then the groups. Nothing runs twice. */
-void rt_cgroup_sweep(const char *root)
+/* Writes the path of the root group of worker `worker_id` of the
+ * controller `key` into `dir` (whether it exists or not). Returns 0, or
+ * -ENOENT when there is no memory hierarchy. */
+static int root_path(const char *worker_id, const char *key, char *dir,
+		     size_t n)
 {
-	DIR *d = opendir(root);
-	struct dirent *e;
-	char path[4600], line[32];
-
-	if (d == NULL)
-		return;
-	while ((e = readdir(d)) != NULL) {
-		FILE *f;
-
-		if (e->d_type != DT_DIR || e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s/cgroup.procs", root,
-			 e->d_name);
-		f = fopen(path, "re");
-		while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
-			pid_t pid = (pid_t)atoi(line);
-
-			if (pid > 1) {
-				rt_log(RT_LOG_WARN,
-				       "killing pid %d left in %s by "
-				       "an earlier worker",
-				       (int)pid, e->d_name);
-				kill(pid, SIGKILL);
-			}
-		}
-		if (f != NULL)
-			fclose(f);
-		snprintf(path, sizeof(path), "%s/%s", root, e->d_name);
-		rmdir(path); /* may fail while they die; fresh ones replace it
-			      */
-	}
-	closedir(d);
-}
-
-char *rt_cgroup_root(const char *worker_id, const char *key)
-{
-	char own[2048], dir[4096], probe[4200];
+	char own[2048];
 	struct stat st;
-
-	/* cgroup v1 with a memory hierarchy, else v2 with memory enabled. */
 	/* The id alone is not unique on a host (every pool has a local-1):
 	 * the controller's socket path is part of the name. */
 	uint64_t h = 1469598103934665603ULL;
@@ -144,18 +110,106 @@ char *rt_cgroup_root(const char *worker_id, const char *key)
 
 	for (k = key; *k; k++)
 		h = (h ^ (unsigned char)*k) * 1099511628211ULL;
+	/* cgroup v1 with a memory hierarchy, else v2 with memory enabled. */
 	if (own_cgroup("memory", own, sizeof(own)) == 0 &&
 	    stat("/sys/fs/cgroup/memory", &st) == 0)
-		snprintf(dir, sizeof(dir),
-			 "/sys/fs/cgroup/memory%s/fnfs-%08x-%s",
+		snprintf(dir, n, "/sys/fs/cgroup/memory%s/fnfs-%08x-%s",
 			 strcmp(own, "/") == 0 ? "" : own, (unsigned)h,
 			 worker_id);
 	else if (own_cgroup("", own, sizeof(own)) == 0 &&
 		 stat("/sys/fs/cgroup/cgroup.controllers", &st) == 0)
-		snprintf(dir, sizeof(dir), "/sys/fs/cgroup%s/fnfs-%08x-%s",
+		snprintf(dir, n, "/sys/fs/cgroup%s/fnfs-%08x-%s",
 			 strcmp(own, "/") == 0 ? "" : own, (unsigned)h,
 			 worker_id);
 	else
+		return -ENOENT;
+	return 0;
+}
+
+/* Whether group `dir` has no member (a group that cannot be read counts
+ * as busy). */
+static int group_empty(const char *dir)
+{
+	char path[4200], line[32];
+	FILE *f;
+	int empty;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	f = fopen(path, "re");
+	if (f == NULL)
+		return errno == ENOENT;
+	empty = fgets(line, sizeof(line), f) == NULL;
+	fclose(f);
+	return empty;
+}
+
+void rt_sup_sweep(struct rt_sup *s)
+{
+	DIR *d;
+	struct dirent *e;
+	char path[4600];
+
+	if (s->cgroup_root == NULL || (d = opendir(s->cgroup_root)) == NULL)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		char *dir;
+
+		if (e->d_type != DT_DIR || e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", s->cgroup_root,
+			 e->d_name);
+		if (!group_empty(path))
+			rt_log(RT_LOG_WARN,
+			       "killing what an earlier worker left in %s",
+			       e->d_name);
+		rt_cgroup_kill(path);
+		/* Removed now, or by rt_sup_collect once they are dead;
+		 * fresh groups get other names, or join the old one. */
+		dir = strdup(path);
+		if (dir != NULL)
+			rt_cgroup_discard(s, dir);
+	}
+	closedir(d);
+}
+
+int rt_cgroup_prune(const char *worker_id, const char *key, int wait_ms)
+{
+	int64_t until = rt_mono_ms() + wait_ms;
+	struct timespec pause = { 0, 5 * 1000 * 1000 };
+	char root[4096], path[4600];
+	struct dirent *e;
+	int busy;
+	DIR *d;
+
+	if (root_path(worker_id, key, root, sizeof(root)) < 0)
+		return 0;
+	for (;;) {
+		d = opendir(root);
+		if (d == NULL)
+			return 0; /* none, or gone */
+		busy = 0;
+		while ((e = readdir(d)) != NULL) {
+			if (e->d_type != DT_DIR || e->d_name[0] == '.')
+				continue;
+			snprintf(path, sizeof(path), "%s/%s", root, e->d_name);
+			/* Only empty ones: a live worker's are not. */
+			if (!group_empty(path) || rt_cgroup_remove(path) < 0)
+				busy = 1;
+		}
+		closedir(d);
+		if (!busy && rt_cgroup_remove(root) == 0)
+			return 0;
+		if (rt_mono_ms() >= until)
+			return -EBUSY;
+		nanosleep(&pause, NULL);
+	}
+}
+
+char *rt_cgroup_root(const char *worker_id, const char *key)
+{
+	char dir[4096], probe[4200];
+
+	if (root_path(worker_id, key, dir, sizeof(dir)) < 0)
 		return NULL;
 	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
 		return NULL;
@@ -173,34 +227,6 @@ char *rt_cgroup_root(const char *worker_id, const char *key)
 	}
 	rmdir(probe);
 	return strdup(dir);
-}
-
-char *rt_cgroup_make(const char *root, const char *name, int mb)
-{
-	char dir[4096], limit[32];
-
-	snprintf(dir, sizeof(dir), "%s/%s", root, name);
-	rmdir(dir); /* a fresh group: its OOM count starts at zero */
-	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-		return NULL;
-	snprintf(limit, sizeof(limit), "%lld", (long long)mb * 1024 * 1024);
-	if (write_file(dir, "memory.limit_in_bytes", limit) < 0 &&
-	    write_file(dir, "memory.max", limit) < 0) {
-		rmdir(dir);
-		return NULL;
-	}
-	/* v1: no swap beyond the limit, where the kernel allows setting it. */
-	write_file(dir, "memory.memsw.limit_in_bytes", limit);
-	write_file(dir, "memory.swap.max", "0");
-	return strdup(dir);
-}
-
-int rt_cgroup_add(const char *dir, pid_t pid)
-{
-	char text[32];
-
-	snprintf(text, sizeof(text), "%d", (int)pid);
-	return write_file(dir, "cgroup.procs", text);
 }
 
 long long rt_cgroup_oom_kills(const char *dir)
@@ -271,6 +297,17 @@ static int write_raw(const char *dir, const char *name, const char *text)
 
 int rt_cgroup_join(const char *dir, const char *limit)
 {
+	char root[4096];
+	const char *slash = strrchr(dir, '/');
+	size_t n = slash != NULL ? (size_t)(slash - dir) : 0;
+
+	/* The root too: the controller's unmount removes it when it is
+	 * empty and its worker offline, and that worker may come back. */
+	if (n > 0 && n < sizeof(root)) {
+		memcpy(root, dir, n);
+		root[n] = '\0';
+		mkdir(root, 0755);
+	}
 	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
 		return -1;
 	if (write_raw(dir, "memory.limit_in_bytes", limit) < 0 &&

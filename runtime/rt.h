@@ -161,6 +161,16 @@ size_t rt_utf8_char(const char *s, size_t n, unsigned *cp);
 /* Returns the symbolic name of a positive errno value ("EINVAL"). */
 const char *rt_errno_name(int err);
 
+/* ---- proc.c: memory cgroups of workers */
+
+/* Removes the empty memory cgroups that worker `worker_id` of the
+ * controller `key` (its socket path, as given to the worker) left behind,
+ * and then its root group if that is empty: for a worker that will not
+ * come back to remove them (killed). Kills nothing: groups with members
+ * stay. Retries up to `wait_ms` while some are busy (members dying), so
+ * it may block that long. Returns 0 when nothing is left, -EBUSY. */
+int rt_cgroup_prune(const char *worker_id, const char *key, int wait_ms);
+
 /* ---- sigpending.c */
 
 /* From the text of /proc/TID/status: 1 if a signal other than SIGCHLD,

@@ -2,26 +2,42 @@
  * supervise.c - the runtime spawner: starts an instance's process, keeps
  * its output, restarts it per its restart policy with backoff and a start
  * limit, and stops it (SIGTERM to its process group, SIGKILL after a
- * grace period).
+ * grace period). It reports through struct rt_sup_events and knows
+ * nothing of the controller or its protocol (see supervise.h).
  */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
-#include "worker.h"
+#include "supervise.h"
+#include "wire.h" /* rt_read_alloc */
 
 const char *rt_state_name(enum rt_state s)
 {
 	static const char *const names[] = { "starting", "running", "backoff",
 					     "stopping", "stopped", "failed" };
 
+	assert((unsigned)s < sizeof(names) / sizeof(names[0]));
 	return names[s];
+}
+
+void rt_exit_words(const struct rt_exit *e, char *out, size_t n)
+{
+	if (e->oom)
+		snprintf(out, n, "oom");
+	else if (e->signal)
+		snprintf(out, n, "signal %d", e->signal);
+	else
+		snprintf(out, n, "status %d", e->code);
 }
 
 static void set_state(struct rt_instance *in, enum rt_state s, const char *fmt,
@@ -32,11 +48,14 @@ static void set_state(struct rt_instance *in, enum rt_state s, const char *fmt,
 {
 	va_list ap;
 
+	assert((unsigned)s < RT_STATE_COUNT);
+	assert(!in->freeing);
 	in->state = s;
 	va_start(ap, fmt);
 	vsnprintf(in->reason, sizeof(in->reason), fmt, ap);
 	va_end(ap);
-	rt_worker_report(in->w, in);
+	if (in->sup->ev->state != NULL)
+		in->sup->ev->state(in);
 }
 
 /* =============================================================== logs */
@@ -181,19 +200,27 @@ static int simple_command(const char *cmd)
 
 static void free_if_unused(struct rt_instance *in);
 
-/* Frees a run once its process is reaped and its pipes closed. */
+/* Frees a run once its process is reaped and its pipes closed; what is
+ * left in its memory group goes with it. */
 static void run_release(struct rt_run *r)
 {
 	struct rt_instance *in = r->in;
 
 	if (!r->reaped || r->nopen > 0)
 		return;
+	assert(r->nopen == 0);
+	assert(rt_idmap_get(&r->sup->runs, (uint64_t)r->pid) != r);
+	if (r->cgroup != NULL) {
+		rt_cgroup_kill(r->cgroup);
+		rt_cgroup_discard(r->sup, r->cgroup);
+		r->cgroup = NULL;
+	}
 	if (in != NULL) {
+		assert(in->runs > 0);
 		in->runs--;
 		free_if_unused(in);
 	}
 	rt_buf_free(&r->line);
-	free(r->cgroup);
 	free(r);
 }
 
@@ -201,14 +228,16 @@ static void run_handle_closed(uv_handle_t *h)
 {
 	struct rt_run *r = h->data;
 
+	assert(r->nopen > 0);
 	if (--r->nopen > 0)
 		return;
 	if (r->prev != NULL)
 		r->prev->next = r->next;
 	if (r->next != NULL)
 		r->next->prev = r->prev;
-	if (r->prev == NULL && r->owner != NULL && r->owner->open_runs == r)
-		r->owner->open_runs = r->next;
+	if (r->prev == NULL && r->sup->open_runs == r)
+		r->sup->open_runs = r->next;
+	r->next = r->prev = NULL;
 	run_release(r);
 }
 
@@ -219,12 +248,10 @@ void rt_run_close(struct rt_run *r, uv_pipe_t *p)
 		uv_close((uv_handle_t *)p, run_handle_closed);
 }
 
-void rt_runs_close(struct rt_worker *w)
+void rt_sup_close(struct rt_sup *s)
 {
-	struct rt_run *r = w->open_runs, *next;
+	struct rt_run *r = s->open_runs, *next;
 
-	/* Descendants that left their group may hold a finished run's
-	 * output open: the worker does not wait for them to exit. */
 	for (; r != NULL; r = next) {
 		next = r->next;
 		rt_run_close(r, &r->out);
@@ -243,20 +270,31 @@ static void on_output(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 		rt_run_close(r, (uv_pipe_t *)s);
 }
 
+/* Kills a run's process and its group (a no-op once reaped: the pid may
+ * belong to another process then). */
+static void run_kill(struct rt_run *r)
+{
+	if (r->reaped)
+		return;
+	kill(-r->pid, SIGKILL);
+	kill(r->pid, SIGKILL);
+}
+
 static void after_exit(struct rt_instance *in, int64_t code, int sig);
 
-void rt_instances_reap(struct rt_worker *w)
+void rt_sup_reap(struct rt_sup *s)
 {
 	int status;
 	pid_t pid;
 
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-		struct rt_run *r = rt_idmap_get(&w->runs, (uint64_t)pid);
+		struct rt_run *r = rt_idmap_get(&s->runs, (uint64_t)pid);
 		struct rt_instance *in;
 
 		if (r == NULL)
 			continue;
-		rt_idmap_del(&w->runs, (uint64_t)pid);
+		assert(r->pid == pid && !r->reaped);
+		rt_idmap_del(&s->runs, (uint64_t)pid);
 		r->reaped = 1;
 		r->code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
 		r->sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
@@ -266,7 +304,8 @@ void rt_instances_reap(struct rt_worker *w)
 		rt_run_close(r, &r->req);
 		in = r->in;
 		if (r->cold) {
-			rt_call_cold_exited(r);
+			if (s->ev->call_exited != NULL)
+				s->ev->call_exited(r);
 		} else if (in != NULL && in->run == r) {
 			in->run = NULL;
 			in->pid = 0;
@@ -274,6 +313,35 @@ void rt_instances_reap(struct rt_worker *w)
 		}
 		run_release(r);
 	}
+}
+
+void rt_sup_kill_runs(struct rt_sup *s)
+{
+	size_t i, n;
+	void **v = rt_idmap_values(&s->runs, &n);
+
+	for (i = 0; v != NULL && i < n; i++)
+		run_kill(v[i]);
+	free(v);
+}
+
+/* Kills every process of `in` that is not its live run: those of its
+ * calls. */
+static void kill_other_runs(struct rt_instance *in)
+{
+	size_t i, n;
+	void **v;
+
+	if (in->runs == (in->run != NULL ? 1 : 0))
+		return; /* none */
+	v = rt_idmap_values(&in->sup->runs, &n);
+	for (i = 0; v != NULL && i < n; i++) {
+		struct rt_run *r = v[i];
+
+		if (r->in == in && r != in->run)
+			run_kill(r);
+	}
+	free(v);
 }
 
 /* Builds the environment: a few of the worker's own variables, then the
@@ -315,21 +383,13 @@ static void free_strv(char **v)
 	free(v);
 }
 
-/* Answers the request in `*seq` (if any) and clears it: every request
- * gets one answer, also when another replaces it. */
-static void answer(struct rt_instance *in, long long *seq, int err)
-{
-	if (*seq > 0)
-		rt_worker_reply(in->w, *seq, err, NULL);
-	*seq = 0;
-}
-
 /* Records a spawn failure as an exit of status 127. */
 static void spawn_failed(struct rt_instance *in, const char *why)
 {
 	snprintf(in->reason, sizeof(in->reason), "spawn failed: %s", why);
 	rt_log(RT_LOG_WARN, "%s: spawn failed: %s", in->id, why);
-	answer(in, &in->wait_spawn_seq, 0);
+	if (in->sup->ev->spawned != NULL)
+		in->sup->ev->spawned(in, why);
 	after_exit(in, 127, 0);
 }
 
@@ -429,7 +489,7 @@ static char *find_program(const char *name, char **env)
 /* Opens `fd` (taken) as pipe `p` of run `r`. */
 static void run_pipe(struct rt_run *r, uv_pipe_t *p, int fd)
 {
-	uv_pipe_init(r->owner->loop, p, 0);
+	uv_pipe_init(r->sup->loop, p, 0);
 	p->data = r;
 	r->nopen++;
 	uv_pipe_open(p, fd);
@@ -438,7 +498,7 @@ static void run_pipe(struct rt_run *r, uv_pipe_t *p, int fd)
 struct rt_run *rt_run_spawn(struct rt_instance *in, int calls, const char *tag,
 			    const char **why)
 {
-	struct rt_worker *w = in->w;
+	struct rt_sup *s = in->sup;
 	const char *cmd = json_string_value(
 		json_object_get(in->spec, "command"));
 	const char *cwd = json_string_value(json_object_get(in->spec, "cwd"));
@@ -479,11 +539,12 @@ struct rt_run *rt_run_spawn(struct rt_instance *in, int calls, const char *tag,
 		*why = "out of resources";
 		goto out;
 	}
-	if (w->cgroup_root != NULL && mb > 0) {
+	assert(!in->freeing);
+	if (s->cgroup_root != NULL && mb > 0) {
 		struct rt_buf d = { 0 };
 		size_t i, start;
 
-		rt_buf_printf(&d, "%s/", w->cgroup_root);
+		rt_buf_printf(&d, "%s/", s->cgroup_root);
 		start = d.len;
 		rt_buf_printf(&d, "%s.%s", in->id, tag);
 		for (i = start; d.data != NULL && i < d.len; i++)
@@ -504,18 +565,26 @@ struct rt_run *rt_run_spawn(struct rt_instance *in, int calls, const char *tag,
 		*why = strerror(errno);
 		goto out;
 	}
+	if (rt_idmap_put(&s->runs, (uint64_t)pid, r) < 0) {
+		/* It could not be reaped by SIGCHLD: end it here. */
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		if (cgroup != NULL)
+			rt_cgroup_remove(cgroup);
+		*why = "out of memory";
+		goto out;
+	}
 	r->in = in;
 	r->pid = pid;
-	r->owner = w;
+	r->sup = s;
 	r->calls = calls;
 	r->cgroup = cgroup;
 	cgroup = NULL;
 	in->runs++;
-	rt_idmap_put(&w->runs, (uint64_t)pid, r);
-	r->next = w->open_runs;
+	r->next = s->open_runs;
 	if (r->next != NULL)
 		r->next->prev = r;
-	w->open_runs = r;
+	s->open_runs = r;
 	run_pipe(r, &r->out, err[0]);
 	err[0] = -1;
 	uv_read_start((uv_stream_t *)&r->out, rt_read_alloc, on_output);
@@ -524,7 +593,8 @@ struct rt_run *rt_run_spawn(struct rt_instance *in, int calls, const char *tag,
 		run_pipe(r, &r->resp, op[0]);
 		ip[1] = op[0] = -1;
 		uv_read_start((uv_stream_t *)&r->resp, rt_read_alloc,
-			      rt_call_on_output);
+			      s->ev->call_output != NULL ? s->ev->call_output
+							 : on_output);
 	}
 	done = r;
 	r = NULL;
@@ -559,23 +629,24 @@ int rt_instance_mode_is(const struct rt_instance *in, const char *mode)
 
 static void spawn(struct rt_instance *in)
 {
-	struct rt_worker *w = in->w;
+	struct rt_sup *s = in->sup;
 	struct rt_run *r;
 	const char *why = "?";
 	char tag[16];
 
+	assert(in->run == NULL && !in->freeing);
 	in->started_ms = rt_now_ms();
 	in->started_mono = rt_mono_ms();
 	if (in->spawned++ > 0)
 		in->restarts++;
 	in->oom_pending = 0;
-	if (w->simulate || rt_instance_mode_is(in, "cold")) {
+	if (s->simulate || rt_instance_mode_is(in, "cold")) {
 		/* A cold instance is a slot: each call forks its own
 		 * process. */
 		in->pid = 0;
 		set_state(in, RT_RUNNING,
-			  w->simulate ? "simulated" : "ready for calls");
-		goto answered;
+			  s->simulate ? "simulated" : "ready for calls");
+		goto spawned;
 	}
 	snprintf(tag, sizeof(tag), "%d", in->spawned);
 	r = rt_run_spawn(in, rt_instance_mode_is(in, "hot"), tag, &why);
@@ -585,64 +656,63 @@ static void spawn(struct rt_instance *in)
 	}
 	in->run = r;
 	in->pid = r->pid;
-	free(in->cgroup);
+	if (in->cgroup != NULL)
+		rt_cgroup_discard(s, in->cgroup);
 	in->cgroup = r->cgroup; /* read at its exit for an OOM kill */
 	r->cgroup = NULL;
 	set_state(in, RT_RUNNING, "started");
-answered:
-	if (in->wait_spawn_seq > 0) {
-		rt_worker_reply(w, in->wait_spawn_seq, 0,
-				json_pack("{s:i}", "pid", (int)in->pid));
-		in->wait_spawn_seq = 0;
-	}
-	rt_call_ready(in);
+spawned:
+	if (s->ev->spawned != NULL)
+		s->ev->spawned(in, NULL);
 }
 
 /* ============================================================= exits */
 
 /* Removes a group; one whose members are still dying is kept on a list
- * and retried (rt_cgroups_collect). Takes `dir`. */
-void rt_cgroup_discard(struct rt_worker *w, char *dir)
+ * and retried (rt_sup_collect). Takes `dir`. */
+void rt_cgroup_discard(struct rt_sup *s, char *dir)
 {
 	char **v;
 
-	if (rt_cgroup_remove(dir) == 0) {
+	if (dir == NULL || rt_cgroup_remove(dir) == 0) {
 		free(dir);
 		return;
 	}
-	v = realloc(w->cg_garbage, (size_t)(w->ncg_garbage + 1) * sizeof(*v));
+	v = realloc(s->cg_garbage, (size_t)(s->ncg_garbage + 1) * sizeof(*v));
 	if (v == NULL) {
 		free(dir);
 		return;
 	}
-	w->cg_garbage = v;
-	v[w->ncg_garbage++] = dir;
+	s->cg_garbage = v;
+	v[s->ncg_garbage++] = dir;
 }
 
-void rt_cgroups_collect(struct rt_worker *w)
+void rt_sup_collect(struct rt_sup *s)
 {
 	int i, k = 0;
 
-	for (i = 0; i < w->ncg_garbage; i++) {
-		if (rt_cgroup_remove(w->cg_garbage[i]) == 0)
-			free(w->cg_garbage[i]);
+	for (i = 0; i < s->ncg_garbage; i++) {
+		/* Only what is dying or escaped the kill at the exit (a
+		 * fork racing it) is left in a discarded group. */
+		rt_cgroup_kill(s->cg_garbage[i]);
+		if (rt_cgroup_remove(s->cg_garbage[i]) == 0)
+			free(s->cg_garbage[i]);
 		else
-			w->cg_garbage[k++] = w->cg_garbage[i];
+			s->cg_garbage[k++] = s->cg_garbage[i];
 	}
-	w->ncg_garbage = k;
+	s->ncg_garbage = k;
 }
 
 static void record_exit(struct rt_instance *in, int64_t code, int sig)
 {
 	struct rt_exit e = { rt_now_ms(), sig ? -1 : (int)code, sig, 0 };
-	long long kills;
+	int64_t now = rt_mono_ms();
 	int i;
 
 	if (in->cgroup != NULL) {
-		kills = rt_cgroup_oom_kills(in->cgroup);
-		e.oom = kills > 0;
+		e.oom = rt_cgroup_oom_kills(in->cgroup) > 0;
 		rt_cgroup_kill(in->cgroup); /* even what left its group */
-		rt_cgroup_discard(in->w, in->cgroup);
+		rt_cgroup_discard(in->sup, in->cgroup);
 		in->cgroup = NULL;
 	}
 	if (in->oom_pending)
@@ -653,14 +723,15 @@ static void record_exit(struct rt_instance *in, int64_t code, int sig)
 	if (in->nexits < RT_EXITS_KEPT)
 		in->nexits++;
 	/* The start limit counts exits inside the window. */
+	assert(in->nrecent >= 0 && in->nrecent <= RT_START_LIMIT + 1);
 	if (in->nrecent == RT_START_LIMIT + 1) {
 		memmove(&in->recent[0], &in->recent[1],
 			RT_START_LIMIT * sizeof(in->recent[0]));
 		in->nrecent--;
 	}
-	in->recent[in->nrecent++] = rt_mono_ms();
+	in->recent[in->nrecent++] = now;
 	for (i = 0; i < in->nrecent;)
-		if (in->recent[i] < rt_mono_ms() - RT_START_WINDOW_MS) {
+		if (in->recent[i] < now - RT_START_WINDOW_MS) {
 			memmove(&in->recent[i], &in->recent[i + 1],
 				(size_t)(in->nrecent - i - 1) *
 					sizeof(in->recent[0]));
@@ -670,51 +741,26 @@ static void record_exit(struct rt_instance *in, int64_t code, int sig)
 		}
 }
 
-/* Describes the newest exit: "status 3", "signal 9", "oom". */
-static void exit_words(const struct rt_exit *e, char *out, size_t n)
-{
-	if (e->oom)
-		snprintf(out, n, "oom");
-	else if (e->signal)
-		snprintf(out, n, "signal %d", e->signal);
-	else
-		snprintf(out, n, "status %d", e->code);
-}
-
 static void after_exit(struct rt_instance *in, int64_t code, int sig)
 {
 	const char *policy = json_string_value(
 		json_object_get(in->spec, "restart_policy"));
 	char what[64];
 	int failure;
-	json_t *msg;
 
+	assert(!in->freeing && in->run == NULL);
 	record_exit(in, code, sig);
-	rt_call_process_gone(in);
-	/* Whoever waited for this exit has it, whatever comes next. */
-	answer(in, &in->wait_exit_seq, 0);
-	exit_words(&in->exits[0], what, sizeof(what));
+	if (in->sup->ev->exited != NULL)
+		in->sup->ev->exited(in, &in->exits[0]);
+	assert(!in->freeing);
+	rt_exit_words(&in->exits[0], what, sizeof(what));
 	failure = in->exits[0].oom || sig != 0 || code != 0;
-	msg = json_pack("{s:s, s:s, s:s, s:i, s:i, s:b}", "type", "exited",
-			"instance", in->id, "exit", what, "code",
-			in->exits[0].code, "signal", sig, "oom",
-			in->exits[0].oom);
-	rt_worker_send(in->w, msg, NULL, 0);
-	if (in->timer != NULL)
-		uv_timer_stop(in->timer);
+	uv_timer_stop(in->timer);
 
-	if (!in->desired_run || in->w->shutting_down) {
+	if (!in->desired_run) {
 		set_state(in, RT_STOPPED, "stopped");
-		if (in->wait_exit_seq > 0) {
-			rt_worker_reply(in->w, in->wait_exit_seq, 0, NULL);
-			in->wait_exit_seq = 0;
-		}
-		if (in->forget || in->w->shutting_down) {
-			struct rt_worker *w = in->w;
-
+		if (in->forget)
 			rt_instance_remove(in);
-			rt_worker_maybe_exit(w);
-		}
 		return;
 	}
 	if (in->restart_now) {
@@ -743,6 +789,8 @@ static void after_exit(struct rt_instance *in, int64_t code, int sig)
 	}
 	if (rt_mono_ms() - in->started_mono >= RT_BACKOFF_RESET_MS)
 		in->backoff_ms = RT_BACKOFF_FIRST_MS;
+	assert(in->backoff_ms >= RT_BACKOFF_FIRST_MS &&
+	       in->backoff_ms <= RT_BACKOFF_MAX_MS);
 	set_state(in, RT_BACKOFF, "exited (%s); restarting in %d ms", what,
 		  in->backoff_ms);
 	schedule(in, in->backoff_ms, on_backoff_done);
@@ -766,7 +814,7 @@ static void on_grace_over(uv_timer_t *t)
 	if (in->run != NULL && in->pid > 0) {
 		rt_log(RT_LOG_INFO, "%s: no exit after SIGTERM; SIGKILL",
 		       in->id);
-		kill(-in->pid, SIGKILL);
+		run_kill(in->run);
 	}
 }
 
@@ -782,6 +830,7 @@ static void terminate(struct rt_instance *in)
 	int grace = (int)json_integer_value(
 		json_object_get(in->spec, "grace_ms"));
 
+	assert(in->run != NULL && in->pid > 0);
 	set_state(in, RT_STOPPING, "stopping");
 	/* The group, and the leader itself in case it has not made its
 	 * group yet (just forked). */
@@ -790,47 +839,112 @@ static void terminate(struct rt_instance *in)
 	schedule(in, grace > 0 ? grace : RT_STOP_GRACE_MS, on_grace_over);
 }
 
+/* ========================================================== the set */
+
+void rt_sup_init(struct rt_sup *s, uv_loop_t *loop,
+		 const struct rt_sup_events *ev, void *arg)
+{
+	assert(ev != NULL);
+	memset(s, 0, sizeof(*s));
+	s->loop = loop;
+	s->ev = ev;
+	s->arg = arg;
+}
+
+int rt_sup_idle(const struct rt_sup *s)
+{
+	return s->instances.count == 0 && s->runs.count == 0;
+}
+
+void rt_sup_free(struct rt_sup *s, int wait_ms)
+{
+	int64_t until = rt_mono_ms() + wait_ms;
+	struct timespec pause = { 0, 5 * 1000 * 1000 };
+	size_t i, n;
+	void **v;
+
+	assert(s->instances.count == 0);
+	/* Processes that could not be reaped in time: their records go. */
+	v = rt_idmap_values(&s->runs, &n);
+	for (i = 0; v != NULL && i < n; i++) {
+		struct rt_run *r = v[i];
+
+		assert(r->nopen == 0); /* the loop has closed every pipe */
+		run_kill(r);
+		rt_idmap_del(&s->runs, (uint64_t)r->pid);
+		r->reaped = 1;
+		run_release(r);
+	}
+	free(v);
+	/* The groups, once what is left in them has died. */
+	for (;;) {
+		rt_sup_collect(s);
+		if (s->ncg_garbage == 0 || rt_mono_ms() >= until)
+			break;
+		nanosleep(&pause, NULL);
+	}
+	for (i = 0; i < (size_t)s->ncg_garbage; i++) {
+		rt_log(RT_LOG_WARN, "memory cgroup %s is still busy; left",
+		       s->cg_garbage[i]);
+		free(s->cg_garbage[i]);
+	}
+	free(s->cg_garbage);
+	s->cg_garbage = NULL;
+	s->ncg_garbage = 0;
+	if (s->cgroup_root != NULL)
+		rt_cgroup_remove(s->cgroup_root);
+	free(s->cgroup_root);
+	s->cgroup_root = NULL;
+	free(s->log_dir);
+	s->log_dir = NULL;
+	rt_map_free(&s->instances);
+	rt_idmap_free(&s->runs);
+}
+
 /* ========================================================== commands */
 
-struct rt_instance *rt_instance_new(struct rt_worker *w, const char *id)
+struct rt_instance *rt_instance_new(struct rt_sup *s, const char *id)
 {
 	struct rt_instance *in = calloc(1, sizeof(*in));
 	struct rt_buf path = { 0 };
 	size_t i;
 
+	assert(rt_map_get(&s->instances, id) == NULL);
 	if (in == NULL)
 		return NULL;
-	in->w = w;
+	in->sup = s;
 	in->id = strdup(id);
 	in->timer = malloc(sizeof(*in->timer));
 	in->log_fd = -1;
 	in->state = RT_STOPPED;
 	in->backoff_ms = RT_BACKOFF_FIRST_MS;
 	snprintf(in->reason, sizeof(in->reason), "not started");
+	if (s->log_dir != NULL) {
+		rt_buf_printf(&path, "%s/%s.log", s->log_dir, id);
+		for (i = strlen(s->log_dir) + 1; i < path.len; i++)
+			if (path.data[i] == '/')
+				path.data[i] = ':';
+		in->log_path = path.data;
+	}
 	if (in->id == NULL || in->timer == NULL ||
-	    rt_map_put(&w->instances, id, in) < 0) {
+	    (s->log_dir != NULL && in->log_path == NULL) ||
+	    rt_map_put(&s->instances, id, in) < 0) {
+		free(in->log_path);
 		free(in->id);
 		free(in->timer);
 		free(in);
 		return NULL;
 	}
-	uv_timer_init(w->loop, in->timer);
+	uv_timer_init(s->loop, in->timer);
 	in->timer->data = in;
-	if (w->log_dir != NULL) {
-		rt_buf_printf(&path, "%s/%s.log", w->log_dir, id);
-		for (i = strlen(w->log_dir) + 1; i < path.len; i++)
-			if (path.data[i] == '/')
-				path.data[i] = ':';
-		in->log_path = path.data;
-	}
 	return in;
 }
 
-void rt_instance_start(struct rt_instance *in, json_t *spec, long long revision,
-		       long long seq)
+int rt_instance_start(struct rt_instance *in, json_t *spec, long long revision)
 {
 	int same = in->spec != NULL && revision == in->revision;
 
+	assert(!in->freeing);
 	if (spec != NULL) {
 		json_decref(in->spec);
 		in->spec = json_incref(spec);
@@ -839,66 +953,67 @@ void rt_instance_start(struct rt_instance *in, json_t *spec, long long revision,
 	in->desired_run = 1;
 	in->forget = 0;
 	if (in->run != NULL) {
-		if (same && in->state != RT_STOPPING) {
-			rt_worker_reply(
-				in->w, seq, 0,
-				json_pack("{s:i}", "pid", (int)in->pid));
-			return;
-		}
+		if (same && in->state != RT_STOPPING)
+			return 1;
 		/* Another revision, or it is being stopped: start it again
 		 * once it has exited. */
 		in->restart_now = 1;
-		if (in->wait_spawn_seq != seq)
-			answer(in, &in->wait_spawn_seq, 0);
-		in->wait_spawn_seq = seq;
 		if (in->state != RT_STOPPING)
 			terminate(in);
-		return;
+		return 0;
 	}
-	if (in->state == RT_BACKOFF && same && seq <= 0)
-		return; /* already on its way back */
 	uv_timer_stop(in->timer);
 	in->nrecent = 0;
 	in->backoff_ms = RT_BACKOFF_FIRST_MS;
-	if (in->wait_spawn_seq != seq)
-		answer(in, &in->wait_spawn_seq, 0);
-	in->wait_spawn_seq = seq;
 	set_state(in, RT_STARTING, "starting");
 	spawn(in);
+	return 0;
 }
 
-void rt_instance_stop(struct rt_instance *in, long long seq, int forget)
+int rt_instance_stop(struct rt_instance *in, int forget)
 {
-	rt_call_abort(in, "the instance is stopping");
+	assert(!in->freeing);
 	in->desired_run = 0;
 	in->restart_now = 0;
 	in->forget = forget;
-	if (in->wait_spawn_seq > 0) {
-		rt_worker_reply(in->w, in->wait_spawn_seq, ECANCELED, NULL);
-		in->wait_spawn_seq = 0;
-	}
+	kill_other_runs(in); /* its calls' processes */
 	if (in->run != NULL) {
-		if (in->wait_exit_seq > 0 && in->wait_exit_seq != seq)
-			rt_worker_reply(in->w, in->wait_exit_seq, 0, NULL);
-		in->wait_exit_seq = seq;
 		if (in->state != RT_STOPPING)
 			terminate(in);
-		return;
+		return 0;
 	}
 	uv_timer_stop(in->timer);
 	if (in->state != RT_STOPPED)
 		set_state(in, RT_STOPPED, "stopped");
-	rt_worker_reply(in->w, seq, 0, NULL);
-	if (forget) {
-		struct rt_worker *w = in->w;
-
+	if (forget)
 		rt_instance_remove(in);
-		rt_worker_maybe_exit(w);
+	return 1;
+}
+
+int rt_instance_restart(struct rt_instance *in)
+{
+	assert(!in->freeing);
+	if (in->spec == NULL)
+		return -ENOENT;
+	in->nrecent = 0;
+	in->backoff_ms = RT_BACKOFF_FIRST_MS;
+	in->desired_run = 1;
+	in->forget = 0;
+	if (in->run != NULL) {
+		in->restart_now = 1;
+		if (in->state != RT_STOPPING)
+			terminate(in);
+		return 0;
 	}
+	uv_timer_stop(in->timer);
+	set_state(in, RT_STARTING, "restarting");
+	spawn(in);
+	return 0;
 }
 
 static void free_if_unused(struct rt_instance *in)
 {
+	assert(in->runs >= 0);
 	if (in->freeing && in->runs == 0 && in->timer == NULL) {
 		free(in->id);
 		free(in);
@@ -916,22 +1031,26 @@ static void timer_closed(uv_handle_t *h)
 
 void rt_instance_remove(struct rt_instance *in)
 {
+	struct rt_sup *s = in->sup;
+
 	if (in->freeing)
 		return;
-	rt_call_abort(in, "the instance is gone");
 	in->freeing = 1;
-	rt_map_del(&in->w->instances, in->id);
+	rt_map_del(&s->instances, in->id);
+	/* Nothing of it keeps running: normally its process has exited
+	 * already (removal follows the exit), but its calls' may not. */
+	kill_other_runs(in);
 	if (in->run != NULL) {
-		/* Not expected: removal follows the exit. Let it go. */
-		kill(-in->pid, SIGKILL);
+		run_kill(in->run);
 		in->run->in = NULL;
 		in->runs--;
 		in->run = NULL;
+		in->pid = 0;
 	}
 	json_decref(in->spec);
 	in->spec = NULL;
 	if (in->cgroup != NULL) {
-		rt_cgroup_discard(in->w, in->cgroup);
+		rt_cgroup_discard(s, in->cgroup);
 		in->cgroup = NULL;
 	}
 	if (in->log_fd >= 0)
@@ -939,37 +1058,13 @@ void rt_instance_remove(struct rt_instance *in)
 	in->log_fd = -1;
 	free(in->log_path);
 	in->log_path = NULL;
-	uv_close((uv_handle_t *)in->timer, timer_closed);
-}
-
-void rt_instance_restart(struct rt_instance *in, long long seq)
-{
-	in->nrecent = 0;
-	in->backoff_ms = RT_BACKOFF_FIRST_MS;
-	if (in->spec == NULL) {
-		rt_worker_reply(in->w, seq, ENOENT, NULL);
-		return;
-	}
-	in->desired_run = 1;
-	in->forget = 0;
-	if (in->run != NULL) {
-		if (in->wait_spawn_seq > 0 && in->wait_spawn_seq != seq)
-			rt_worker_reply(in->w, in->wait_spawn_seq, 0, NULL);
-		in->restart_now = 1;
-		in->wait_spawn_seq = seq;
-		if (in->state != RT_STOPPING)
-			terminate(in);
-		return;
-	}
 	uv_timer_stop(in->timer);
-	if (in->wait_spawn_seq != seq)
-		answer(in, &in->wait_spawn_seq, 0);
-	in->wait_spawn_seq = seq;
-	set_state(in, RT_STARTING, "restarting");
-	spawn(in);
+	uv_close((uv_handle_t *)in->timer, timer_closed);
+	if (s->ev->removed != NULL)
+		s->ev->removed(in);
 }
 
-void rt_instance_sample(struct rt_instance *in, json_t *out)
+void rt_instance_sample(struct rt_instance *in)
 {
 	int limit = (int)json_integer_value(
 		json_object_get(in->spec, "memory"));
@@ -985,32 +1080,4 @@ void rt_instance_sample(struct rt_instance *in, json_t *out)
 		in->oom_pending = 1;
 		kill(-in->pid, SIGKILL);
 	}
-	json_object_set_new(out, "instance", json_string(in->id));
-	json_object_set_new(out, "pid", json_integer(in->pid));
-	json_object_set_new(out, "cpu_ms",
-			    json_integer((json_int_t)(in->cpu_seconds * 1000)));
-	json_object_set_new(out, "rss", json_integer(in->rss_bytes));
-}
-
-json_t *rt_instance_describe(struct rt_instance *in)
-{
-	json_t *o = json_pack("{s:s, s:s, s:i, s:I, s:I, s:I, s:s}", "instance",
-			      in->id, "state", rt_state_name(in->state), "pid",
-			      (int)in->pid, "revision",
-			      (json_int_t)in->revision, "started_ms",
-			      (json_int_t)in->started_ms, "restarts",
-			      (json_int_t)in->restarts, "reason", in->reason);
-	json_t *exits = json_array();
-	char what[64];
-	int i;
-
-	for (i = 0; i < in->nexits; i++) {
-		exit_words(&in->exits[i], what, sizeof(what));
-		json_array_append_new(exits,
-				      json_pack("{s:I, s:s}", "ms",
-						(json_int_t)in->exits[i].ms,
-						"exit", what));
-	}
-	json_object_set_new(o, "exits", exits);
-	return o;
 }

@@ -3,7 +3,11 @@
  * sends heartbeats with /proc samples, runs the instances it is told to
  * run, and keeps them running when the controller goes away: it reconnects
  * with backoff, and only after the orphan timeout stops them and exits.
+ * Its supervisor (supervise.c) reports through events that this file turns
+ * into messages and replies; the replies a request waits for are kept
+ * here, per instance (struct rt_waits).
  */
+#include <assert.h>
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
@@ -21,6 +25,7 @@
 
 static void conn_lost(struct rt_worker *w, const char *why);
 static void try_connect(struct rt_worker *w);
+static void maybe_exit(struct rt_worker *w, int give_up);
 
 /* ============================================================ sending */
 
@@ -39,15 +44,39 @@ void rt_worker_send(struct rt_worker *w, json_t *header, const void *body,
 	rt_wire_out_send(&w->out, header, body, len);
 }
 
-void rt_worker_report(struct rt_worker *w, struct rt_instance *in)
+/* Describes `in` as the controller wants to know it. */
+static json_t *describe(const struct rt_instance *in)
 {
-	json_t *o = rt_instance_describe(in);
+	json_t *o = json_pack(
+		"{s:s, s:s, s:s, s:i, s:I, s:I, s:I, s:s}", "type", "instance",
+		"instance", in->id, "state", rt_state_name(in->state), "pid",
+		(int)in->pid, "revision", (json_int_t)in->revision,
+		"started_ms", (json_int_t)in->started_ms, "restarts",
+		(json_int_t)in->restarts, "reason", in->reason);
+	json_t *exits = json_array();
+	char what[64];
+	int i;
 
-	json_object_set_new(o, "type", json_string("instance"));
-	rt_worker_send(w, o, NULL, 0);
+	for (i = 0; i < in->nexits; i++) {
+		rt_exit_words(&in->exits[i], what, sizeof(what));
+		json_array_append_new(exits,
+				      json_pack("{s:I, s:s}", "ms",
+						(json_int_t)in->exits[i].ms,
+						"exit", what));
+	}
+	json_object_set_new(o, "exits", exits);
+	return o;
 }
 
-void rt_worker_reply(struct rt_worker *w, long long seq, int err, json_t *extra)
+/* Reports an instance's state to the controller. */
+static void report(struct rt_worker *w, const struct rt_instance *in)
+{
+	rt_worker_send(w, describe(in), NULL, 0);
+}
+
+/* Answers the controller's request `seq` (none when <= 0). Takes
+ * `extra`, the reply's other fields, or NULL. */
+static void reply(struct rt_worker *w, long long seq, int err, json_t *extra)
 {
 	json_t *o = extra ? extra : json_object();
 
@@ -59,6 +88,168 @@ void rt_worker_reply(struct rt_worker *w, long long seq, int err, json_t *extra)
 	json_object_set_new(o, "seq", json_integer(seq));
 	json_object_set_new(o, "err", json_integer(err));
 	rt_worker_send(w, o, NULL, 0);
+}
+
+/* ============================================================= waits */
+
+/* The requests on one instance that wait for what its supervisor reports:
+ * every request gets one answer, also when another replaces it. */
+struct rt_waits {
+	long long spawn; /* start, restart: answered when it is spawned */
+	long long exit;	 /* stop: answered when its process has exited */
+};
+
+static struct rt_waits *waits_get(struct rt_worker *w, const char *id)
+{
+	return rt_map_get(&w->waits, id);
+}
+
+/* Drops the record of `id` once nothing waits. */
+static void waits_tidy(struct rt_worker *w, const char *id)
+{
+	struct rt_waits *q = waits_get(w, id);
+
+	if (q != NULL && q->spawn <= 0 && q->exit <= 0)
+		free(rt_map_del(&w->waits, id));
+}
+
+/* Makes request `seq` wait for the next spawn (or, with `exit`, the next
+ * exit) of `id`, answering the one it replaces (0). Returns 0 or
+ * -ENOMEM. */
+static int wait_for(struct rt_worker *w, const char *id, long long seq,
+		    int exit)
+{
+	struct rt_waits *q = waits_get(w, id);
+	long long *slot;
+
+	if (q == NULL && seq <= 0)
+		return 0;
+	if (q == NULL) {
+		q = calloc(1, sizeof(*q));
+		if (q == NULL || rt_map_put(&w->waits, id, q) < 0) {
+			free(q);
+			return -ENOMEM;
+		}
+	}
+	slot = exit ? &q->exit : &q->spawn;
+	if (*slot > 0 && *slot != seq)
+		reply(w, *slot, 0, NULL);
+	*slot = seq;
+	waits_tidy(w, id);
+	return 0;
+}
+
+/* Answers what waits for a spawn (with `pid` when >= 0) or an exit of
+ * `id`, with `err`. */
+static void answer(struct rt_worker *w, const char *id, int exit, int err,
+		   int pid)
+{
+	struct rt_waits *q = waits_get(w, id);
+	long long seq;
+
+	if (q == NULL)
+		return;
+	seq = exit ? q->exit : q->spawn;
+	if (exit)
+		q->exit = 0;
+	else
+		q->spawn = 0;
+	waits_tidy(w, id);
+	reply(w, seq, err, pid >= 0 ? json_pack("{s:i}", "pid", pid) : NULL);
+}
+
+/* ============================================== the supervisor's events */
+
+static void ev_state(struct rt_instance *in)
+{
+	report(rt_worker_of(in), in);
+}
+
+static void ev_spawned(struct rt_instance *in, const char *why)
+{
+	/* A failed spawn answers too: the exit (status 127) follows. */
+	answer(rt_worker_of(in), in->id, 0, 0, why == NULL ? (int)in->pid : -1);
+	if (why == NULL)
+		rt_call_ready(in);
+}
+
+static void ev_exited(struct rt_instance *in, const struct rt_exit *e)
+{
+	struct rt_worker *w = rt_worker_of(in);
+	char what[64];
+
+	rt_call_process_gone(in);
+	/* Whoever waited for this exit has it, whatever comes next. */
+	answer(w, in->id, 1, 0, -1);
+	rt_exit_words(e, what, sizeof(what));
+	rt_worker_send(w,
+		       json_pack("{s:s, s:s, s:s, s:i, s:i, s:b}", "type",
+				 "exited", "instance", in->id, "exit", what,
+				 "code", e->code, "signal", e->signal, "oom",
+				 e->oom),
+		       NULL, 0);
+}
+
+static void ev_removed(struct rt_instance *in)
+{
+	struct rt_worker *w = rt_worker_of(in);
+
+	rt_call_abort(in, "the instance is gone");
+	answer(w, in->id, 0, ECANCELED, -1);
+	answer(w, in->id, 1, 0, -1);
+	assert(waits_get(w, in->id) == NULL);
+	maybe_exit(w, 0);
+}
+
+static const struct rt_sup_events events = {
+	.state = ev_state,
+	.spawned = ev_spawned,
+	.exited = ev_exited,
+	.removed = ev_removed,
+	.call_output = rt_call_on_output,
+	.call_exited = rt_call_cold_exited,
+};
+
+/* ====================================================== instance requests */
+
+/* start: answered with the pid once it runs the revision. */
+static void start_instance(struct rt_worker *w, struct rt_instance *in,
+			   json_t *spec, long long revision, long long seq)
+{
+	if (wait_for(w, in->id, seq, 0) < 0) {
+		reply(w, seq, ENOMEM, NULL);
+		return;
+	}
+	if (rt_instance_start(in, spec, revision) == 1)
+		answer(w, in->id, 0, 0, (int)in->pid); /* it runs already */
+}
+
+/* stop: answered once its process has exited (at once if none runs). */
+static void stop_instance(struct rt_worker *w, struct rt_instance *in,
+			  long long seq, int forget)
+{
+	rt_call_abort(in, "the instance is stopping");
+	answer(w, in->id, 0, ECANCELED, -1);
+	if (wait_for(w, in->id, seq, 1) < 0)
+		reply(w, seq, ENOMEM, NULL);
+	/* Even when removed, `in` may be read until the loop runs again. */
+	if (rt_instance_stop(in, forget) == 1)
+		answer(w, in->id, 1, 0, -1);
+}
+
+/* restart: answered with the pid once spawned anew. */
+static void restart_instance(struct rt_worker *w, struct rt_instance *in,
+			     long long seq)
+{
+	if (in->spec == NULL) {
+		reply(w, seq, ENOENT, NULL);
+		return;
+	}
+	if (wait_for(w, in->id, seq, 0) < 0) {
+		reply(w, seq, ENOMEM, NULL);
+		return;
+	}
+	rt_instance_restart(in);
 }
 
 static int running_cb(const char *key, void *value, void *arg)
@@ -83,24 +274,20 @@ static void send_register(struct rt_worker *w)
 {
 	json_t *running = json_array();
 
-	rt_map_each(&w->instances, running_cb, running);
+	rt_map_each(&w->sup.instances, running_cb, running);
 	rt_worker_send(w,
 		       json_pack("{s:s, s:s, s:i, s:O, s:O, s:i, s:o, s:b}",
 				 "type", "register", "id", w->id, "memory",
 				 w->memory_mb, "tags", w->tags, "namespaces",
 				 w->namespaces, "pid", (int)getpid(), "running",
-				 running, "cgroups", w->cgroup_root != NULL),
+				 running, "cgroups",
+				 w->sup.cgroup_root != NULL),
 		       NULL, 0);
 }
 
 /* ========================================================= shutting down */
 
-static void closed_noop(uv_handle_t *h)
-{
-	(void)h;
-}
-
-/* Stops every instance, then exits (see rt_worker_maybe_exit). Stopping
+/* Stops every instance, then exits (see maybe_exit). Stopping
  * may remove instances, so they are gathered before any is stopped. */
 static void shutdown_all(struct rt_worker *w, const char *why)
 {
@@ -114,35 +301,52 @@ static void shutdown_all(struct rt_worker *w, const char *why)
 		rt_worker_send(w, json_pack("{s:s}", "type", "leaving"), NULL,
 			       0);
 	w->shutting_down = 1;
-	v = rt_map_values(&w->instances, &n);
+	v = rt_map_values(&w->sup.instances, &n);
 	for (i = 0; v != NULL && i < n; i++)
-		rt_instance_stop(v[i], 0, 1);
+		stop_instance(w, v[i], 0, 1);
 	free(v);
-	rt_worker_maybe_exit(w);
+	maybe_exit(w, 0);
 }
 
-void rt_worker_maybe_exit(struct rt_worker *w)
+/* Ends the worker once it is shutting down and nothing is left: every
+ * instance removed and every process it forked reaped, so that their
+ * memory and groups go too. Processes that are not reaped within
+ * RT_REAP_WAIT_MS of being the last thing left are given up (on_tick). */
+static void maybe_exit(struct rt_worker *w, int give_up)
 {
 	int i;
 
-	if (!w->shutting_down || w->instances.count > 0)
+	if (!w->shutting_down || w->closed || w->sup.instances.count > 0)
 		return;
-	rt_runs_close(w);
+	if (!rt_sup_idle(&w->sup) && !give_up) {
+		if (w->reap_wait_mono == 0) {
+			/* Only processes of calls or removed instances:
+			 * killed already, their SIGCHLD is on its way. */
+			w->reap_wait_mono = rt_mono_ms();
+			rt_sup_kill_runs(&w->sup);
+		}
+		return;
+	}
+	if (!rt_sup_idle(&w->sup))
+		rt_log(RT_LOG_WARN,
+		       "worker %s: %zu processes not reaped within %d ms; "
+		       "exiting without them",
+		       w->id, w->sup.runs.count, RT_REAP_WAIT_MS);
+	w->closed = 1;
+	rt_sup_close(&w->sup);
 	uv_timer_stop(&w->tick);
 	uv_timer_stop(&w->retry);
-	if (!uv_is_closing((uv_handle_t *)&w->tick)) {
-		uv_close((uv_handle_t *)&w->tick, closed_noop);
-		uv_close((uv_handle_t *)&w->retry, closed_noop);
-		for (i = 0; i < 3; i++)
-			uv_close((uv_handle_t *)&w->sig[i], closed_noop);
-		uv_close((uv_handle_t *)&w->sigchld, closed_noop);
-		if (w->connected || w->connecting) {
-			w->connected = w->connecting = 0;
-			rt_wire_out_flush(&w->out);
-			uv_close((uv_handle_t *)&w->conn, closed_noop);
-		}
-		rt_wire_flusher_stop(&w->flusher);
+	uv_close((uv_handle_t *)&w->tick, NULL);
+	uv_close((uv_handle_t *)&w->retry, NULL);
+	for (i = 0; i < 3; i++)
+		uv_close((uv_handle_t *)&w->sig[i], NULL);
+	uv_close((uv_handle_t *)&w->sigchld, NULL);
+	if (w->connected || w->connecting) {
+		w->connected = w->connecting = 0;
+		rt_wire_out_flush(&w->out);
+		uv_close((uv_handle_t *)&w->conn, NULL);
 	}
+	rt_wire_flusher_stop(&w->flusher);
 }
 
 /* =========================================================== receiving */
@@ -150,20 +354,20 @@ void rt_worker_maybe_exit(struct rt_worker *w)
 static int report_cb(const char *key, void *value, void *arg)
 {
 	(void)key;
-	rt_worker_report(arg, value);
+	report(arg, value);
 	return 0;
 }
 
 static void report_all(struct rt_worker *w)
 {
-	rt_map_each(&w->instances, report_cb, w);
+	rt_map_each(&w->sup.instances, report_cb, w);
 }
 
 static struct rt_instance *find(struct rt_worker *w, const struct rt_msg *m)
 {
 	const char *id = rt_msg_str(m, "instance");
 
-	return id ? rt_map_get(&w->instances, id) : NULL;
+	return id ? rt_map_get(&w->sup.instances, id) : NULL;
 }
 
 static void handle(struct rt_worker *w, const struct rt_msg *m)
@@ -178,10 +382,10 @@ static void handle(struct rt_worker *w, const struct rt_msg *m)
 		w->retry_ms = RETRY_FIRST_MS;
 		if (w->registered_once)
 			rt_log(RT_LOG_INFO, "worker %s: reconnected", w->id);
-		if (!w->registered_once && w->cgroup_root != NULL)
+		if (!w->registered_once)
 			/* Accepted: the groups under our name are ours to
 			 * clean (a duplicate would have been refused). */
-			rt_cgroup_sweep(w->cgroup_root);
+			rt_sup_sweep(&w->sup);
 		w->registered_once = 1;
 		/* A controller that starts over learns everything it runs. */
 		report_all(w);
@@ -199,28 +403,28 @@ static void handle(struct rt_worker *w, const struct rt_msg *m)
 		json_t *spec = json_object_get(m->header, "spec");
 
 		if (w->shutting_down || !json_is_object(spec)) {
-			rt_worker_reply(w, seq, EINVAL, NULL);
+			reply(w, seq, EINVAL, NULL);
 			return;
 		}
 		if (in == NULL)
-			in = rt_instance_new(w, id);
+			in = rt_instance_new(&w->sup, id);
 		if (in == NULL)
-			rt_worker_reply(w, seq, ENOMEM, NULL);
+			reply(w, seq, ENOMEM, NULL);
 		else
-			rt_instance_start(in, spec,
-					  rt_msg_int(m, "revision", 0), seq);
+			start_instance(w, in, spec,
+				       rt_msg_int(m, "revision", 0), seq);
 	} else if (strcmp(m->type, "stop") == 0) {
 		if (in == NULL)
-			rt_worker_reply(w, seq, 0, NULL);
+			reply(w, seq, 0, NULL);
 		else
-			rt_instance_stop(in, seq,
-					 json_is_true(json_object_get(
-						 m->header, "forget")));
+			stop_instance(w, in, seq,
+				      json_is_true(json_object_get(m->header,
+								   "forget")));
 	} else if (strcmp(m->type, "restart") == 0) {
 		if (in == NULL || w->shutting_down)
-			rt_worker_reply(w, seq, ENOENT, NULL);
+			reply(w, seq, ENOENT, NULL);
 		else
-			rt_instance_restart(in, seq);
+			restart_instance(w, in, seq);
 	} else if (strcmp(m->type, "log") == 0) {
 		struct rt_buf tail = { 0 };
 		long long max = rt_msg_int(m, "max", 65536);
@@ -240,7 +444,7 @@ static void handle(struct rt_worker *w, const struct rt_msg *m)
 	} else {
 		rt_log(RT_LOG_WARN, "worker %s: unknown message %s", w->id,
 		       m->type);
-		rt_worker_reply(w, seq, EOPNOTSUPP, NULL);
+		reply(w, seq, EOPNOTSUPP, NULL);
 	}
 }
 
@@ -347,8 +551,11 @@ static int sample_cb(const char *key, void *value, void *arg)
 	(void)key;
 	if (in->run == NULL || in->pid <= 0)
 		return 0; /* nothing to sample: no process */
-	o = json_object();
-	rt_instance_sample(in, o);
+	rt_instance_sample(in);
+	o = json_pack("{s:s, s:i, s:I, s:I}", "instance", in->id, "pid",
+		      (int)in->pid, "cpu_ms",
+		      (json_int_t)(in->cpu_seconds * 1000), "rss",
+		      (json_int_t)in->rss_bytes);
 	json_array_append_new(arg, o);
 	return 0;
 }
@@ -358,8 +565,8 @@ static void on_tick(uv_timer_t *t)
 	struct rt_worker *w = t->data;
 	json_t *samples = json_array();
 
-	rt_map_each(&w->instances, sample_cb, samples);
-	rt_cgroups_collect(w);
+	rt_map_each(&w->sup.instances, sample_cb, samples);
+	rt_sup_collect(&w->sup);
 	if (w->connected)
 		rt_worker_send(w,
 			       json_pack("{s:s, s:o}", "type", "heartbeat",
@@ -370,12 +577,18 @@ static void on_tick(uv_timer_t *t)
 	if (!w->connected && w->lost_mono &&
 	    rt_mono_ms() - w->lost_mono > w->orphan_timeout_ms)
 		shutdown_all(w, "no controller within the orphan timeout");
+	if (w->reap_wait_mono != 0 &&
+	    rt_mono_ms() - w->reap_wait_mono > RT_REAP_WAIT_MS)
+		maybe_exit(w, 1);
 }
 
 static void on_sigchld(uv_signal_t *s, int signum)
 {
+	struct rt_worker *w = s->data;
+
 	(void)signum;
-	rt_instances_reap(s->data);
+	rt_sup_reap(&w->sup);
+	maybe_exit(w, 0);
 }
 
 static void on_signal(uv_signal_t *s, int signum)
@@ -453,7 +666,7 @@ int rt_worker_main(int argc, char **argv)
 	struct rt_worker w;
 	uv_loop_t loop;
 	struct rt_buf dir = { 0 };
-	int c, i, rc, orphan_s = ORPHAN_TIMEOUT_DEFAULT_S;
+	int c, i, rc, orphan_s = ORPHAN_TIMEOUT_DEFAULT_S, simulate = 0;
 	char *slash;
 
 	memset(&w, 0, sizeof(w));
@@ -495,7 +708,7 @@ int rt_worker_main(int argc, char **argv)
 				goto done;
 			}
 			break;
-		case 's': w.simulate = 1; break;
+		case 's': simulate = 1; break;
 		case 'h':
 			fputs(worker_usage, stdout);
 			rc = 0;
@@ -523,6 +736,10 @@ int rt_worker_main(int argc, char **argv)
 	w.orphan_timeout_ms = orphan_s * 1000;
 	signal(SIGPIPE, SIG_IGN);
 	rt_close_fds(-1);
+	uv_loop_init(&loop);
+	w.loop = &loop;
+	rt_sup_init(&w.sup, &loop, &events, &w);
+	w.sup.simulate = simulate;
 
 	/* Logs of instances go next to the socket, in the data directory. */
 	rt_buf_puts(&dir, w.sock_path);
@@ -533,17 +750,15 @@ int rt_worker_main(int argc, char **argv)
 	mkdir(dir.data, 0755);
 	rt_buf_printf(&dir, "/%s", w.id);
 	mkdir(dir.data, 0755);
-	w.log_dir = dir.data;
-	if (!w.simulate)
-		w.cgroup_root = rt_cgroup_root(w.id, w.sock_path);
-	if (w.cgroup_root == NULL && !w.simulate)
+	w.sup.log_dir = dir.data;
+	if (!simulate)
+		w.sup.cgroup_root = rt_cgroup_root(w.id, w.sock_path);
+	if (w.sup.cgroup_root == NULL && !simulate)
 		rt_log(RT_LOG_INFO,
 		       "worker %s: no memory cgroup; RSS sampling "
 		       "enforces memory limits",
 		       w.id);
 
-	uv_loop_init(&loop);
-	w.loop = &loop;
 	w.retry_ms = RETRY_FIRST_MS;
 	rt_wire_flusher_start(&w.flusher, &loop);
 	rt_wire_out_init(&w.out, &w.flusher, (uv_stream_t *)&w.conn);
@@ -563,17 +778,14 @@ int rt_worker_main(int argc, char **argv)
 	w.lost_mono = rt_mono_ms(); /* counts until the first registration */
 	try_connect(&w);
 	uv_run(&loop, UV_RUN_DEFAULT);
-	uv_loop_close(&loop);
-	rt_map_free(&w.instances);
-	rt_idmap_free(&w.runs);
-	rt_cgroups_collect(&w);
-	for (i = 0; i < w.ncg_garbage; i++)
-		free(w.cg_garbage[i]);
-	free(w.cg_garbage);
-	if (w.cgroup_root != NULL)
-		rmdir(w.cgroup_root);
-	free(w.cgroup_root);
-	free(w.log_dir);
+	if (uv_loop_close(&loop) != 0)
+		rt_log(RT_LOG_WARN, "worker %s: loop closed with live handles",
+		       w.id);
+	/* Every instance is gone (maybe_exit waited for that); what is
+	 * left is memory and the groups of processes that died late. */
+	rt_sup_free(&w.sup, RT_CGROUP_WAIT_MS);
+	assert(w.waits.count == 0);
+	rt_map_free(&w.waits);
 	rt_buf_free(&w.in);
 	rt_buf_free(&w.out.pending);
 	json_decref(w.tags);

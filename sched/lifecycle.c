@@ -240,8 +240,10 @@ static void finish_shutdown(struct sched *s)
 	rt_map_each(&s->pool.children, close_conn_cb, NULL);
 	rt_wire_flusher_stop(&s->flusher);
 	sched__requests_end_all(s);
-	for (i = 0; i < SCHED_POOL_MAX; i++)
-		if (s->locals[i].live) {
+	for (i = 0; i < SCHED_POOL_MAX; i++) {
+		int killed = s->locals[i].live;
+
+		if (killed) {
 			/* Past the bound: make sure nothing is left. */
 			rt_log(RT_LOG_WARN,
 			       "local worker %s did not exit; "
@@ -251,6 +253,13 @@ static void finish_shutdown(struct sched *s)
 			uv_close((uv_handle_t *)&s->locals[i].proc, NULL);
 			s->locals[i].live = 0;
 		}
+		/* The empty memory groups of a local worker that was killed
+		 * (now, or by kill -9 before) and cannot remove them: its
+		 * instances die with it. Bounded, and at once where there is
+		 * no group; the FUSE mount is gone. */
+		rt_cgroup_prune(s->locals[i].id, s->sock_path,
+				killed ? 1000 : 100);
+	}
 	done(s->shutdown_arg);
 }
 

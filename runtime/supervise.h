@@ -1,0 +1,284 @@
+/*
+ * supervise.h - the runtime spawner: one record per instance, the
+ * processes it forks (runs), their logs and memory cgroups, the restart
+ * policy with backoff and a start limit, and stopping (SIGTERM, SIGKILL
+ * after a grace period).
+ *
+ * The supervisor knows processes and libuv, never the wire protocol: it
+ * reports what happens through struct rt_sup_events. The worker
+ * (worker.c) turns those reports into messages and replies for the
+ * controller; the unit tests record them. Private to runtime/.
+ */
+#ifndef FNFS_RT_SUPERVISE_H
+#define FNFS_RT_SUPERVISE_H
+
+#include <jansson.h>
+#include <sys/types.h>
+#include <uv.h>
+
+#include "rt.h"
+
+/* Supervision constants (spec 9). */
+#define RT_BACKOFF_FIRST_MS 100	       /* first restart delay */
+#define RT_BACKOFF_MAX_MS   30000      /* the delay doubles up to this */
+#define RT_BACKOFF_RESET_MS 10000      /* a run this long resets the delay */
+#define RT_START_LIMIT	    5	       /* more exits than this ... */
+#define RT_START_WINDOW_MS  10000      /* ... within this window: failed */
+#define RT_STOP_GRACE_MS    5000       /* SIGTERM, then SIGKILL after this */
+#define RT_EXITS_KEPT	    5	       /* exits listed in status */
+#define RT_LOG_ROTATE_BYTES (1u << 20) /* a log file rotates past this */
+#define RT_LOG_KEEP	    3	       /* rotated files kept: .1 .. .3 */
+
+enum rt_state {
+	RT_STARTING,
+	RT_RUNNING,
+	RT_BACKOFF,
+	RT_STOPPING,
+	RT_STOPPED,
+	RT_FAILED,
+	RT_STATE_COUNT /* not a state: how many there are */
+};
+
+/* One recorded exit. */
+struct rt_exit {
+	int64_t ms; /* when */
+	int code;   /* exit status, or -1 when killed by a signal */
+	int signal; /* terminating signal, or 0 */
+	int oom;    /* killed for exceeding its memory limit */
+};
+
+struct rt_sup;
+struct rt_instance;
+struct rt_call;
+
+/* One spawned process of an instance, from spawn until its process has
+ * been reaped and its pipes closed. Heap-allocated per spawn, since a
+ * restart spawns anew while the old handles are still closing. */
+struct rt_run {
+	struct rt_instance *in; /* owner; NULL once the instance is gone */
+	struct rt_sup *sup;	/* the supervisor (kept when in is gone) */
+	pid_t pid;		/* the process */
+	uv_pipe_t out;		/* its stderr (and a daemon's stdout): log */
+	uv_pipe_t req;		/* calls: its stdin */
+	uv_pipe_t resp;		/* calls: its stdout */
+	int nopen;		/* pipes not yet closed */
+	int calls;		/* it takes calls on stdin and stdout */
+	int cold;		/* it serves the one call `call` */
+	int killed;		/* killed by the worker (a timeout) */
+	int resp_eof;		/* its stdout ended */
+	struct rt_buf line;	/* hot: a response line being read */
+	struct rt_call *call;	/* cold: the call it serves, or NULL */
+	char *cgroup;		/* its memory group until handed over, owned */
+	int code, sig;		/* its exit, once reaped */
+	int reaped;		/* its exit has been collected */
+	struct rt_run *next;	/* the supervisor's list of runs with pipes */
+	struct rt_run *prev;
+};
+
+/* One instance. */
+struct rt_instance {
+	struct rt_sup *sup; /* owner */
+	char *id;	    /* "tenant/ns/fn/N", owned */
+	json_t *spec;	    /* the start message's spec, owned */
+	long long revision; /* of the spec */
+	enum rt_state state;
+	int desired_run;      /* 1: keep it running; 0: stop */
+	int forget;	      /* remove once stopped */
+	int restart_now;      /* start again as soon as it has exited */
+	struct rt_run *run;   /* the live process, or NULL */
+	int runs;	      /* runs still referring to this */
+	pid_t pid;	      /* of the live process, 0 if none */
+	uv_timer_t *timer;    /* backoff delay or stop grace; owned */
+	int64_t started_ms;   /* epoch ms of the last spawn */
+	int64_t started_mono; /* monotonic ms of the last spawn */
+	int spawned;	      /* spawns so far */
+	long long restarts;   /* spawns after the first */
+	int backoff_ms;	      /* the next backoff delay */
+	int64_t recent[RT_START_LIMIT + 1]; /* monotonic ms of recent exits */
+	int nrecent;
+	struct rt_exit exits[RT_EXITS_KEPT]; /* newest first */
+	int nexits;
+	int oom_pending;       /* killed by RSS sampling for memory */
+	char reason[256];      /* why it is in its state */
+	char *cgroup;	       /* memory cgroup directory, owned, or NULL */
+	int log_fd;	       /* the open log file, or -1 */
+	char *log_path;	       /* owned */
+	size_t log_size;       /* bytes in the current log file */
+	double cpu_seconds;    /* last /proc sample */
+	long long rss_bytes;   /* last /proc sample */
+	int freeing;	       /* removed; freed when nothing refers */
+	struct rt_call *call;  /* hot, cold: the call it serves (call.c) */
+	long long cold_spawns; /* cold: processes forked for calls */
+};
+
+/* What the supervisor reports to its owner. Each may be NULL. They are
+ * called on the loop thread, from inside the supervisor's functions and
+ * handlers; they may call the supervisor's commands, but must not remove
+ * the instance they are told about (the `removed` one is gone already). */
+struct rt_sup_events {
+	/* The state or reason of `in` changed. */
+	void (*state)(struct rt_instance *in);
+	/* A start of `in` ended: its process runs (pid in in->pid; 0 for a
+	 * cold or simulated slot), or, when `why` is set, it could not be
+	 * forked (an exit of status 127 is reported next). */
+	void (*spawned)(struct rt_instance *in, const char *why);
+	/* The process of `in` exited; `e` is its record, in->exits[0].
+	 * Called before the restart policy applies. */
+	void (*exited)(struct rt_instance *in, const struct rt_exit *e);
+	/* `in` left the supervisor. It may be read until the loop runs
+	 * again, then it is freed. */
+	void (*removed)(struct rt_instance *in);
+	/* Reads the stdout of a calls process (a libuv read callback on
+	 * r->resp). NULL: that output goes to the log. */
+	uv_read_cb call_output;
+	/* A cold call's process (r->cold) was reaped. */
+	void (*call_exited)(struct rt_run *r);
+};
+
+/* A set of supervised instances with their processes. Embedded in its
+ * owner; one per process (it reaps every child, see rt_sup_reap). */
+struct rt_sup {
+	uv_loop_t *loop;
+	const struct rt_sup_events *ev; /* never NULL */
+	void *arg;			/* the owner's */
+	int simulate;			/* accept instances without processes */
+	char *log_dir;			/* owned, or NULL: no logs */
+	char *cgroup_root;		/* owned, NULL: cgroups are unusable */
+	char **cg_garbage;		/* groups to remove once empty, owned */
+	int ncg_garbage;
+	struct rt_map instances;  /* id -> struct rt_instance * */
+	struct rt_run *open_runs; /* runs whose pipes are still open */
+	struct rt_idmap runs;	  /* pid -> struct rt_run *, unreaped */
+};
+
+/* ---- supervise.c: the set */
+
+/* Prepares `s` on `loop`, reporting through `ev` (not NULL, kept). The
+ * caller may set simulate, log_dir and cgroup_root afterwards. */
+void rt_sup_init(struct rt_sup *s, uv_loop_t *loop,
+		 const struct rt_sup_events *ev, void *arg);
+
+/* Whether `s` holds no instance and no process that is not reaped yet. */
+int rt_sup_idle(const struct rt_sup *s);
+
+/* Collects the exits of the supervised processes (call it on SIGCHLD;
+ * it reaps every child of the process). */
+void rt_sup_reap(struct rt_sup *s);
+
+/* Sends SIGKILL to every process not reaped yet, and to its group. */
+void rt_sup_kill_runs(struct rt_sup *s);
+
+/* Closes the pipes of every run: descendants that left their group may
+ * hold a finished run's output open, and an exit does not wait for them. */
+void rt_sup_close(struct rt_sup *s);
+
+/* Retries the removal of groups that still had members: kills what is
+ * left in them, removes the empty ones. */
+void rt_sup_collect(struct rt_sup *s);
+
+/* Once the loop has ended with every instance removed: frees what is
+ * left (runs whose process could not be reaped), removes the memory
+ * groups (killing what is left in them, retrying up to `wait_ms` while
+ * members die) and the root group, and frees `s`'s memory. May block up
+ * to `wait_ms`. */
+void rt_sup_free(struct rt_sup *s, int wait_ms);
+
+/* ---- supervise.c: instances */
+
+/* Returns the spec's word for a state ("running"). */
+const char *rt_state_name(enum rt_state s);
+
+/* Describes an exit: "status 3", "signal 9", "oom". */
+void rt_exit_words(const struct rt_exit *e, char *out, size_t n);
+
+/* Creates the record of instance `id` (not started; `id` not present).
+ * Returns it, or NULL when out of memory. */
+struct rt_instance *rt_instance_new(struct rt_sup *s, const char *id);
+
+/* Starts `in` with `spec` (NULL: the one it has) at `revision`; a process
+ * of another revision, or one being stopped, is stopped first and the
+ * instance started again once it has exited. Clears `failed` and the
+ * backoff. Returns 1 when it runs that revision already (nothing more is
+ * reported), 0 when a start follows: `spawned` reports it, possibly
+ * before this returns. */
+int rt_instance_start(struct rt_instance *in, json_t *spec, long long revision);
+
+/* Stops `in`: SIGTERM to its process group, SIGKILL after the grace
+ * period; processes of its calls are killed at once. With `forget`, the
+ * record is removed once stopped. Returns 0 when its process is being
+ * stopped (`exited` follows, then the state `stopped`), 1 when nothing
+ * ran: it is stopped (and with `forget` removed) already. Either way `in`
+ * may be read until the loop runs again. */
+int rt_instance_stop(struct rt_instance *in, int forget);
+
+/* Restarts `in` now: stop, then start at once. Clears `failed` and the
+ * backoff. Returns 0 (`spawned` follows, possibly before this returns),
+ * or -ENOENT when it was never started. */
+int rt_instance_restart(struct rt_instance *in);
+
+/* Removes `in`: every process of it is killed, `removed` is reported, and
+ * the record is freed once its handles have closed. A no-op when removed
+ * already. */
+void rt_instance_remove(struct rt_instance *in);
+
+/* Refreshes the instance's /proc figures (cpu_seconds, rss_bytes); kills
+ * it when it is over its memory limit and no cgroup enforces that. */
+void rt_instance_sample(struct rt_instance *in);
+
+/* Appends the last `max` bytes of the instance's log to `out`. */
+int rt_instance_log_tail(struct rt_instance *in, size_t max,
+			 struct rt_buf *out);
+
+/* Whether the instance's spec has `mode` ("hot", "cold"). */
+int rt_instance_mode_is(const struct rt_instance *in, const char *mode);
+
+/* Appends process output to the instance's log (rotating it). */
+void rt_log_write(struct rt_instance *in, const char *p, size_t n);
+
+/* Forks the program of `in` as a new run, in a memory group named after
+ * `tag`. With `calls`, its stdin and stdout are pipes to the caller (hot
+ * and cold modes); otherwise stdin is /dev/null and stdout goes to the
+ * log. Its stderr always goes to the log. Returns the run (in the
+ * supervisor's maps, not yet the instance's `run`), or NULL with `why`. */
+struct rt_run *rt_run_spawn(struct rt_instance *in, int calls, const char *tag,
+			    const char **why);
+
+/* Closes pipe `p` of run `r` if it is open. */
+void rt_run_close(struct rt_run *r, uv_pipe_t *p);
+
+/* Removes memory group `dir` now, or once its members are gone (see
+ * rt_sup_collect). Takes `dir`. */
+void rt_cgroup_discard(struct rt_sup *s, char *dir);
+
+/* ---- proc.c: /proc, cgroups */
+
+/* Reads cpu seconds and RSS bytes of `pid`. Returns 0 or -errno. */
+int rt_proc_sample(pid_t pid, double *cpu_seconds, long long *rss_bytes);
+
+/* Makes the memory cgroup root of worker `worker_id` of the controller
+ * `key` (its socket path) if it can hold limited groups. Returns its path
+ * (owned), or NULL when cgroups are unusable. */
+char *rt_cgroup_root(const char *worker_id, const char *key);
+
+/* Kills what a dead worker of the same id and controller left in the
+ * groups under s->cgroup_root, and removes them (later, for those whose
+ * members are still dying). Nothing runs twice. */
+void rt_sup_sweep(struct rt_sup *s);
+
+/* After fork, in the child: makes the group `dir` (and its parent, the
+ * root) with the memory limit `limit` (bytes, as text) and moves the
+ * calling process into it, before exec, so that everything it starts is
+ * limited too. Uses only calls safe after fork. Returns 0 or -1. */
+int rt_cgroup_join(const char *dir, const char *limit);
+
+/* Kills every process in group `dir`. */
+void rt_cgroup_kill(const char *dir);
+
+/* The cgroup's count of OOM kills, or -1. */
+long long rt_cgroup_oom_kills(const char *dir);
+
+/* Removes an empty cgroup. Returns 0 (also when it is gone already) or
+ * -errno (-EBUSY while members are still dying). */
+int rt_cgroup_remove(const char *dir);
+
+#endif
