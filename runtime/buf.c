@@ -106,13 +106,14 @@ static int needs_quotes(const char *v)
 int rt_buf_kv(struct rt_buf *b, const char *key, const char *value)
 {
 	const unsigned char *p;
-	size_t left = strlen(value), k;
+	size_t left, k;
 	int rc;
 
 	rc = rt_buf_printf(b, " %s=", key);
 	if (rc < 0 || !needs_quotes(value))
 		return rc < 0 ? rc : rt_buf_puts(b, value);
 	rc = rt_buf_puts(b, "\"");
+	left = strlen(value);
 	for (p = (const unsigned char *)value; *p && rc == 0; p++) {
 		if (*p == '"' || *p == '\\')
 			rc = rt_buf_printf(b, "\\%c", *p);

@@ -163,7 +163,8 @@ int sched__request(struct sched *s, struct sched_worker *w, json_t *header,
 	if (header == NULL) {
 		/* jansson refused a value (validation keeps text UTF-8, so
 		 * this is memory): say so rather than send half a message. */
-		rt_log(RT_LOG_ERROR, "a message to worker %s could not be built",
+		rt_log(RT_LOG_ERROR,
+		       "a message to worker %s could not be built",
 		       w != NULL ? w->obj.name : "?");
 		return -ENOMEM;
 	}
