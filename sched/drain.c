@@ -134,11 +134,6 @@ int sched__resume(struct sched *s, struct sched_worker *w)
 	return 0;
 }
 
-int sched__worker_changed(struct sched *s, struct sched_worker *w)
-{
-	return converge_worker(s, w);
-}
-
 /* Fills `set` with the ids of the functions that have an instance on
  * `w`: one pass over its assignments. */
 static void functions_on(const struct sched_worker *w, struct rt_idmap *set)

@@ -20,10 +20,6 @@ int sched__resume(struct sched *s, struct sched_worker *w);
  * it outlives the worker's row). */
 int sched__drained(struct sched *s, const char *id);
 
-/* What worker `w` offers changed: its instances that no longer fit it
- * move. Returns 0 or -errno of the store. */
-int sched__worker_changed(struct sched *s, struct sched_worker *w);
-
 /* Moves instances until the counts of usable workers differ by at most
  * one. Returns 0 or -errno of the store. */
 int sched__rebalance(struct sched *s);
