@@ -298,8 +298,15 @@ static int stop_workers_cb(const char *key, void *value, void *arg)
 	(void)key;
 	if (w->local)
 		store_worker_delete(s->store, w->obj.name);
-	if (!w->online)
+	if (!w->online) {
+		/* A hand-started worker that is away (killed, most likely)
+		 * cannot remove its groups: remove those that are empty, in
+		 * one pass (a live one's are not, and it re-creates its root
+		 * when it comes back). */
+		if (!w->local)
+			rt_cgroup_prune(w->obj.name, s->sock_path, 0);
 		return 0;
+	}
 	if (w->local)
 		sched__send(s, w, json_pack("{s:s}", "type", "shutdown"));
 	else /* a worker started by hand stays; its instances stop */
