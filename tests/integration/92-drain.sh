@@ -28,6 +28,7 @@ check "the drain survives a remount" eval 'stop_fnfs; start_fnfs --workers 0 && 
 
 echo resume >"$MNT/workers/w1/state"
 check_eq "resume makes it healthy" "$(cat "$MNT/workers/w1/state")" "healthy"
+check "everything runs again before the rebalance" wait_until 10 eval 'running_all "$F" 4 && running_all "$G" 1'
 p2=$(cat "$F"/instances/*/pid | tr '\n' ' ')
 echo 1 >"$MNT/workers/rebalance"
 check "rebalance evens out the counts" wait_until 10 eval 'running_all "$F" 4 && running_all "$G" 1 && [ $(( $(ls "$MNT/workers/w1/assignments" | wc -l) - $(ls "$MNT/workers/w2/assignments" | wc -l) )) -ge -1 ] && [ $(( $(ls "$MNT/workers/w1/assignments" | wc -l) - $(ls "$MNT/workers/w2/assignments" | wc -l) )) -le 1 ]'
