@@ -207,20 +207,12 @@ unsigned long sched__random(struct sched *s)
 
 int sched__parse_int(const char *buf, size_t len, long lo, long hi, long *out)
 {
-	long v = 0;
-	size_t i;
+	long long v;
 
 	if (len > 0 && buf[len - 1] == '\n')
 		len--;
-	if (len == 0 || len > 9)
+	if (sched_parse_digits(buf, len, &v) < 0 || v < lo || v > hi)
 		return -EINVAL;
-	for (i = 0; i < len; i++) {
-		if (buf[i] < '0' || buf[i] > '9')
-			return -EINVAL;
-		v = v * 10 + (buf[i] - '0');
-	}
-	if (v < lo || v > hi)
-		return -EINVAL;
-	*out = v;
+	*out = (long)v;
 	return 0;
 }

@@ -118,6 +118,10 @@ int sched_spec_parse(struct sched_spec *s, enum sched_attr a, const char *buf,
 int sched_spec_from_json(struct sched_spec *s, const char *buf, size_t len,
 			 struct rt_buf *why);
 
+/* Parses a decimal integer of at most 18 plain digits that is the whole
+ * of `v` (`len` bytes). Returns 0 or -EINVAL. Pure. */
+int sched_parse_digits(const char *v, size_t len, long long *out);
+
 /* Checks rules that span attributes. Returns 0 or -EINVAL with `why`. */
 int sched_spec_check(const struct sched_spec *s, struct rt_buf *why);
 

@@ -576,8 +576,7 @@ static int add_tag(char ***tags, int *n, const char *t, size_t len,
 
 /* ================================================================= parsing */
 
-/* Parses a decimal integer that is the whole of `v`. */
-static int parse_int(const char *v, size_t len, long long *out)
+int sched_parse_digits(const char *v, size_t len, long long *out)
 {
 	long long x = 0;
 	size_t i;
@@ -698,7 +697,7 @@ int sched_spec_parse(struct sched_spec *s, enum sched_attr a, const char *buf,
 	case SCHED_ATTR_IDLE_TIMEOUT: {
 		long long lo = 0, hi = 0;
 
-		if (parse_int(buf, len, &x) == 0)
+		if (sched_parse_digits(buf, len, &x) == 0)
 			return set_int(s, a, x, why);
 		int_range(a, &lo, &hi);
 		return bad(
