@@ -216,3 +216,12 @@ int sched__parse_int(const char *buf, size_t len, long lo, long hi, long *out)
 	*out = (long)v;
 	return 0;
 }
+
+void sched_owner_of(const struct sched_obj *o, struct sched_owner *out)
+{
+	/* Placeholder until tenants carry owners: everything is root's. */
+	(void)o;
+	out->uid = 0;
+	out->gid = 0;
+	out->mode = 0750;
+}

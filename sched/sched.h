@@ -180,6 +180,17 @@ struct sched_obj {
 	int64_t updated_ms;	  /* last change of it or its children */
 };
 
+/* Who owns a node of the tree: its tenant's Unix owner, group and mode
+ * (directory mode bits), or root's for anything outside a tenant. */
+struct sched_owner {
+	uint32_t uid;
+	uint32_t gid;
+	uint32_t mode; /* permission bits of the tenant directory (0750) */
+};
+
+/* Fills `out` with the owner of `o` (walking up to its tenant). */
+void sched_owner_of(const struct sched_obj *o, struct sched_owner *out);
+
 struct sched_fn_calls;
 struct sched_call;
 struct sched_stats;
