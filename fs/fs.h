@@ -185,6 +185,8 @@ struct fs_options {
 	int worker_memory;	/* --worker-memory MB, or 0 */
 	int heartbeat_timeout;	/* --heartbeat-timeout ms, or 0 */
 	int starts_per_minute;	/* --worker-starts N a minute, or 0 */
+	unsigned run_as_uid;	/* --run-as: root's tenants' functions */
+	unsigned run_as_gid;
 };
 
 /* Runs `fnfs mount`: mounts, serves until unmounted or signalled, unmounts.

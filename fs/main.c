@@ -2,6 +2,7 @@
  * main.c - the `fnfs` command: parses the command line and starts one side.
  */
 #include <getopt.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +14,8 @@
 static const char usage_text[] =
 	"usage:\n"
 	"  fnfs mount [-f] [--data DIR] [--workers N] [--worker-memory MB]\n"
-	"             [--heartbeat-timeout MS] [--worker-starts N] MOUNTPOINT\n"
+	"             [--heartbeat-timeout MS] [--worker-starts N]\n"
+	"             [--run-as USER] [--allow-root-functions] MOUNTPOINT\n"
 	"  fnfs worker --connect SOCKET --id ID --memory MB [--tags a,b]\n"
 	"              [--namespaces tenant/ns,...] [--orphan-timeout S]\n"
 	"  fnfs invoke TENANT/NAMESPACE/FUNCTION [--mount MOUNTPOINT] < "
@@ -25,7 +27,8 @@ static const char help_text[] =
 	"fnfs - a serverless-function runtime manager you drive through files\n"
 	"\n"
 	"  fnfs mount [-f] [--data DIR] [--workers N] [--worker-memory MB]\n"
-	"             [--heartbeat-timeout MS] [--worker-starts N] MOUNTPOINT\n"
+	"             [--heartbeat-timeout MS] [--worker-starts N]\n"
+	"             [--run-as USER] [--allow-root-functions] MOUNTPOINT\n"
 	"      Mounts the control tree at MOUNTPOINT (created when missing)\n"
 	"      and returns once it is ready; -f stays in the foreground, logs\n"
 	"      to stderr and exits 0 on Ctrl-C. State lives in DIR/fnfs.db\n"
@@ -37,6 +40,10 @@ static const char help_text[] =
 	"      machine's memory shared among them), starting at most N a\n"
 	"      minute (--worker-starts, default 10). A worker silent for\n"
 	"      --heartbeat-timeout ms (default 3000) is offline.\n"
+	"      Functions run as their tenant's owner (chown on tenants/T),\n"
+	"      in a sandbox; root's tenants run as --run-as USER (default\n"
+	"      nobody). Running them as root (--run-as root) needs\n"
+	"      --allow-root-functions.\n"
 	"      SIGTERM, SIGINT or `fusermount3 -u MOUNTPOINT` unmount it and\n"
 	"      stop every instance and local worker. A dead mount left by a\n"
 	"      crash is cleaned up first; after a crash the workers, which\n"
@@ -71,6 +78,7 @@ static const char help_text[] =
 	"    config                       the whole spec as JSON\n"
 	"    command mode format parallelism max_instances memory timeout\n"
 	"    idle_timeout env cwd tags tags_policy restart_policy\n"
+	"    pids cpu network isolation mounts\n"
 	"                                 one attribute each, read and write\n"
 	"    revision error               read-only: spec revision, last "
 	"error\n"
@@ -144,6 +152,38 @@ static void make_parents(const char *path)
 	}
 }
 
+/* Resolves `--run-as USER` (a name or a number) into `opt`. Running
+ * functions as root needs `allow_root`. Returns 0, or -1 having said why. */
+static int resolve_run_as(const char *user, int allow_root,
+			  struct fs_options *opt)
+{
+	struct passwd *pw = getpwnam(user);
+	char *end;
+	long v;
+
+	if (pw == NULL) {
+		v = strtol(user, &end, 10);
+		if (*user != '\0' && *end == '\0' && v >= 0 &&
+		    v < 4294967295L)
+			pw = getpwuid((uid_t)v);
+	}
+	if (pw == NULL) {
+		fprintf(stderr, "fnfs mount: --run-as: no user \"%s\"\n", user);
+		return -1;
+	}
+	if (pw->pw_uid == 0 && !allow_root) {
+		fprintf(stderr,
+			"fnfs mount: --run-as %s would run functions as root; "
+			"add --allow-root-functions if that is what you "
+			"want\n",
+			user);
+		return -1;
+	}
+	opt->run_as_uid = pw->pw_uid;
+	opt->run_as_gid = pw->pw_gid;
+	return 0;
+}
+
 static int cmd_mount(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -153,13 +193,16 @@ static int cmd_mount(int argc, char **argv)
 		{ "heartbeat-timeout", required_argument, NULL, 't' },
 		{ "worker-starts", required_argument, NULL, 's' },
 		{ "foreground", no_argument, NULL, 'f' },
+		{ "run-as", required_argument, NULL, 'u' },
+		{ "allow-root-functions", no_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct fs_options opt = { 0 };
+	const char *run_as = "nobody";
 	char *owned = NULL, *end;
+	int c, rc, allow_root = 0;
 	long v;
-	int c, rc;
 
 	opt.workers = -1;
 
@@ -202,6 +245,8 @@ static int cmd_mount(int argc, char **argv)
 			else
 				opt.worker_memory = (int)v;
 			break;
+		case 'u': run_as = optarg; break;
+		case 'R': allow_root = 1; break;
 		case 'h': fputs(help_text, stdout); return 0;
 		default: fputs(usage_text, stderr); return 2;
 		}
@@ -211,6 +256,8 @@ static int cmd_mount(int argc, char **argv)
 			usage_text);
 		return 2;
 	}
+	if (resolve_run_as(run_as, allow_root, &opt) < 0)
+		return 2;
 	opt.mountpoint = argv[optind];
 	if (opt.datadir == NULL) {
 		owned = default_datadir();

@@ -52,6 +52,8 @@ struct sched {
 	struct sched_obj pool; /* workers/; children are workers */
 	uint64_t next_id;      /* the id the next object gets */
 	char *datadir;	       /* owned */
+	uint32_t run_as_uid;   /* who root's tenants' functions run as */
+	uint32_t run_as_gid;
 
 	/* The cluster side (sched_start). */
 	uv_loop_t *loop;		       /* NULL until started */

@@ -123,6 +123,8 @@ int sched_start(struct sched *s, struct uv_loop_s *loop,
 	if (store_setting_get(s->store, "strategy", v, sizeof(v)) == 0 &&
 	    sched_strategy_parse(v, strlen(v)) >= 0)
 		s->strategy = sched_strategy_parse(v, strlen(v));
+	s->run_as_uid = opt->run_as_uid;
+	s->run_as_gid = opt->run_as_gid;
 	s->self = strdup(opt->self);
 	s->log_path = opt->log ? strdup(opt->log) : NULL;
 	/* The pool's size: the command line, else the stored one, else 1. */

@@ -1,17 +1,20 @@
 /*
  * orders.c - what the controller sends a worker about an instance: the
- * spec it runs (with its FN_* environment), start, stop and restart.
+ * spec it runs (with its FN_* environment, the identity it runs as and
+ * its sandbox and limits), start, stop and restart.
  */
 #include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common.h"
 #include "orders.h"
 #include "requests.h"
 
 /* Builds the spec a worker runs an instance with. */
-static json_t *run_spec(const struct sched_instance *in)
+static json_t *run_spec(const struct sched *s,
+		       const struct sched_instance *in)
 {
 	const struct sched_function *fn = sched__fn_of(in);
 	const struct sched_spec *sp = &fn->spec;
@@ -19,7 +22,10 @@ static json_t *run_spec(const struct sched_instance *in)
 	static const char *const formats[] = { "line", "json" };
 	static const char *const policies[] = { "always", "on-failure",
 						"never" };
-	json_t *env = json_array();
+	static const char *const isolations[] = { "sandbox", "none" };
+	static const char *const networks[] = { "host", "none" };
+	struct sched_owner owner;
+	json_t *env = json_array(), *mounts = json_array();
 	const char *t, *ns, *f;
 	char v[300];
 	int i;
@@ -46,11 +52,32 @@ static json_t *run_spec(const struct sched_instance *in)
 	FN_ENV("FN_MEMORY_MB=%d", sp->memory);
 	FN_ENV("FN_WORKER=%s", in->worker ? in->worker->obj.name : "");
 #undef FN_ENV
-	return json_pack("{s:s, s:o, s:s, s:i, s:s, s:s, s:s}", "command",
-			 sp->command ? sp->command : "", "env", env, "cwd",
-			 sp->cwd ? sp->cwd : "", "memory", sp->memory,
+	for (i = 0; i < sp->nmounts; i++) {
+		const char *m = sp->mounts[i];
+		size_t n = strlen(m);
+		int rw = n > 3 && strcmp(m + n - 3, " rw") == 0;
+
+		json_array_append_new(mounts,
+				      json_pack("{s:s%, s:b}", "path", m,
+						rw ? n - 3 : n, "rw", rw));
+	}
+	/* A tenant owned by a user runs as that user; root's tenants run
+	 * as the --run-as user. */
+	sched_owner_of(&fn->obj, &owner);
+	if (owner.uid == 0) {
+		owner.uid = s->run_as_uid;
+		owner.gid = s->run_as_gid;
+	}
+	return json_pack("{s:s, s:o, s:s, s:i, s:s, s:s, s:s, s:I, s:I, s:s, "
+			 "s:s, s:o, s:i, s:i}",
+			 "command", sp->command ? sp->command : "", "env", env,
+			 "cwd", sp->cwd ? sp->cwd : "", "memory", sp->memory,
 			 "restart_policy", policies[sp->restart_policy], "mode",
-			 modes[sp->mode], "format", formats[sp->format]);
+			 modes[sp->mode], "format", formats[sp->format], "uid",
+			 (json_int_t)owner.uid, "gid", (json_int_t)owner.gid,
+			 "isolation", isolations[sp->isolation], "network",
+			 networks[sp->network], "mounts", mounts, "pids",
+			 sp->pids, "cpu", sp->cpu);
 }
 
 char *sched__instance_id(const struct sched_instance *in)
@@ -74,7 +101,7 @@ int sched__send_start(struct sched *s, struct sched_instance *in,
 		json_pack("{s:s, s:s, s:I, s:o}", "type", "start", "instance",
 			  id, "revision",
 			  (json_int_t)sched__fn_of(in)->run_revision, "spec",
-			  run_spec(in)),
+			  run_spec(s, in)),
 		wait, 0, in->obj.id);
 	free(id);
 	return rc;

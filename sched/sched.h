@@ -23,6 +23,8 @@ enum sched_restart_policy {
 	SCHED_RESTART_ON_FAILURE,
 	SCHED_RESTART_NEVER
 };
+enum sched_network { SCHED_NETWORK_HOST, SCHED_NETWORK_NONE };
+enum sched_isolation { SCHED_ISOLATION_SANDBOX, SCHED_ISOLATION_NONE };
 
 /* Limits of the numeric attributes (inclusive). */
 #define SCHED_PARALLELISM_MAX	1000
@@ -38,6 +40,11 @@ enum sched_restart_policy {
 #define SCHED_TAGS_TEXT_MAX	4096	/* bytes written to `tags` */
 #define SCHED_ENV_TOTAL_MAX	65536	/* bytes of env in all */
 #define SCHED_VALUE_MAX		262144	/* bytes written to one attribute */
+#define SCHED_PIDS_DEFAULT	256	/* processes per instance */
+#define SCHED_PIDS_MAX		4194304 /* the kernel's pid_max limit */
+#define SCHED_CPU_MIN		10	/* millicores: 1 ms per 100 ms */
+#define SCHED_CPU_MAX		1024000 /* millicores: 1024 CPUs */
+#define SCHED_MOUNTS_MAX	32	/* paths bound into the sandbox */
 
 /* A function's spec: everything `config` carries. */
 struct sched_spec {
@@ -56,6 +63,12 @@ struct sched_spec {
 	int ntags;
 	enum sched_tags_policy tags_policy;
 	enum sched_restart_policy restart_policy;
+	int pids; /* processes per instance; 0: no limit */
+	int cpu;  /* millicores per instance; 0: no limit */
+	enum sched_network network;
+	enum sched_isolation isolation; /* only root may change it */
+	char **mounts; /* owned lines "PATH" (read-only) or "PATH rw" */
+	int nmounts;
 };
 
 /* The files of a function directory that map to its spec and record. */
@@ -74,6 +87,11 @@ enum sched_attr {
 	SCHED_ATTR_TAGS,
 	SCHED_ATTR_TAGS_POLICY,
 	SCHED_ATTR_RESTART_POLICY,
+	SCHED_ATTR_PIDS,
+	SCHED_ATTR_CPU,
+	SCHED_ATTR_NETWORK,
+	SCHED_ATTR_ISOLATION,
+	SCHED_ATTR_MOUNTS,
 	SCHED_ATTR_REVISION,
 	SCHED_ATTR_ERROR,
 	SCHED_ATTR_COUNT
@@ -84,6 +102,18 @@ const char *sched_attr_name(enum sched_attr a);
 
 /* Whether an attribute file can be written. */
 int sched_attr_writable(enum sched_attr a);
+
+/* The last attribute of a spec (the ones from SCHED_ATTR_COMMAND to it
+ * are what `config` holds). */
+#define SCHED_ATTR_LAST_SPEC SCHED_ATTR_MOUNTS
+
+/* Whether only root may change attribute `a` (`isolation`). */
+int sched_attr_root_only(enum sched_attr a);
+
+/* The first attribute only root may change whose value differs between
+ * `a` and `b`, or -1 when none does. */
+int sched_spec_root_only_changed(const struct sched_spec *a,
+				 const struct sched_spec *b);
 
 /* Sets `s` to the defaults: daemon, line, parallelism 1, memory 128, ... */
 void sched_spec_init(struct sched_spec *s);
@@ -440,6 +470,9 @@ struct sched_options {
 	const char *log;   /* where local workers log; NULL: our stderr */
 	int heartbeat_timeout; /* ms of silence that make a worker offline */
 	int starts_per_minute; /* local worker starts allowed per minute */
+	uint32_t run_as_uid;   /* root-owned tenants' functions run as */
+	uint32_t run_as_gid;   /* (--run-as; 0 only with
+				* --allow-root-functions) */
 };
 
 struct uv_loop_s;

@@ -30,6 +30,11 @@ static const struct {
 	[SCHED_ATTR_TAGS] = { "tags", 1 },
 	[SCHED_ATTR_TAGS_POLICY] = { "tags_policy", 1 },
 	[SCHED_ATTR_RESTART_POLICY] = { "restart_policy", 1 },
+	[SCHED_ATTR_PIDS] = { "pids", 1 },
+	[SCHED_ATTR_CPU] = { "cpu", 1 },
+	[SCHED_ATTR_NETWORK] = { "network", 1 },
+	[SCHED_ATTR_ISOLATION] = { "isolation", 1 },
+	[SCHED_ATTR_MOUNTS] = { "mounts", 1 },
 	[SCHED_ATTR_REVISION] = { "revision", 0 },
 	[SCHED_ATTR_ERROR] = { "error", 0 },
 };
@@ -44,12 +49,20 @@ int sched_attr_writable(enum sched_attr a)
 	return (unsigned)a < SCHED_ATTR_COUNT && attrs[a].writable;
 }
 
+int sched_attr_root_only(enum sched_attr a)
+{
+	/* Leaving the sandbox gives a function the whole system's view. */
+	return a == SCHED_ATTR_ISOLATION;
+}
+
 /* The words of the enum-valued attributes, indexed by value. */
 static const char *const mode_words[] = { "daemon", "hot", "cold", NULL };
 static const char *const format_words[] = { "line", "json", NULL };
 static const char *const tags_policy_words[] = { "strict", "loose", NULL };
 static const char *const restart_words[] = { "always", "on-failure", "never",
 					     NULL };
+static const char *const network_words[] = { "host", "none", NULL };
+static const char *const isolation_words[] = { "sandbox", "none", NULL };
 
 /* ================================================================ lifetime */
 
@@ -65,6 +78,10 @@ void sched_spec_init(struct sched_spec *s)
 	s->idle_timeout = 30;
 	s->tags_policy = SCHED_TAGS_STRICT;
 	s->restart_policy = SCHED_RESTART_ALWAYS;
+	s->pids = SCHED_PIDS_DEFAULT;
+	s->cpu = 0;
+	s->network = SCHED_NETWORK_HOST;
+	s->isolation = SCHED_ISOLATION_SANDBOX;
 }
 
 static void strv_free(char **v, int n)
@@ -82,6 +99,7 @@ void sched_spec_free(struct sched_spec *s)
 	free(s->cwd);
 	strv_free(s->env, s->nenv);
 	strv_free(s->tags, s->ntags);
+	strv_free(s->mounts, s->nmounts);
 	sched_spec_init(s);
 }
 
@@ -120,6 +138,7 @@ int sched_spec_copy(struct sched_spec *dst, const struct sched_spec *src)
 	dst->cwd = NULL;
 	dst->env = NULL;
 	dst->tags = NULL;
+	dst->mounts = NULL;
 	dst->command = str_or_null_dup(src->command);
 	dst->cwd = str_or_null_dup(src->cwd);
 	if ((src->command && !dst->command) || (src->cwd && !dst->cwd))
@@ -128,9 +147,12 @@ int sched_spec_copy(struct sched_spec *dst, const struct sched_spec *src)
 		rc = strv_copy(&dst->env, src->env, src->nenv);
 	if (rc == 0)
 		rc = strv_copy(&dst->tags, src->tags, src->ntags);
+	if (rc == 0)
+		rc = strv_copy(&dst->mounts, src->mounts, src->nmounts);
 	if (rc < 0) {
 		dst->nenv = dst->env ? dst->nenv : 0;
-		dst->ntags = 0;
+		dst->ntags = dst->tags ? dst->ntags : 0;
+		dst->nmounts = 0;
 		sched_spec_free(dst);
 	}
 	return rc;
@@ -174,6 +196,12 @@ static int attr_eq(const struct sched_spec *x, const struct sched_spec *y,
 	case SCHED_ATTR_TAGS_POLICY: return x->tags_policy == y->tags_policy;
 	case SCHED_ATTR_RESTART_POLICY:
 		return x->restart_policy == y->restart_policy;
+	case SCHED_ATTR_PIDS: return x->pids == y->pids;
+	case SCHED_ATTR_CPU: return x->cpu == y->cpu;
+	case SCHED_ATTR_NETWORK: return x->network == y->network;
+	case SCHED_ATTR_ISOLATION: return x->isolation == y->isolation;
+	case SCHED_ATTR_MOUNTS:
+		return strv_eq(x->mounts, x->nmounts, y->mounts, y->nmounts);
 	default: return 1;
 	}
 }
@@ -182,10 +210,22 @@ int sched_spec_equal(const struct sched_spec *a, const struct sched_spec *b)
 {
 	int i;
 
-	for (i = SCHED_ATTR_COMMAND; i <= SCHED_ATTR_RESTART_POLICY; i++)
+	for (i = SCHED_ATTR_COMMAND; i <= SCHED_ATTR_LAST_SPEC; i++)
 		if (!attr_eq(a, b, (enum sched_attr)i))
 			return 0;
 	return 1;
+}
+
+int sched_spec_root_only_changed(const struct sched_spec *a,
+				 const struct sched_spec *b)
+{
+	int i;
+
+	for (i = SCHED_ATTR_COMMAND; i <= SCHED_ATTR_LAST_SPEC; i++)
+		if (sched_attr_root_only((enum sched_attr)i) &&
+		    !attr_eq(a, b, (enum sched_attr)i))
+			return i;
+	return -1;
 }
 
 int sched_spec_needs_restart(const struct sched_spec *a,
@@ -195,6 +235,8 @@ int sched_spec_needs_restart(const struct sched_spec *a,
 		SCHED_ATTR_COMMAND,	   SCHED_ATTR_MODE, SCHED_ATTR_FORMAT,
 		SCHED_ATTR_MEMORY,	   SCHED_ATTR_ENV,  SCHED_ATTR_CWD,
 		SCHED_ATTR_RESTART_POLICY,
+		SCHED_ATTR_PIDS,	   SCHED_ATTR_CPU,  SCHED_ATTR_NETWORK,
+		SCHED_ATTR_ISOLATION,	   SCHED_ATTR_MOUNTS,
 	};
 	size_t i;
 
@@ -209,7 +251,7 @@ int sched_spec_diff(const struct sched_spec *a, const struct sched_spec *b,
 {
 	int i, rc = 0, first = 1;
 
-	for (i = SCHED_ATTR_COMMAND; i <= SCHED_ATTR_RESTART_POLICY && rc == 0;
+	for (i = SCHED_ATTR_COMMAND; i <= SCHED_ATTR_LAST_SPEC && rc == 0;
 	     i++) {
 		if (attr_eq(a, b, (enum sched_attr)i))
 			continue;
@@ -264,6 +306,8 @@ static int int_range(enum sched_attr a, long long *lo, long long *hi)
 	case SCHED_ATTR_IDLE_TIMEOUT:
 		*lo = 0, *hi = SCHED_IDLE_TIMEOUT_MAX;
 		return 1;
+	case SCHED_ATTR_PIDS: *lo = 0, *hi = SCHED_PIDS_MAX; return 1;
+	case SCHED_ATTR_CPU: *lo = 0, *hi = SCHED_CPU_MAX; return 1;
 	default: return 0;
 	}
 }
@@ -276,6 +320,8 @@ static int *int_field(struct sched_spec *s, enum sched_attr a)
 	case SCHED_ATTR_MEMORY: return &s->memory;
 	case SCHED_ATTR_TIMEOUT: return &s->timeout;
 	case SCHED_ATTR_IDLE_TIMEOUT: return &s->idle_timeout;
+	case SCHED_ATTR_PIDS: return &s->pids;
+	case SCHED_ATTR_CPU: return &s->cpu;
 	default: return NULL;
 	}
 }
@@ -290,6 +336,11 @@ static int set_int(struct sched_spec *s, enum sched_attr a, long long v,
 		return bad(why,
 			   "%s must be an integer from %lld to %lld, not %lld",
 			   attrs[a].name, lo, hi, v);
+	if (a == SCHED_ATTR_CPU && v > 0 && v < SCHED_CPU_MIN)
+		return bad(why,
+			   "cpu must be 0 (no limit) or at least %d "
+			   "millicores, not %lld",
+			   SCHED_CPU_MIN, v);
 	*int_field(s, a) = (int)v;
 	return 0;
 }
@@ -301,6 +352,8 @@ static const char *const *enum_words(enum sched_attr a)
 	case SCHED_ATTR_FORMAT: return format_words;
 	case SCHED_ATTR_TAGS_POLICY: return tags_policy_words;
 	case SCHED_ATTR_RESTART_POLICY: return restart_words;
+	case SCHED_ATTR_NETWORK: return network_words;
+	case SCHED_ATTR_ISOLATION: return isolation_words;
 	default: return NULL;
 	}
 }
@@ -312,6 +365,8 @@ static int enum_get(const struct sched_spec *s, enum sched_attr a)
 	case SCHED_ATTR_FORMAT: return (int)s->format;
 	case SCHED_ATTR_TAGS_POLICY: return (int)s->tags_policy;
 	case SCHED_ATTR_RESTART_POLICY: return (int)s->restart_policy;
+	case SCHED_ATTR_NETWORK: return (int)s->network;
+	case SCHED_ATTR_ISOLATION: return (int)s->isolation;
 	default: return 0;
 	}
 }
@@ -330,6 +385,10 @@ static int set_enum(struct sched_spec *s, enum sched_attr a, const char *word,
 		case SCHED_ATTR_FORMAT: s->format = (enum sched_format)i; break;
 		case SCHED_ATTR_TAGS_POLICY:
 			s->tags_policy = (enum sched_tags_policy)i;
+			break;
+		case SCHED_ATTR_NETWORK: s->network = (enum sched_network)i; break;
+		case SCHED_ATTR_ISOLATION:
+			s->isolation = (enum sched_isolation)i;
 			break;
 		default:
 			s->restart_policy = (enum sched_restart_policy)i;
@@ -574,6 +633,71 @@ static int add_tag(char ***tags, int *n, const char *t, size_t len,
 	return strv_push(tags, n, t, len);
 }
 
+/* Adds one line of `mounts`: "PATH", "PATH ro" or "PATH rw", PATH being
+ * absolute, not "/", without "." or ".." parts, given once. It is kept as
+ * "PATH" (read-only) or "PATH rw". */
+static int add_mount(char ***mounts, int *n, const char *v, size_t len,
+		     int strict, struct rt_buf *why)
+{
+	char q[SHOWN_CAP];
+	size_t plen = len, i, k;
+	int rw = 0, rc;
+
+	if (len > 3 && (memcmp(v + len - 3, " rw", 3) == 0 ||
+			memcmp(v + len - 3, " ro", 3) == 0)) {
+		rw = v[len - 1] == 'w';
+		plen = len - 3;
+	}
+	while (plen > 1 && v[plen - 1] == '/')
+		plen--; /* "/srv/data/" is "/srv/data" */
+	rc = check_text("mounts", v, plen, SCHED_PATH_MAX, strict, why);
+	if (rc < 0)
+		return rc;
+	if (plen == 0 || v[0] != '/')
+		return bad(why,
+			   "mounts: \"%s\" is not an absolute path (one path "
+			   "per line, optionally followed by \" rw\")",
+			   shown(q, v, len));
+	if (plen == 1)
+		return bad(why, "mounts: \"/\" is the whole system, which "
+				"the sandbox shows read-only already");
+	for (i = 1; i < plen; i = k + 1) {
+		for (k = i; k < plen && v[k] != '/'; k++)
+			;
+		if ((k - i == 1 && v[i] == '.') ||
+		    (k - i == 2 && v[i] == '.' && v[i + 1] == '.') || k == i)
+			return bad(why,
+				   "mounts: \"%s\" must be a plain path, "
+				   "without \".\", \"..\" or \"//\"",
+				   shown(q, v, plen));
+	}
+	for (i = 0; i < (size_t)*n; i++) {
+		const char *m = (*mounts)[i];
+		size_t ml = strlen(m);
+
+		if (ml > 3 && strcmp(m + ml - 3, " rw") == 0)
+			ml -= 3;
+		if (ml == plen && memcmp(m, v, plen) == 0)
+			return bad(why, "mounts: \"%s\" is given twice",
+				   shown(q, v, plen));
+	}
+	if (*n >= SCHED_MOUNTS_MAX)
+		return bad(why, "mounts has more than %d paths",
+			   SCHED_MOUNTS_MAX);
+	rc = strv_push(mounts, n, v, plen);
+	if (rc == 0 && rw) {
+		char *line = malloc(plen + 4);
+
+		if (line == NULL)
+			return -ENOMEM;
+		memcpy(line, v, plen);
+		memcpy(line + plen, " rw", 4);
+		free((*mounts)[*n - 1]);
+		(*mounts)[*n - 1] = line;
+	}
+	return rc;
+}
+
 /* ================================================================= parsing */
 
 int sched_parse_digits(const char *v, size_t len, long long *out)
@@ -650,6 +774,31 @@ static int parse_tags_text(struct sched_spec *s, const char *v, size_t len,
 	return rc;
 }
 
+static int parse_mounts_text(struct sched_spec *s, const char *v, size_t len,
+			     struct rt_buf *why)
+{
+	char **mounts = NULL;
+	int n = 0, rc = 0;
+	size_t i = 0;
+
+	while (i < len && rc == 0) {
+		const char *nl = memchr(v + i, '\n', len - i);
+		size_t l = nl ? (size_t)(nl - (v + i)) : len - i;
+
+		if (l > 0)
+			rc = add_mount(&mounts, &n, v + i, l, 1, why);
+		i += l + 1;
+	}
+	if (rc == 0) {
+		strv_free(s->mounts, s->nmounts);
+		s->mounts = mounts;
+		s->nmounts = n;
+	} else {
+		strv_free(mounts, n);
+	}
+	return rc;
+}
+
 static int spec_from_json(struct sched_spec *s, const char *buf, size_t len,
 			  int strict, struct rt_buf *why);
 
@@ -681,6 +830,7 @@ int sched_spec_parse(struct sched_spec *s, enum sched_attr a, const char *buf,
 	case SCHED_ATTR_COMMAND: return set_command(s, buf, len, 1, why);
 	case SCHED_ATTR_CWD: return set_cwd(s, buf, len, 1, why);
 	case SCHED_ATTR_ENV: return parse_env_text(s, buf, len, why);
+	case SCHED_ATTR_MOUNTS: return parse_mounts_text(s, buf, len, why);
 	case SCHED_ATTR_TAGS:
 		if (memchr(buf, '\n', len) || memchr(buf, '\0', len))
 			return bad(why, "tags must be one line of words "
@@ -689,7 +839,11 @@ int sched_spec_parse(struct sched_spec *s, enum sched_attr a, const char *buf,
 	case SCHED_ATTR_MODE:
 	case SCHED_ATTR_FORMAT:
 	case SCHED_ATTR_TAGS_POLICY:
-	case SCHED_ATTR_RESTART_POLICY: return set_enum(s, a, buf, len, why);
+	case SCHED_ATTR_RESTART_POLICY:
+	case SCHED_ATTR_NETWORK:
+	case SCHED_ATTR_ISOLATION: return set_enum(s, a, buf, len, why);
+	case SCHED_ATTR_PIDS:
+	case SCHED_ATTR_CPU:
 	case SCHED_ATTR_PARALLELISM:
 	case SCHED_ATTR_MAX_INSTANCES:
 	case SCHED_ATTR_MEMORY:
@@ -761,10 +915,10 @@ static int json_set(struct sched_spec *s, const char *key, json_t *v,
 	json_t *t;
 	int i, rc;
 
-	for (i = SCHED_ATTR_COMMAND; i <= SCHED_ATTR_RESTART_POLICY; i++)
+	for (i = SCHED_ATTR_COMMAND; i <= SCHED_ATTR_LAST_SPEC; i++)
 		if (strcmp(attrs[i].name, key) == 0)
 			break;
-	if (i > SCHED_ATTR_RESTART_POLICY)
+	if (i > SCHED_ATTR_LAST_SPEC)
 		return bad(why, "config: unknown key \"%s\"",
 			   shown(q, key, strlen(key)));
 	switch ((enum sched_attr)i) {
@@ -781,6 +935,8 @@ static int json_set(struct sched_spec *s, const char *key, json_t *v,
 	case SCHED_ATTR_FORMAT:
 	case SCHED_ATTR_TAGS_POLICY:
 	case SCHED_ATTR_RESTART_POLICY:
+	case SCHED_ATTR_NETWORK:
+	case SCHED_ATTR_ISOLATION:
 		if (!json_is_string(v))
 			return bad(why, "config: %s must be a string", key);
 		return set_enum(s, (enum sched_attr)i, json_string_value(v),
@@ -795,6 +951,21 @@ static int json_set(struct sched_spec *s, const char *key, json_t *v,
 				return bad(why, "config: tags must be strings");
 			rc = add_tag(&s->tags, &s->ntags, json_string_value(t),
 				     json_string_length(t), why);
+			if (rc < 0)
+				return rc;
+		}
+		return 0;
+	case SCHED_ATTR_MOUNTS:
+		if (!json_is_array(v))
+			return bad(why, "config: mounts must be an array of "
+					"strings (\"PATH\" or \"PATH rw\")");
+		json_array_foreach (v, idx, t) {
+			if (!json_is_string(t))
+				return bad(why,
+					   "config: mounts must be strings");
+			rc = add_mount(&s->mounts, &s->nmounts,
+				       json_string_value(t),
+				       json_string_length(t), strict, why);
 			if (rc < 0)
 				return rc;
 		}
@@ -870,10 +1041,13 @@ static int spec_text_utf8(const struct sched_spec *s)
 	size_t i, k, n;
 	int j;
 
-	for (j = 0; j < 2 + s->nenv + s->ntags; j++) {
-		const char *v = j < 2		  ? t[j]
-				: j < 2 + s->nenv ? s->env[j - 2]
-						  : s->tags[j - 2 - s->nenv];
+	for (j = 0; j < 2 + s->nenv + s->ntags + s->nmounts; j++) {
+		const char *v =
+			j < 2			     ? t[j]
+			: j < 2 + s->nenv	     ? s->env[j - 2]
+			: j < 2 + s->nenv + s->ntags ? s->tags[j - 2 - s->nenv]
+						     : s->mounts[j - 2 - s->nenv -
+								 s->ntags];
 
 		for (i = 0, n = v ? strlen(v) : 0; i < n; i += k) {
 			k = utf8_char((const unsigned char *)v + i, n - i, &cp);
@@ -900,7 +1074,8 @@ static void put(json_t *o, const char *key, json_t *v, int *bad)
  * that is not UTF-8, which validation keeps out) or -ENOMEM in `*err`. */
 static json_t *spec_json(const struct sched_spec *s, int for_store, int *err)
 {
-	json_t *o = json_object(), *env = json_object(), *tags = json_array();
+	json_t *o = json_object(), *env = json_object(), *tags = json_array(),
+	       *mounts = json_array();
 	int i, fails = 0;
 
 	if (o == NULL)
@@ -920,9 +1095,12 @@ static json_t *spec_json(const struct sched_spec *s, int for_store, int *err)
 	}
 	for (i = 0; i < s->ntags && tags != NULL; i++)
 		put(tags, NULL, json_string(s->tags[i]), &fails);
+	for (i = 0; i < s->nmounts && mounts != NULL; i++)
+		put(mounts, NULL, json_string(s->mounts[i]), &fails);
 	if (o == NULL) {
 		json_decref(env);
 		json_decref(tags);
+		json_decref(mounts);
 		goto out;
 	}
 	put(o, "command", json_string(s->command ? s->command : ""), &fails);
@@ -944,6 +1122,12 @@ static json_t *spec_json(const struct sched_spec *s, int for_store, int *err)
 	    &fails);
 	put(o, "restart_policy", json_string(restart_words[s->restart_policy]),
 	    &fails);
+	put(o, "pids", json_integer(s->pids), &fails);
+	put(o, "cpu", json_integer(s->cpu), &fails);
+	put(o, "network", json_string(network_words[s->network]), &fails);
+	put(o, "isolation", json_string(isolation_words[s->isolation]),
+	    &fails);
+	put(o, "mounts", mounts, &fails);
 out:
 	if (fails > 0) {
 		json_decref(o);
@@ -1039,6 +1223,8 @@ int sched_spec_render(const struct sched_spec *s, enum sched_attr a,
 	case SCHED_ATTR_FORMAT:
 	case SCHED_ATTR_TAGS_POLICY:
 	case SCHED_ATTR_RESTART_POLICY:
+	case SCHED_ATTR_NETWORK:
+	case SCHED_ATTR_ISOLATION:
 		return rt_buf_printf(out, "%s\n",
 				     enum_words(a)[enum_get(s, a)]);
 	case SCHED_ATTR_MAX_INSTANCES:
@@ -1047,11 +1233,17 @@ int sched_spec_render(const struct sched_spec *s, enum sched_attr a,
 	case SCHED_ATTR_MEMORY:
 	case SCHED_ATTR_TIMEOUT:
 	case SCHED_ATTR_IDLE_TIMEOUT:
+	case SCHED_ATTR_PIDS:
+	case SCHED_ATTR_CPU:
 		return rt_buf_printf(out, "%d\n",
 				     *int_field((struct sched_spec *)s, a));
 	case SCHED_ATTR_ENV:
 		for (i = 0; i < s->nenv && rc == 0; i++)
 			rc = rt_buf_printf(out, "%s\n", s->env[i]);
+		return rc;
+	case SCHED_ATTR_MOUNTS:
+		for (i = 0; i < s->nmounts && rc == 0; i++)
+			rc = rt_buf_printf(out, "%s\n", s->mounts[i]);
 		return rc;
 	case SCHED_ATTR_TAGS:
 		for (i = 0; i < s->ntags && rc == 0; i++)

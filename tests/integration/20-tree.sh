@@ -10,7 +10,7 @@ check_eq "ls tenants" "$(ls "$MNT/tenants")" "acme"
 check_eq "ls tenant" "$(ls "$MNT/tenants/acme")" "prod"
 check_eq "ls namespace" "$(ls "$MNT/tenants/acme/prod")" "thumb"
 check_eq "ls function" "$(ls "$F" | tr '\n' ' ')" \
-	"command config cwd env error format idle_timeout instances invoke log max_instances memory mode parallelism restart restart_policy revision state stats status tags tags_policy timeout "
+	"command config cpu cwd env error format idle_timeout instances invoke isolation log max_instances memory mode mounts network parallelism pids restart restart_policy revision state stats status tags tags_policy timeout "
 check_eq "ls -l shows directories as directories" "$(ls -ld "$MNT/tenants/acme" | cut -c1-10)" "drwxr-xr-x"
 check_eq "attribute files are 0644" "$(stat -c %A "$F/memory")" "-rw-r--r--"
 check_eq "read-only files are 0444" "$(stat -c '%A' "$F/revision" "$F/error" | tr '\n' ' ')" "-r--r--r-- -r--r--r-- "

@@ -8,14 +8,15 @@ mkdir -p "$F"
 check "config is valid JSON" python3 -m json.tool "$F/config" >/dev/null
 keys=$(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))))' "$F/config")
 check_eq "config has every attribute" "$keys" \
-	"command mode format parallelism max_instances memory timeout idle_timeout env cwd tags tags_policy restart_policy"
+	"command mode format parallelism max_instances memory timeout idle_timeout env cwd tags tags_policy restart_policy pids cpu network isolation mounts"
 
 cat >"$T/spec.json" <<'JSON'
 {"command": "python3 -u app.py", "mode": "hot", "format": "json",
  "parallelism": 2, "max_instances": 8, "memory": 256, "timeout": 5000,
  "idle_timeout": 10, "env": {"K": "V", "GREETING": "hello world"},
  "cwd": "/srv", "tags": ["gpu", "ssd"], "tags_policy": "loose",
- "restart_policy": "on-failure"}
+ "restart_policy": "on-failure", "pids": 64, "cpu": 500, "network": "none",
+ "isolation": "sandbox", "mounts": ["/srv/data", "/var/cache/app rw"]}
 JSON
 r0=$(cat "$F/revision")
 check "writing a whole config" sh -c "cat '$T/spec.json' > '$F/config'"
@@ -23,6 +24,9 @@ check_eq "one revision for the whole config" "$(cat "$F/revision")" "$((r0 + 1))
 check_eq "the attributes follow the config" \
 	"$(cat "$F/command"),$(cat "$F/mode"),$(cat "$F/format"),$(cat "$F/parallelism"),$(cat "$F/max_instances"),$(cat "$F/memory"),$(cat "$F/timeout"),$(cat "$F/idle_timeout"),$(cat "$F/cwd"),$(cat "$F/tags"),$(cat "$F/tags_policy"),$(cat "$F/restart_policy")" \
 	"python3 -u app.py,hot,json,2,8,256,5000,10,/srv,gpu ssd,loose,on-failure"
+check_eq "the sandbox attributes follow the config" \
+	"$(cat "$F/pids"),$(cat "$F/cpu"),$(cat "$F/network"),$(cat "$F/isolation"),$(cat "$F/mounts" | tr '\n' ';')" \
+	"64,500,none,sandbox,/srv/data;/var/cache/app rw;"
 check_eq "env follows the config" "$(cat "$F/env")" "$(printf 'K=V\nGREETING=hello world')"
 same=$(python3 -c 'import json,sys; a=json.load(open(sys.argv[1])); b=json.load(open(sys.argv[2])); print(a==b)' "$T/spec.json" "$F/config")
 check_eq "config reads back what was written" "$same" "True"

@@ -29,19 +29,29 @@ import time
 
 ATTRS = ["config", "command", "mode", "format", "parallelism",
          "max_instances", "memory", "timeout", "idle_timeout", "env", "cwd",
-         "tags", "tags_policy", "restart_policy"]
+         "tags", "tags_policy", "restart_policy", "pids", "cpu", "network",
+         "isolation", "mounts"]
 FILES = ATTRS + ["revision"]
 TEXT = ["command", "cwd"]
 INTS = {"parallelism": (0, 1000), "max_instances": (1, 1000),
         "memory": (1, 1048576), "timeout": (1, 3600000),
-        "idle_timeout": (0, 86400)}
+        "idle_timeout": (0, 86400), "pids": (0, 4194304),
+        "cpu": (0, 1024000)}
 ENUMS = {"mode": ["daemon", "hot", "cold"], "format": ["line", "json"],
          "tags_policy": ["strict", "loose"],
-         "restart_policy": ["always", "on-failure", "never"]}
+         "restart_policy": ["always", "on-failure", "never"],
+         "network": ["host", "none"], "isolation": ["sandbox", "none"]}
 DEFAULTS = {"command": "", "mode": "daemon", "format": "line",
             "parallelism": 1, "memory": 128, "timeout": 30000,
             "idle_timeout": 30, "env": {}, "cwd": "", "tags": [],
-            "tags_policy": "strict", "restart_policy": "always"}
+            "tags_policy": "strict", "restart_policy": "always",
+            "pids": 256, "cpu": 0, "network": "host", "isolation": "sandbox",
+            "mounts": []}
+# Lines of `mounts`, good and bad.
+MOUNTS = [b"/srv/data", b"/srv/data rw", b"/srv/data ro", b"/var/cache/x/",
+          b"/opt/caf\xc3\xa9 rw", b"/a b", b"/", b"relative", b"/a/../b",
+          b"/a/./b", b"/a//b", b"/srv/data rw", b"", b" rw", b"/x\x01",
+          b"/e\xff"]
 NAME = re.compile(rb"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
 ENV_KEY = re.compile(rb"[A-Za-z_][A-Za-z0-9_]{0,254}")
 MAX_WRITES = 20000
@@ -109,6 +119,12 @@ class Fuzz:
             lines.append(b"NOEQUALS")
         return b"\n".join(lines)
 
+    def mounts(self):
+        r = self.rng
+        return b"\n".join(self.pick(MOUNTS[:6]) if r.random() < 0.8
+                          else self.pick(MOUNTS)
+                          for _ in range(r.randint(0, 4)))
+
     def tags(self):
         r = self.rng
         words = [self.pick(WORDS[:6]) if r.random() < 0.8 else self.pick(WORDS)
@@ -147,6 +163,8 @@ class Fuzz:
             elif key == "max_instances":
                 lo = 4
             if valid:
+                if key == "cpu":
+                    lo = 10
                 return str(r.choice([lo, hi, r.randint(lo, hi)])).encode()
             return self.pick([str(hi + 1).encode(), b"-1", b"1e400", b"1.0",
                               b'"4"', b"null", b"99999999999999999999999",
@@ -155,6 +173,13 @@ class Fuzz:
             words = ENUMS[key] if valid else ["HOT", "", "x", "daemon\n"]
             return self.json_text(self.pick(words)) if not valid else \
                 json.dumps(self.pick(words)).encode()
+        if key == "mounts":
+            lines = [self.pick(MOUNTS[:6]) for _ in range(r.randint(0, 3))]
+            if not valid:
+                lines.append(self.pick(MOUNTS[6:]))
+            return b"[" + b", ".join(
+                json.dumps(l.decode("utf-8", "replace")).encode()
+                for l in lines) + b"]"
         if key == "env":
             items = []
             for k in r.sample(KEYS[:6], r.randint(0, 3)):
@@ -214,6 +239,8 @@ class Fuzz:
             v = self.env()
         elif attr == "tags":
             v = self.tags()
+        elif attr == "mounts":
+            v = self.mounts()
         elif attr in INTS:
             v = self.pick(NUMS) if r.random() < 0.6 else \
                 str(r.randint(*INTS[attr])).encode()
@@ -306,7 +333,14 @@ class Fuzz:
                 if "max_instances" not in obj:
                     cfg["max_instances"] = max(1, cfg["parallelism"])
                 cfg["tags"] = list(dict.fromkeys(cfg["tags"]))
+                ms = [m.encode() for m in cfg["mounts"]]
+                if any(m == b"" or b"\n" in m for m in ms):
+                    return None
+                norm = self.expected("mounts", b"\n".join(ms))
+                if norm is None:
+                    return None
                 out = render(cfg)
+                out["mounts"] = norm["mounts"]
             except (ValueError, TypeError, AttributeError, KeyError,
                     UnicodeError):
                 return None
@@ -332,10 +366,32 @@ class Fuzz:
             if not all(NAME.fullmatch(w) for w in words):
                 return None
             return {attr: b" ".join(dict.fromkeys(words)) + b"\n"}
+        if attr == "mounts":
+            got, seen = [], set()
+            for line in v.split(b"\n"):
+                if line == b"":
+                    continue
+                rw = len(line) > 3 and line[-3:] in (b" rw", b" ro")
+                path = line[:-3] if rw else line
+                rw = rw and line[-1:] == b"w"
+                while len(path) > 1 and path.endswith(b"/"):
+                    path = path[:-1]
+                parts = path.split(b"/")[1:]
+                if not text_ok(path) or not path.startswith(b"/") or \
+                        path == b"/" or len(path) > 4096 or \
+                        any(c in (b"", b".", b"..") for c in parts) or \
+                        path in seen:
+                    return None
+                seen.add(path)
+                got.append(path + (b" rw" if rw else b"") + b"\n")
+            if len(got) > 32:
+                return None
+            return {attr: b"".join(got)}
         if attr in INTS:
             lo, hi = INTS[attr]
             if not v.isdigit() or not v.isascii() or \
-                    not lo <= int(v) <= hi:
+                    not lo <= int(v) <= hi or \
+                    (attr == "cpu" and 0 < int(v) < 10):
                 return None
             return {attr: str(int(v)).encode() + b"\n"}
         return {attr: v + b"\n"} if v.decode("latin-1") in ENUMS[attr] \
@@ -437,6 +493,8 @@ def render(cfg):
             out[k] = "".join(f"{a}={b}\n" for a, b in v.items()).encode()
         elif k == "tags":
             out[k] = (" ".join(v) + "\n").encode()
+        elif k == "mounts":
+            out[k] = "".join(f"{m}\n" for m in v).encode()
         else:
             out[k] = (f"{v}\n").encode()
     return out

@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "../../sched/sched.h"
 #include "unit.h"
@@ -811,4 +812,95 @@ TEST(spec_fuzz_accepted_specs_round_trip)
 	rt_buf_free(&out);
 	rt_buf_free(&cfg);
 	sched_spec_free(&s);
+}
+
+TEST(spec_sandbox_attributes)
+{
+	struct sched_spec a, b;
+	char out[512];
+
+	sched_spec_init(&a);
+	CHECK(a.pids == 256 && a.cpu == 0);
+	CHECK(a.network == SCHED_NETWORK_HOST);
+	CHECK(a.isolation == SCHED_ISOLATION_SANDBOX);
+	sched_spec_free(&a);
+	/* pids: 0 (no limit) up to pid_max */
+	CHECK(parse_render(SCHED_ATTR_PIDS, "0", out, sizeof(out)) == 0);
+	CHECK(parse_render(SCHED_ATTR_PIDS, "4194304", out, sizeof(out)) == 0);
+	CHECK_STR(out, "4194304\n");
+	CHECK(parse_render(SCHED_ATTR_PIDS, "4194305", out, sizeof(out)) ==
+	      -EINVAL);
+	CHECK(parse_render(SCHED_ATTR_PIDS, "-1", out, sizeof(out)) == -EINVAL);
+	/* cpu: 0 (no limit) or 10 millicores and up */
+	CHECK(parse_render(SCHED_ATTR_CPU, "0", out, sizeof(out)) == 0);
+	CHECK(parse_render(SCHED_ATTR_CPU, "9", out, sizeof(out)) == -EINVAL);
+	CHECK(parse_render(SCHED_ATTR_CPU, "10", out, sizeof(out)) == 0);
+	CHECK(parse_render(SCHED_ATTR_CPU, "1024000", out, sizeof(out)) == 0);
+	CHECK(parse_render(SCHED_ATTR_CPU, "1024001", out, sizeof(out)) ==
+	      -EINVAL);
+	CHECK(parse_render(SCHED_ATTR_CPU, "0.5", out, sizeof(out)) == -EINVAL);
+	/* network, isolation */
+	CHECK(parse_render(SCHED_ATTR_NETWORK, "none\n", out, sizeof(out)) ==
+	      0);
+	CHECK_STR(out, "none\n");
+	CHECK(parse_render(SCHED_ATTR_NETWORK, "bridge", out, sizeof(out)) ==
+	      -EINVAL);
+	CHECK(parse_render(SCHED_ATTR_ISOLATION, "none", out, sizeof(out)) ==
+	      0);
+	CHECK(parse_render(SCHED_ATTR_ISOLATION, "off", out, sizeof(out)) ==
+	      -EINVAL);
+	CHECK(sched_attr_root_only(SCHED_ATTR_ISOLATION));
+	CHECK(!sched_attr_root_only(SCHED_ATTR_NETWORK));
+	CHECK(!sched_attr_root_only(SCHED_ATTR_MOUNTS));
+	/* mounts: normalised lines */
+	CHECK(parse_render(SCHED_ATTR_MOUNTS,
+			   "/srv/data\n\n/var/cache/x/ rw\n/opt/a b ro\n", out,
+			   sizeof(out)) == 0);
+	CHECK_STR(out, "/srv/data\n/var/cache/x rw\n/opt/a b\n");
+	CHECK(parse_render(SCHED_ATTR_MOUNTS, "", out, sizeof(out)) == 0);
+	CHECK_STR(out, "");
+	CHECK(parse_render(SCHED_ATTR_MOUNTS, "/", out, sizeof(out)) ==
+	      -EINVAL);
+	CHECK(parse_render(SCHED_ATTR_MOUNTS, "/ rw", out, sizeof(out)) ==
+	      -EINVAL);
+	CHECK(parse_render(SCHED_ATTR_MOUNTS, "srv", out, sizeof(out)) ==
+	      -EINVAL);
+	CHECK(parse_render(SCHED_ATTR_MOUNTS, "/a/../etc", out, sizeof(out)) ==
+	      -EINVAL);
+	CHECK(parse_render(SCHED_ATTR_MOUNTS, "/a/./b", out, sizeof(out)) ==
+	      -EINVAL);
+	CHECK(parse_render(SCHED_ATTR_MOUNTS, "/a//b", out, sizeof(out)) ==
+	      -EINVAL);
+	CHECK(parse_render(SCHED_ATTR_MOUNTS, "/a\n/a/ rw", out, sizeof(out)) ==
+	      -EINVAL);
+	CHECK(parse_render(SCHED_ATTR_MOUNTS, "/a\x01", out, sizeof(out)) ==
+	      -EINVAL);
+	/* a config carries them; only isolation is root's */
+	sched_spec_init(&a);
+	sched_spec_init(&b);
+	{
+		const char *j = "{\"pids\": 64, \"cpu\": 250, \"network\": "
+				"\"none\", \"mounts\": [\"/srv\", \"/tmp/x rw\"]}";
+
+		CHECK(sched_spec_parse(&b, SCHED_ATTR_CONFIG, j, strlen(j),
+				       NULL) == 0);
+	}
+	CHECK(b.pids == 64 && b.cpu == 250 && b.network == SCHED_NETWORK_NONE);
+	CHECK(b.nmounts == 2 && strcmp(b.mounts[1], "/tmp/x rw") == 0);
+	CHECK(sched_spec_needs_restart(&a, &b));
+	CHECK(sched_spec_root_only_changed(&a, &b) == -1);
+	b.isolation = SCHED_ISOLATION_NONE;
+	CHECK(sched_spec_root_only_changed(&a, &b) == SCHED_ATTR_ISOLATION);
+	{
+		struct rt_buf t = { 0 };
+		struct sched_spec c;
+
+		CHECK(sched_spec_dump(&b, &t) == 0);
+		CHECK(sched_spec_from_json(&c, t.data, t.len, NULL) == 0);
+		CHECK(sched_spec_equal(&b, &c));
+		sched_spec_free(&c);
+		rt_buf_free(&t);
+	}
+	sched_spec_free(&a);
+	sched_spec_free(&b);
 }
