@@ -427,6 +427,59 @@ TEST(sandbox_kill9_restarts)
 	CHECK(system("! pgrep -x -f 'sleep 300' >/dev/null") == 0);
 }
 
+static int calls_done;
+
+static void ev_call_exited(struct rt_run *r)
+{
+	(void)r;
+	calls_done++;
+}
+
+static int call_done(void)
+{
+	return calls_done > 0;
+}
+
+/* Cold calls fork a sandboxed process each; its init goes with it. */
+TEST(sandbox_cold_call)
+{
+	static const struct rt_sup_events cold_events = {
+		.spawned = ev_spawned,
+		.exited = ev_exited,
+		.call_exited = ev_call_exited,
+	};
+	struct rt_instance *in;
+	struct rt_run *r;
+	const char *why = NULL;
+	char *log;
+	pid_t init;
+
+	if (!can_sandbox())
+		return;
+	setup();
+	sup.ev = &cold_events;
+	calls_done = 0;
+	in = start("t/n/c/0",
+		   json_pack("{s:s, s:s, s:i, s:s}", "command",
+			     "echo cold $(id -u) $(ls /proc | grep -c '^[0-9]') END",
+			     "mode", "cold", "uid", NOBODY, "isolation",
+			     "sandbox"));
+	r = rt_run_spawn(in, 1, "c1", &why);
+	CHECK(r != NULL && r->init > 0);
+	if (r == NULL)
+		return;
+	r->cold = 1;
+	init = r->init;
+	rt_run_close(r, &r->req);
+	CHECK(run_until(call_done, 5000));
+	log = log_of(in, "END");
+	CHECK(strstr(log, "cold 65534 ") != NULL);
+	free(log);
+	CHECK(run_until(idle, 0) || 1);
+	teardown();
+	CHECK(kill(init, 0) < 0 && errno == ESRCH);
+}
+
 /* A fork bomb stops at "pids"; the supervisor and another function
  * keep working; a stop ends it all. */
 TEST(sandbox_pids_fork_bomb)
