@@ -15,12 +15,12 @@
 #include <pwd.h>
 #include <sched.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/pidfd.h>
 #include <sys/prctl.h>
@@ -233,47 +233,79 @@ static void open_self(void)
 		self_pidns = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
 }
 
-pid_t rt_sandbox_start_init(void)
-{
-	posix_spawn_file_actions_t fa;
-	posix_spawnattr_t at;
-	char *argv[] = { "fnfs-init", NULL };
-	sigset_t none, all;
-	pid_t pid = -1;
-	int rc;
+/* The init's first steps, in a child that shares the worker's memory
+ * (CLONE_VM) on a stack of its own until its exec: raw system calls only
+ * (no libc state, no sanitizer interceptor, errno untouched), and
+ * nothing written but its stack. Signals stay blocked (as in the worker
+ * across the spawn) until init_main sets its own mask. */
+static char *init_argv[] = { "fnfs-init", NULL };
 
+static int init_trampoline(void *arg)
+{
+	long null;
+
+	(void)arg;
+	syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	syscall(SYS_setsid);
+	null = syscall(SYS_openat, AT_FDCWD, "/dev/null", O_RDWR, 0);
+	if (null >= 0) {
+		syscall(SYS_dup3, null, 0, 0);
+		syscall(SYS_dup3, null, 1, 0);
+		syscall(SYS_dup3, null, 2, 0);
+	}
+	/* fd 3: the worker's pidfd (dup3 clears its close-on-exec). */
+	if (self_pidfd >= 0 && self_pidfd != 3)
+		syscall(SYS_dup3, self_pidfd, 3, 0);
+	else if (self_pidfd == 3)
+		syscall(SYS_fcntl, 3, F_SETFD, 0);
+	syscall(SYS_close_range, 4U, ~0U, 0);
+	syscall(SYS_execve, "/proc/self/exe", init_argv, environ);
+	syscall(SYS_exit, 127);
+	return 0;
+}
+
+pid_t rt_sandbox_start_init(void **stack)
+{
+	pid_t pid;
+
+	*stack = NULL;
 	open_self();
 	if (self_pidns < 0)
 		return -errno;
-	if (unshare(CLONE_NEWPID) < 0)
-		return -errno;
-	/* posix_spawn: no copy of the worker's memory, and its exec of a
-	 * binary already in the page cache is quick. Its fd 3 is the
-	 * worker's pidfd, to see whether the worker died before the init
-	 * asked for its parent-death signal. */
-	posix_spawn_file_actions_init(&fa);
-	posix_spawnattr_init(&at);
-	sigemptyset(&none);
-	sigfillset(&all);
-	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDWR, 0);
-	posix_spawn_file_actions_adddup2(&fa, 0, 1);
-	posix_spawn_file_actions_adddup2(&fa, 0, 2);
-	if (self_pidfd >= 0)
-		posix_spawn_file_actions_adddup2(&fa, self_pidfd, 3);
-	posix_spawn_file_actions_addclosefrom_np(&fa, 4);
-	posix_spawnattr_setsigmask(&at, &none);
-	posix_spawnattr_setsigdefault(&at, &all);
-	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK |
-					      POSIX_SPAWN_SETSIGDEF |
-					      POSIX_SPAWN_SETSID);
-	rc = posix_spawn(&pid, "/proc/self/exe", &fa, &at, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
-	posix_spawnattr_destroy(&at);
-	if (rc != 0) {
+	/* Its stack, kept until the init is reaped (it runs on it until its
+	 * exec, which the worker does not wait for). */
+	*stack = mmap(NULL, RT_SB_INIT_STACK, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (*stack == MAP_FAILED) {
+		*stack = NULL;
+		return -ENOMEM;
+	}
+	if (unshare(CLONE_NEWPID) < 0) {
+		int e = errno;
+
+		rt_sandbox_free_stack(*stack);
+		*stack = NULL;
+		return -e;
+	}
+	/* No copy of the worker's memory and no wait for the exec: the
+	 * init's exec runs beside the function's own setup. */
+	pid = clone(init_trampoline, (char *)*stack + RT_SB_INIT_STACK,
+		    CLONE_VM | SIGCHLD, NULL);
+	if (pid < 0) {
+		int e = errno;
+
 		rt_sandbox_leave_pidns();
-		return -rc;
+		rt_sandbox_free_stack(*stack);
+		*stack = NULL;
+		return -e;
 	}
 	return pid;
+}
+
+void rt_sandbox_free_stack(void *stack)
+{
+	if (stack != NULL)
+		munmap(stack, RT_SB_INIT_STACK);
 }
 
 int rt_sandbox_leave_pidns(void)

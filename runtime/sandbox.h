@@ -51,12 +51,19 @@ int rt_sandbox_parse(json_t *spec, struct rt_sandbox *sb, const char **why);
 /* Frees what rt_sandbox_parse allocated. */
 void rt_sandbox_free(struct rt_sandbox *sb);
 
+#define RT_SB_INIT_STACK (64 * 1024) /* the init's stack until its exec */
+
 /* In the worker, before forking the function's process: makes a new pid
  * namespace for the worker's next children and starts its init there.
- * Returns the init's pid (as the worker sees it), or -errno with the
- * worker's children back in its own namespace. On success the caller
- * forks the function's process, then calls rt_sandbox_leave_pidns. */
-pid_t rt_sandbox_start_init(void);
+ * Returns the init's pid (as the worker sees it) and in `stack` the
+ * memory it runs on until its exec, to free with rt_sandbox_free_stack
+ * once it is reaped; or -errno with the worker's children back in its
+ * own namespace. On success the caller forks the function's process,
+ * then calls rt_sandbox_leave_pidns. */
+pid_t rt_sandbox_start_init(void **stack);
+
+/* Frees an init's stack (NULL: nothing). */
+void rt_sandbox_free_stack(void *stack);
 
 /* Puts the worker's next children back in its own pid namespace.
  * Returns 0 or -errno. */

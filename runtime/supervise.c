@@ -213,6 +213,8 @@ static void run_release(struct rt_run *r)
 	assert(rt_idmap_get(&r->sup->runs, (uint64_t)r->pid) != r);
 	rt_cgroup_finish(r->sup, r->cgroup);
 	r->cgroup = NULL;
+	rt_sandbox_free_stack(r->init_stack);
+	r->init_stack = NULL;
 	if (in != NULL) {
 		assert(in->runs > 0);
 		in->runs--;
@@ -580,6 +582,7 @@ struct rt_run *rt_run_spawn(struct rt_instance *in, int calls, const char *tag,
 	int err[2] = { -1, -1 }, ip[2] = { -1, -1 }, op[2] = { -1, -1 };
 	sigset_t all, old;
 	pid_t pid, init = 0;
+	void *stack = NULL;
 
 	if (cmd == NULL || cmd[0] == '\0') {
 		*why = "no command";
@@ -634,7 +637,7 @@ struct rt_run *rt_run_spawn(struct rt_instance *in, int calls, const char *tag,
 	sigprocmask(SIG_SETMASK, &all, &old);
 	/* A sandbox: its pid namespace and init first, then the function's
 	 * own process, forked into that namespace as our child. */
-	if (sb.isolate && (init = rt_sandbox_start_init()) < 0) {
+	if (sb.isolate && (init = rt_sandbox_start_init(&stack)) < 0) {
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		rt_log(RT_LOG_WARN, "%s: sandbox init: %s", in->id,
 		       strerror((int)-init));
@@ -655,6 +658,7 @@ struct rt_run *rt_run_spawn(struct rt_instance *in, int calls, const char *tag,
 			kill(init, SIGKILL);
 			waitpid(init, NULL, 0);
 		}
+		rt_sandbox_free_stack(stack);
 		goto out;
 	}
 	if (rt_idmap_put(&s->runs, (uint64_t)pid, r) < 0 ||
@@ -667,6 +671,7 @@ struct rt_run *rt_run_spawn(struct rt_instance *in, int calls, const char *tag,
 		waitpid(pid, NULL, 0);
 		if (init > 0)
 			waitpid(init, NULL, 0);
+		rt_sandbox_free_stack(stack);
 		rt_cgroup_finish(s, cgroup);
 		cgroup = NULL;
 		*why = "out of memory";
@@ -675,6 +680,7 @@ struct rt_run *rt_run_spawn(struct rt_instance *in, int calls, const char *tag,
 	r->in = in;
 	r->pid = pid;
 	r->init = init > 0 ? init : 0;
+	r->init_stack = stack;
 	r->sup = s;
 	r->calls = calls;
 	r->cgroup = cgroup;

@@ -60,6 +60,7 @@ struct rt_run {
 	struct rt_sup *sup;	/* the supervisor (kept when in is gone) */
 	pid_t pid;		/* the process (the function's own) */
 	pid_t init;		/* its sandbox's init until reaped, or 0 */
+	void *init_stack;	/* the init's stack (sandbox.h), or NULL */
 	uv_pipe_t out;		/* its stderr (and a daemon's stdout): log */
 	uv_pipe_t req;		/* calls: its stdin */
 	uv_pipe_t resp;		/* calls: its stdout */

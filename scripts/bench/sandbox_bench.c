@@ -254,12 +254,17 @@ static void breakdown(const char *probe, int n)
 		/* the init: unshare(CLONE_NEWPID) + posix_spawn, the init's
 		 * own exec included (it runs beside the function's setup) */
 		a = now_us();
-		ip = rt_sandbox_start_init();
-		rt_sandbox_leave_pidns();
-		init += now_us() - a;
-		if (ip > 0) {
-			kill(ip, SIGKILL);
-			waitpid(ip, NULL, 0);
+		{
+			void *stack;
+
+			ip = rt_sandbox_start_init(&stack);
+			rt_sandbox_leave_pidns();
+			init += now_us() - a;
+			if (ip > 0) {
+				kill(ip, SIGKILL);
+				waitpid(ip, NULL, 0);
+			}
+			rt_sandbox_free_stack(stack);
 		}
 		/* the cgroups: memory and pids groups joined (v1: two) */
 		if (rt_cg_plan(&sup.cg, "bench:breakdown.1", &lim, &plan) == 0) {
@@ -287,7 +292,7 @@ static void breakdown(const char *probe, int n)
 	       n);
 	printf("  %-34s %8.0f us\n", "fork of the worker (in the worker)",
 	       fork_us / n);
-	printf("  %-34s %8.0f us\n", "init: unshare pid + posix_spawn (worker)",
+	printf("  %-34s %8.0f us\n", "init: unshare pid + clone (worker)",
 	       init / n);
 	printf("  %-34s %8.0f us (ms resolution)\n", "cgroups memory+pids",
 	       cg / n);

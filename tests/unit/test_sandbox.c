@@ -228,7 +228,7 @@ TEST(sandbox_identity_caps_pidns)
 	log = run_once("id -u; id -g; grep -E "
 		       "'^(CapEff|CapPrm|CapBnd|NoNewPrivs|Seccomp):' "
 		       "/proc/self/status; echo PIDS $(ls /proc | grep -E "
-		       "'^[0-9]+$'); umask; echo END",
+		       "'^[0-9]+$'); umask; echo INIT $(cat /proc/1/comm); echo END",
 		       NULL);
 	CHECK(strstr(log, "65534\n65534\n") == log);
 	CHECK(strstr(log, "CapEff:\t0000000000000000") != NULL);
@@ -237,6 +237,7 @@ TEST(sandbox_identity_caps_pidns)
 	CHECK(strstr(log, "NoNewPrivs:\t1") != NULL);
 	CHECK(strstr(log, "Seccomp:\t2") != NULL);
 	CHECK(strstr(log, "\n0022\n") != NULL);
+	CHECK(strstr(log, "INIT fnfs-init\n") != NULL);
 	/* Only its own processes: the init (1), the shell (2) and what
 	 * the shell started for this line. */
 	p = strstr(log, "PIDS ");
@@ -300,7 +301,7 @@ TEST(sandbox_files_tmp_userns)
  * /tmp (hidden by the private /tmp unless bound). */
 TEST(sandbox_mounts)
 {
-	char ro[96], rw[96], cmd[512], path[160];
+	char ro[96], rw[96], cmd[512], path[256];
 	struct stat st;
 	char *log;
 
@@ -667,6 +668,7 @@ TEST(sandbox_bad_keys_fail_the_spawn)
 					"mode", "daemon", "isolation",
 					"jail"));
 	CHECK(rec.failed_spawns == 1);
+	CHECK(in->exits[0].code == 127); /* as other spawn failures */
 	CHECK(strstr(rec.why, "isolation") != NULL);
 	teardown();
 }
@@ -688,7 +690,7 @@ static void write_text(const char *path, const char *text)
 static const char *read_text(const char *a, const char *b)
 {
 	static char buf[256];
-	char path[4400];
+	char path[4800];
 	FILE *f;
 	size_t n;
 
@@ -712,7 +714,7 @@ static int mkdirs(const char *path)
 
 TEST(cgroup_fake_v1)
 {
-	char fake[] = "/tmp/fnfs-cgv1-XXXXXX", root[4200], p[4400], name[128];
+	char fake[] = "/tmp/fnfs-cgv1-XXXXXX", root[4600], p[4400], name[128];
 	const char *self = "12:pids:/\n4:memory:/a/b\n2:cpu,cpuacct:/\n"
 			   "1:name=systemd:/\n0::/\n";
 	struct rt_cg_limits lim = { 64LL << 20, 50, 250 };
@@ -792,8 +794,8 @@ TEST(cgroup_fake_v1)
 
 TEST(cgroup_fake_v2)
 {
-	char fake[] = "/tmp/fnfs-cgv2-XXXXXX", own[4200], root[4300],
-	     p[4400], name[128];
+	char fake[] = "/tmp/fnfs-cgv2-XXXXXX", own[4200], root[4400],
+	     p[4600], name[128];
 	const char *self = "0::/system.slice/fnfs.service\n";
 	struct rt_cg_limits lim = { 64LL << 20, 50, 250 };
 	struct rt_cg_plan plan;
