@@ -48,7 +48,7 @@ static int own_group(const char *self, const char *controller, char *out,
 	const char *line, *end, *c1, *c2, *p;
 	size_t cl = strlen(controller);
 
-	for (line = self; line != NULL && *line; line = end ? end + 1 : NULL) {
+	for (line = self; *line; line = end + 1) {
 		end = strchr(line, '\n');
 		if (end == NULL)
 			end = line + strlen(line);
@@ -59,7 +59,8 @@ static int own_group(const char *self, const char *controller, char *out,
 
 			/* The comma-separated list between the colons. */
 			for (p = c1 + 1; !match && cl > 0 && p < c2;) {
-				const char *q = memchr(p, ',', (size_t)(c2 - p));
+				const char *q = memchr(p, ',',
+						       (size_t)(c2 - p));
 
 				if (q == NULL)
 					q = c2;
@@ -403,8 +404,7 @@ static int add_limits(struct rt_cg_plan *p, int v2, enum rt_cg_ctl ctl,
 					      "cpu.cfs_quota_us", v);
 		}
 		break;
-	default:
-		rc = -EINVAL;
+	default: rc = -EINVAL;
 	}
 	return rc;
 }

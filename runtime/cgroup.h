@@ -14,7 +14,7 @@
 
 #include <sys/types.h>
 
-#define RT_CG_FS	   "/sys/fs/cgroup"
+#define RT_CG_FS	    "/sys/fs/cgroup"
 #define RT_CG_CPU_PERIOD_US 100000 /* the CFS period for cpu limits */
 
 /* The controllers fnfs uses. */
@@ -22,8 +22,8 @@ enum rt_cg_ctl { RT_CG_MEMORY, RT_CG_PIDS, RT_CG_CPU, RT_CG_COUNT };
 
 /* The worker's root groups. */
 struct rt_cgroups {
-	int v2;			  /* one unified hierarchy (root[] alike) */
-	char *root[RT_CG_COUNT];  /* owned; NULL: that controller is unusable */
+	int v2;			 /* one unified hierarchy (root[] alike) */
+	char *root[RT_CG_COUNT]; /* owned; NULL: that controller is unusable */
 };
 
 /* The limits of one group; 0 leaves a controller out. */

@@ -102,8 +102,7 @@ static int id_value(json_t *v, unsigned *out)
 }
 
 /* Reads "mounts": [{"path": "/abs", "rw": false}, ...]. */
-static int parse_mounts(json_t *mounts, struct rt_sandbox *sb,
-			const char **why)
+static int parse_mounts(json_t *mounts, struct rt_sandbox *sb, const char **why)
 {
 	json_t *m;
 	size_t i;
@@ -116,7 +115,8 @@ static int parse_mounts(json_t *mounts, struct rt_sandbox *sb,
 		return -EINVAL;
 	}
 	json_array_foreach (mounts, i, m) {
-		const char *path = json_string_value(json_object_get(m, "path"));
+		const char *path = json_string_value(
+			json_object_get(m, "path"));
 		json_t *rw = json_object_get(m, "rw");
 
 		if (path == NULL || path[0] != '/' ||
@@ -450,8 +450,8 @@ int rt_sandbox_enter(const struct rt_sandbox *sb, int err)
 		fail(err, "read-only /", NULL);
 		goto out;
 	}
-	if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
-		  "mode=1777") < 0) {
+	if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") <
+	    0) {
 		fail(err, "tmpfs", "/tmp");
 		goto out;
 	}
@@ -472,9 +472,8 @@ int rt_sandbox_enter(const struct rt_sandbox *sb, int err)
 		if (move_mount(fd[i], "", AT_FDCWD, p,
 			       MOVE_MOUNT_F_EMPTY_PATH) < 0 &&
 		    (errno != ENOENT ||
-		     (mkdir_p(p),
-		      move_mount(fd[i], "", AT_FDCWD, p,
-				 MOVE_MOUNT_F_EMPTY_PATH) < 0))) {
+		     (mkdir_p(p), move_mount(fd[i], "", AT_FDCWD, p,
+					     MOVE_MOUNT_F_EMPTY_PATH) < 0))) {
 			fail(err, "bind", p);
 			goto out;
 		}
@@ -493,8 +492,9 @@ out:
  * refuses x32's. */
 static int seccomp_install(void)
 {
-#define LD_NR	  BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr))
-#define RET(v)	  BPF_STMT(BPF_RET | BPF_K, (v))
+#define LD_NR                                                                  \
+	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr))
+#define RET(v)	    BPF_STMT(BPF_RET | BPF_K, (v))
 #define IS(k, t, f) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (k), (t), (f))
 #if defined(__x86_64__)
 	struct sock_filter f[] = {

@@ -28,13 +28,13 @@ struct rt_bind {
 
 /* What the spec asks for, ready for the child. */
 struct rt_sandbox {
-	int any;	/* a key was present: no_new_privs, umask */
-	int set_id;	/* "uid" given: switch to it */
+	int any;    /* a key was present: no_new_privs, umask */
+	int set_id; /* "uid" given: switch to it */
 	uid_t uid;
 	gid_t gid;
 	gid_t *groups; /* supplementary groups, owned */
 	int ngroups;
-	char *home; /* the user's home directory, owned, or NULL */
+	char *home;  /* the user's home directory, owned, or NULL */
 	int isolate; /* "isolation": "sandbox" */
 	int no_net;  /* "network": "none" (sandbox only) */
 	struct rt_bind binds[RT_SB_MOUNTS_MAX + 1]; /* cwd first, then mounts */

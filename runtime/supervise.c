@@ -479,8 +479,7 @@ static void child(const struct child_args *a)
 	setsid();
 	/* Its groups first: everything it starts is in them too. */
 	if (a->cg->n > 0 && (rc = rt_cg_apply(a->cg, &failed)) < 0) {
-		dprintf(a->err, "fnfs: cgroup %s: %s\n", failed,
-			strerror(-rc));
+		dprintf(a->err, "fnfs: cgroup %s: %s\n", failed, strerror(-rc));
 		_exit(127);
 	}
 	if (rt_sandbox_enter(a->sb, a->err) < 0)
@@ -648,7 +647,8 @@ struct rt_run *rt_run_spawn(struct rt_instance *in, int calls, const char *tag,
 	if (pid == 0)
 		child(&a);
 	if (init > 0 && rt_sandbox_leave_pidns() < 0)
-		rt_log(RT_LOG_ERROR, "cannot leave a sandbox's pid namespace: %s",
+		rt_log(RT_LOG_ERROR,
+		       "cannot leave a sandbox's pid namespace: %s",
 		       strerror(errno));
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (pid < 0) {
@@ -1211,8 +1211,7 @@ void rt_instance_sample(struct rt_instance *in)
 	if (in->run != NULL && in->pid > 0 &&
 	    rt_proc_sample(in->pid, &in->cpu_seconds, &in->rss_bytes) == 0 &&
 	    (in->cgroup == NULL || !rt_cg_has(&in->sup->cg, RT_CG_MEMORY)) &&
-	    limit > 0 &&
-	    in->rss_bytes > (long long)limit * 1024 * 1024 &&
+	    limit > 0 && in->rss_bytes > (long long)limit * 1024 * 1024 &&
 	    in->state == RT_RUNNING) {
 		/* No cgroup to enforce the limit: RSS sampling does. */
 		rt_log(RT_LOG_WARN, "%s: rss %lld bytes over %d MB; killing",

@@ -121,8 +121,8 @@ static int cmp(const void *a, const void *b)
 static void report(const char *what, double *t, int n)
 {
 	qsort(t, (size_t)n, sizeof(double), cmp);
-	printf("%-24s median %8.2f ms   p90 %8.2f ms\n", what,
-	       t[n / 2] / 1000, t[n * 9 / 10] / 1000);
+	printf("%-24s median %8.2f ms   p90 %8.2f ms\n", what, t[n / 2] / 1000,
+	       t[n * 9 / 10] / 1000);
 }
 
 /* Runs the loop until `*p` exceeds `old` (or 5 s pass). */
@@ -168,6 +168,7 @@ static void breakdown_child(int fd, const char *probe)
 	mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
 	t[k++] = now_us();
 	move_mount(tree, "", AT_FDCWD, "/var", MOVE_MOUNT_F_EMPTY_PATH);
+	t[k++] = now_us();
 	{
 		struct rt_sandbox sb = { .any = 1, .set_id = 1, .isolate = 1 };
 		gid_t g = 65534;
@@ -197,8 +198,11 @@ static void breakdown_child(int fd, const char *probe)
 static void breakdown(const char *probe, int n)
 {
 	static const char *const steps[] = {
-		"unshare mnt+ipc+uts", "rslave, clone, ro /", "tmpfs /tmp, /dev/shm",
-		"mount /proc",	       "bind (move_mount)",
+		"unshare mnt+ipc+uts",
+		"rslave, clone, ro /",
+		"tmpfs /tmp, /dev/shm",
+		"mount /proc",
+		"bind (move_mount)",
 		"caps, ids, nnp, seccomp",
 		"fork+exec+exit of the program",
 	};
@@ -267,7 +271,8 @@ static void breakdown(const char *probe, int n)
 			rt_sandbox_free_stack(stack);
 		}
 		/* the cgroups: memory and pids groups joined (v1: two) */
-		if (rt_cg_plan(&sup.cg, "bench:breakdown.1", &lim, &plan) == 0) {
+		if (rt_cg_plan(&sup.cg, "bench:breakdown.1", &lim, &plan) ==
+		    0) {
 			p = fork();
 			if (p == 0) {
 				double x = now_us();

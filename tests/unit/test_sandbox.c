@@ -160,9 +160,8 @@ static int spawned_enough(void)
 static json_t *sb_spec(const char *cmd, const char *policy)
 {
 	return json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:s}", "command", cmd,
-			 "mode", "daemon", "restart_policy", policy, "cwd",
-			 dir, "uid", NOBODY, "gid", NOBODY, "isolation",
-			 "sandbox");
+			 "mode", "daemon", "restart_policy", policy, "cwd", dir,
+			 "uid", NOBODY, "gid", NOBODY, "isolation", "sandbox");
 }
 
 static struct rt_instance *start(const char *id, json_t *spec)
@@ -225,11 +224,12 @@ TEST(sandbox_identity_caps_pidns)
 	if (!can_sandbox())
 		return;
 	setup();
-	log = run_once("id -u; id -g; grep -E "
-		       "'^(CapEff|CapPrm|CapBnd|NoNewPrivs|Seccomp):' "
-		       "/proc/self/status; echo PIDS $(ls /proc | grep -E "
-		       "'^[0-9]+$'); umask; echo INIT $(cat /proc/1/comm); echo END",
-		       NULL);
+	log = run_once(
+		"id -u; id -g; grep -E "
+		"'^(CapEff|CapPrm|CapBnd|NoNewPrivs|Seccomp):' "
+		"/proc/self/status; echo PIDS $(ls /proc | grep -E "
+		"'^[0-9]+$'); umask; echo INIT $(cat /proc/1/comm); echo END",
+		NULL);
 	CHECK(strstr(log, "65534\n65534\n") == log);
 	CHECK(strstr(log, "CapEff:\t0000000000000000") != NULL);
 	CHECK(strstr(log, "CapPrm:\t0000000000000000") != NULL);
@@ -242,13 +242,16 @@ TEST(sandbox_identity_caps_pidns)
 	 * the shell started for this line. */
 	p = strstr(log, "PIDS ");
 	CHECK(p != NULL);
-	for (p = p ? p + 5 : NULL; p != NULL && *p && *p != '\n';) {
-		long pid = strtol(p, &p, 10);
+	if (p != NULL) {
+		p += 5;
+		while (*p && *p != '\n') {
+			long pid = strtol(p, &p, 10);
 
-		n++;
-		bad += pid < 1 || pid > 10;
-		while (*p == ' ')
-			p++;
+			n++;
+			bad += pid < 1 || pid > 10;
+			while (*p == ' ')
+				p++;
+		}
 	}
 	CHECK(n >= 2 && n <= 6 && bad == 0);
 	CHECK(strstr(log, "PIDS 1 2 ") != NULL);
@@ -317,9 +320,9 @@ TEST(sandbox_mounts)
 		 "test -d %s && echo ro-seen; touch %s/x 2>/dev/null || "
 		 "echo ro-ro; touch %s/y && echo rw-rw; echo END",
 		 ro, ro, rw);
-	log = run_once(cmd, json_pack("{s:[{s:s, s:b}, {s:s, s:b}]}",
-				      "mounts", "path", ro, "rw", 0, "path",
-				      rw, "rw", 1));
+	log = run_once(cmd,
+		       json_pack("{s:[{s:s, s:b}, {s:s, s:b}]}", "mounts",
+				 "path", ro, "rw", 0, "path", rw, "rw", 1));
 	CHECK(strstr(log, "ro-seen\n") != NULL);
 	CHECK(strstr(log, "ro-ro\n") != NULL);
 	CHECK(strstr(log, "rw-rw\n") != NULL);
@@ -460,11 +463,12 @@ TEST(sandbox_cold_call)
 	setup();
 	sup.ev = &cold_events;
 	calls_done = 0;
-	in = start("t/n/c/0",
-		   json_pack("{s:s, s:s, s:i, s:s}", "command",
-			     "echo cold $(id -u) $(ls /proc | grep -c '^[0-9]') END",
-			     "mode", "cold", "uid", NOBODY, "isolation",
-			     "sandbox"));
+	in = start(
+		"t/n/c/0",
+		json_pack(
+			"{s:s, s:s, s:i, s:s}", "command",
+			"echo cold $(id -u) $(ls /proc | grep -c '^[0-9]') END",
+			"mode", "cold", "uid", NOBODY, "isolation", "sandbox"));
 	r = rt_run_spawn(in, 1, "c1", &why);
 	CHECK(r != NULL && r->init > 0);
 	if (r == NULL)
@@ -646,8 +650,8 @@ TEST(sandbox_refused_unprivileged)
 		if (setresgid(NOBODY, NOBODY, NOBODY) < 0 ||
 		    setresuid(NOBODY, NOBODY, NOBODY) < 0)
 			_exit(3);
-		ok &= rt_sandbox_parse(a, &sb, &why) == -EPERM &&
-		      why != NULL && strstr(why, "not root") != NULL;
+		ok &= rt_sandbox_parse(a, &sb, &why) == -EPERM && why != NULL &&
+		      strstr(why, "not root") != NULL;
 		ok &= rt_sandbox_parse(b, &sb, &why) == -EPERM;
 		/* Its own uid, without a sandbox, it can do. */
 		ok &= rt_sandbox_parse(c, &sb, &why) == 0 && sb.set_id;
@@ -665,8 +669,7 @@ TEST(sandbox_bad_keys_fail_the_spawn)
 
 	setup();
 	in = start("t/n/f/0", json_pack("{s:s, s:s, s:s}", "command", "true",
-					"mode", "daemon", "isolation",
-					"jail"));
+					"mode", "daemon", "isolation", "jail"));
 	CHECK(rec.failed_spawns == 1);
 	CHECK(in->exits[0].code == 127); /* as other spawn failures */
 	CHECK(strstr(rec.why, "isolation") != NULL);
@@ -794,8 +797,8 @@ TEST(cgroup_fake_v1)
 
 TEST(cgroup_fake_v2)
 {
-	char fake[] = "/tmp/fnfs-cgv2-XXXXXX", own[4200], root[4400],
-	     p[4600], name[128];
+	char fake[] = "/tmp/fnfs-cgv2-XXXXXX", own[4200], root[4400], p[4600],
+	     name[128];
 	const char *self = "0::/system.slice/fnfs.service\n";
 	struct rt_cg_limits lim = { 64LL << 20, 50, 250 };
 	struct rt_cg_plan plan;

@@ -440,7 +440,8 @@ TEST(supervise_remove_kills_cold_runs)
 	if (cgroups) {
 		snprintf(root, sizeof(root), "%s", sup.cg.root[RT_CG_MEMORY]);
 		snprintf(group, sizeof(group), "%s/t:n:c:0.c1", root);
-		CHECK(r->cgroup != NULL && strcmp(r->cgroup, "t:n:c:0.c1") == 0);
+		CHECK(r->cgroup != NULL &&
+		      strcmp(r->cgroup, "t:n:c:0.c1") == 0);
 		/* The child makes it and joins it. */
 		for (i = 0; i < 100 && stat(group, &st) < 0; i++)
 			usleep(10 * 1000);
