@@ -300,12 +300,8 @@ static void cold_check(struct rt_run *r)
 
 	if (!r->reaped || !r->resp_eof)
 		return;
-	if (r->cgroup != NULL) {
-		oom = rt_cgroup_oom_kills(r->cgroup) > 0;
-		rt_cgroup_kill(r->cgroup);
-		rt_cgroup_discard(r->sup, r->cgroup);
-		r->cgroup = NULL;
-	}
+	oom = rt_cgroup_finish(r->sup, r->cgroup);
+	r->cgroup = NULL;
 	if (c == NULL)
 		return;
 	if (r->sig != 0) {

@@ -161,9 +161,9 @@ size_t rt_utf8_char(const char *s, size_t n, unsigned *cp);
 /* Returns the symbolic name of a positive errno value ("EINVAL"). */
 const char *rt_errno_name(int err);
 
-/* ---- proc.c: memory cgroups of workers */
+/* ---- cgroup.c: cgroups of workers */
 
-/* Removes the empty memory cgroups that worker `worker_id` of the
+/* Removes the empty cgroups (every hierarchy) that worker `worker_id` of the
  * controller `key` (its socket path, as given to the worker) left behind,
  * and then its root group if that is empty: for a worker that will not
  * come back to remove them (killed). Kills nothing: groups with members

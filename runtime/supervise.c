@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sandbox.h"
 #include "supervise.h"
 #include "wire.h" /* rt_read_alloc */
 
@@ -67,7 +68,7 @@ static void log_open(struct rt_instance *in)
 	if (in->log_fd >= 0 || in->log_path == NULL)
 		return;
 	in->log_fd = open(in->log_path,
-			  O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+			  O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 	in->log_size = in->log_fd >= 0 && fstat(in->log_fd, &st) == 0
 			       ? (size_t)st.st_size
 			       : 0;
@@ -206,15 +207,14 @@ static void run_release(struct rt_run *r)
 {
 	struct rt_instance *in = r->in;
 
-	if (!r->reaped || r->nopen > 0)
+	if (!r->reaped || r->nopen > 0 || r->init > 0)
 		return;
 	assert(r->nopen == 0);
 	assert(rt_idmap_get(&r->sup->runs, (uint64_t)r->pid) != r);
-	if (r->cgroup != NULL) {
-		rt_cgroup_kill(r->cgroup);
-		rt_cgroup_discard(r->sup, r->cgroup);
-		r->cgroup = NULL;
-	}
+	rt_cgroup_finish(r->sup, r->cgroup);
+	r->cgroup = NULL;
+	rt_sandbox_free_stack(r->init_stack);
+	r->init_stack = NULL;
 	if (in != NULL) {
 		assert(in->runs > 0);
 		in->runs--;
@@ -270,10 +270,19 @@ static void on_output(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 		rt_run_close(r, (uv_pipe_t *)s);
 }
 
+/* Kills a sandbox's init, and with it everything in its pid namespace
+ * (a no-op once reaped: the pid may belong to another process then). */
+static void init_kill(struct rt_run *r)
+{
+	if (r->init > 0)
+		kill(r->init, SIGKILL);
+}
+
 /* Kills a run's process and its group (a no-op once reaped: the pid may
- * belong to another process then). */
+ * belong to another process then), and its sandbox. */
 static void run_kill(struct rt_run *r)
 {
+	init_kill(r);
 	if (r->reaped)
 		return;
 	kill(-r->pid, SIGKILL);
@@ -291,16 +300,25 @@ void rt_sup_reap(struct rt_sup *s)
 		struct rt_run *r = rt_idmap_get(&s->runs, (uint64_t)pid);
 		struct rt_instance *in;
 
-		if (r == NULL)
+		if (r == NULL) {
+			/* A sandbox's init: its namespace is empty now. */
+			r = rt_idmap_get(&s->inits, (uint64_t)pid);
+			if (r != NULL) {
+				rt_idmap_del(&s->inits, (uint64_t)pid);
+				r->init = 0;
+				run_release(r);
+			}
 			continue;
+		}
 		assert(r->pid == pid && !r->reaped);
 		rt_idmap_del(&s->runs, (uint64_t)pid);
 		r->reaped = 1;
 		r->code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
 		r->sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-		/* Whatever is left of its process group goes with it, and
-		 * nothing more is written to it. */
+		/* Whatever is left of its process group and its sandbox
+		 * goes with it, and nothing more is written to it. */
 		kill(-pid, SIGKILL);
+		init_kill(r);
 		rt_run_close(r, &r->req);
 		in = r->in;
 		if (r->cold) {
@@ -322,6 +340,10 @@ void rt_sup_kill_runs(struct rt_sup *s)
 
 	for (i = 0; v != NULL && i < n; i++)
 		run_kill(v[i]);
+	free(v);
+	v = rt_idmap_values(&s->inits, &n);
+	for (i = 0; v != NULL && i < n; i++)
+		init_kill(v[i]);
 	free(v);
 }
 
@@ -346,7 +368,7 @@ static void kill_other_runs(struct rt_instance *in)
 
 /* Builds the environment: a few of the worker's own variables, then the
  * spec's (FN_* and the function's env). */
-static char **build_env(json_t *spec)
+static char **build_env(json_t *spec, const char *home)
 {
 	static const char *const keep[] = { "PATH", "HOME", "LANG", "TZ",
 					    NULL };
@@ -359,6 +381,8 @@ static char **build_env(json_t *spec)
 		return NULL;
 	for (i = 0; keep[i] != NULL; i++) {
 		val = getenv(keep[i]);
+		if (strcmp(keep[i], "HOME") == 0 && home != NULL)
+			val = home; /* the function's user's */
 		if (strcmp(keep[i], "PATH") == 0 && val == NULL)
 			val = "/usr/local/bin:/usr/bin:/bin";
 		if (val == NULL)
@@ -419,15 +443,25 @@ static char **split_words(const char *cmd)
 	return v;
 }
 
+/* What the child of a spawn is given. */
+struct child_args {
+	pid_t worker;
+	int in, out, err;
+	const char *cwd;
+	char **argv, **env;
+	const struct rt_cg_plan *cg;
+	const struct rt_sandbox *sb;
+};
+
 /* The child's side of a spawn: die with the worker, a session and
- * process group of its own, stdio, working directory, nothing else open,
- * then the program. Only calls that are safe after fork. */
-static void child(pid_t worker, int in, int out, int err, const char *cwd,
-		  char **argv, char **env, const char *cgroup,
-		  const char *limit)
+ * process group of its own, its cgroups, its sandbox, stdio, its user,
+ * working directory, nothing else open, then the program. Only calls
+ * that are safe after fork. */
+static void child(const struct child_args *a)
 {
+	const char *failed = "?";
 	sigset_t none;
-	int null, sig;
+	int null, sig, rc;
 
 	/* The worker's handlers (libuv's) must not run here: a signal meant
 	 * for this process would reach the worker's own signal pipe. Signals
@@ -438,24 +472,32 @@ static void child(pid_t worker, int in, int out, int err, const char *cwd,
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (getppid() != worker)
+	/* In a sandbox's pid namespace getppid() is 0. */
+	if (a->sb->isolate ? !rt_sandbox_worker_alive()
+			   : getppid() != a->worker)
 		_exit(127); /* the worker died already */
 	setsid();
-	/* Its memory group first: everything it starts is in it too. */
-	if (cgroup != NULL && rt_cgroup_join(cgroup, limit) < 0)
-		dprintf(err, "fnfs: memory cgroup %s: %s\n", cgroup,
-			strerror(errno));
-	null = in >= 0 ? in : open("/dev/null", O_RDONLY);
-	if (null < 0 || dup2(null, 0) < 0 || dup2(out, 1) < 0 ||
-	    dup2(err, 2) < 0)
+	/* Its groups first: everything it starts is in them too. */
+	if (a->cg->n > 0 && (rc = rt_cg_apply(a->cg, &failed)) < 0) {
+		dprintf(a->err, "fnfs: cgroup %s: %s\n", failed, strerror(-rc));
 		_exit(127);
-	if (chdir(cwd) < 0) {
-		dprintf(2, "fnfs: cwd %s: %s\n", cwd, strerror(errno));
+	}
+	if (rt_sandbox_enter(a->sb, a->err) < 0)
+		_exit(127);
+	null = a->in >= 0 ? a->in : open("/dev/null", O_RDONLY);
+	if (null < 0 || dup2(null, 0) < 0 || dup2(a->out, 1) < 0 ||
+	    dup2(a->err, 2) < 0)
+		_exit(127);
+	if (rt_sandbox_drop(a->sb, 2) < 0)
+		_exit(127);
+	/* As the function's user: its permissions apply. */
+	if (chdir(a->cwd) < 0) {
+		dprintf(2, "fnfs: cwd %s: %s\n", a->cwd, strerror(errno));
 		_exit(127);
 	}
 	rt_close_fds(-1);
-	execve(argv[0], argv, env);
-	dprintf(2, "fnfs: cannot run %s: %s\n", argv[0], strerror(errno));
+	execve(a->argv[0], a->argv, a->env);
+	dprintf(2, "fnfs: cannot run %s: %s\n", a->argv[0], strerror(errno));
 	_exit(127);
 }
 
@@ -495,6 +537,30 @@ static void run_pipe(struct rt_run *r, uv_pipe_t *p, int fd)
 	uv_pipe_open(p, fd);
 }
 
+/* The limits of `spec`: "memory" MB, "pids", "cpu" millicores. */
+static void spec_limits(json_t *spec, struct rt_cg_limits *lim)
+{
+	long long mb = json_integer_value(json_object_get(spec, "memory"));
+
+	lim->memory_bytes = mb > 0 ? mb << 20 : 0;
+	lim->pids = json_integer_value(json_object_get(spec, "pids"));
+	lim->cpu_millis = json_integer_value(json_object_get(spec, "cpu"));
+}
+
+/* The name of a spawn's groups: "tenant:ns:fn:N.TAG". */
+static char *group_name(const struct rt_instance *in, const char *tag)
+{
+	struct rt_buf d = { 0 };
+	size_t i;
+
+	if (rt_buf_printf(&d, "%s.%s", in->id, tag) < 0)
+		return NULL;
+	for (i = 0; i < d.len; i++)
+		if (d.data[i] == '/')
+			d.data[i] = ':';
+	return d.data;
+}
+
 struct rt_run *rt_run_spawn(struct rt_instance *in, int calls, const char *tag,
 			    const char **why)
 {
@@ -502,25 +568,32 @@ struct rt_run *rt_run_spawn(struct rt_instance *in, int calls, const char *tag,
 	const char *cmd = json_string_value(
 		json_object_get(in->spec, "command"));
 	const char *cwd = json_string_value(json_object_get(in->spec, "cwd"));
-	int mb = (int)json_integer_value(json_object_get(in->spec, "memory"));
 	struct rt_buf script = { 0 };
 	char *shell[4] = { "/bin/sh", "-c", NULL, NULL };
 	char **argv = shell, **words = NULL, **env = NULL, *prog = NULL;
-	char *cgroup = NULL, limit[32];
+	char *cgroup = NULL;
+	struct rt_cg_limits lim;
+	struct rt_cg_plan plan = { 0 };
+	struct rt_sandbox sb;
+	struct child_args a;
 	struct rt_run *r = NULL, *done = NULL;
 	/* err: stderr (the log); in, out: a call's stdin and stdout */
 	int err[2] = { -1, -1 }, ip[2] = { -1, -1 }, op[2] = { -1, -1 };
 	sigset_t all, old;
-	pid_t pid, self = getpid();
+	pid_t pid, init = 0;
+	void *stack = NULL;
 
 	if (cmd == NULL || cmd[0] == '\0') {
 		*why = "no command";
 		return NULL;
 	}
+	/* The user and the sandbox: what the child needs is read here. */
+	if (rt_sandbox_parse(in->spec, &sb, why) < 0)
+		return NULL;
 	/* Plain words are exec'ed directly; a simple command through
 	 * `exec` in a shell; anything else as shell code. Either way the
 	 * pid is the program's own when it can be. */
-	env = build_env(in->spec);
+	env = build_env(in->spec, sb.home);
 	if (plain_words(cmd) && (words = split_words(cmd)) != NULL &&
 	    words[0] != NULL && (prog = find_program(words[0], env)) != NULL) {
 		free(words[0]);
@@ -540,42 +613,74 @@ struct rt_run *rt_run_spawn(struct rt_instance *in, int calls, const char *tag,
 		goto out;
 	}
 	assert(!in->freeing);
-	if (s->cgroup_root != NULL && mb > 0) {
-		struct rt_buf d = { 0 };
-		size_t i, start;
-
-		rt_buf_printf(&d, "%s/", s->cgroup_root);
-		start = d.len;
-		rt_buf_printf(&d, "%s.%s", in->id, tag);
-		for (i = start; d.data != NULL && i < d.len; i++)
-			if (d.data[i] == '/')
-				d.data[i] = ':';
-		cgroup = d.data;
-		snprintf(limit, sizeof(limit), "%lld", (long long)mb << 20);
-	}
-	sigfillset(&all);
-	sigprocmask(SIG_SETMASK, &all, &old);
-	pid = fork();
-	if (pid == 0)
-		child(self, ip[0], calls ? op[1] : err[1], err[1],
-		      cwd != NULL && cwd[0] != '\0' ? cwd : "/", argv, env,
-		      cgroup, limit);
-	sigprocmask(SIG_SETMASK, &old, NULL);
-	if (pid < 0) {
-		*why = strerror(errno);
+	spec_limits(in->spec, &lim);
+	if ((cgroup = group_name(in, tag)) == NULL ||
+	    rt_cg_plan(&s->cg, cgroup, &lim, &plan) < 0) {
+		*why = "out of memory";
 		goto out;
 	}
-	if (rt_idmap_put(&s->runs, (uint64_t)pid, r) < 0) {
+	if (plan.n == 0) {
+		free(cgroup); /* no limit it can enforce with a group */
+		cgroup = NULL;
+	}
+	a = (struct child_args){ getpid(),
+				 ip[0],
+				 calls ? op[1] : err[1],
+				 err[1],
+				 cwd != NULL && cwd[0] != '\0' ? cwd : "/",
+				 argv,
+				 env,
+				 &plan,
+				 &sb };
+	sigfillset(&all);
+	sigprocmask(SIG_SETMASK, &all, &old);
+	/* A sandbox: its pid namespace and init first, then the function's
+	 * own process, forked into that namespace as our child. */
+	if (sb.isolate && (init = rt_sandbox_start_init(&stack)) < 0) {
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		rt_log(RT_LOG_WARN, "%s: sandbox init: %s", in->id,
+		       strerror((int)-init));
+		*why = "cannot start the sandbox's init";
+		goto out;
+	}
+	pid = fork();
+	if (pid == 0)
+		child(&a);
+	if (init > 0 && rt_sandbox_leave_pidns() < 0)
+		rt_log(RT_LOG_ERROR,
+		       "cannot leave a sandbox's pid namespace: %s",
+		       strerror(errno));
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (pid < 0) {
+		*why = init > 0 ? "cannot fork into the sandbox"
+				: "cannot fork";
+		if (init > 0) {
+			kill(init, SIGKILL);
+			waitpid(init, NULL, 0);
+		}
+		rt_sandbox_free_stack(stack);
+		goto out;
+	}
+	if (rt_idmap_put(&s->runs, (uint64_t)pid, r) < 0 ||
+	    (init > 0 && rt_idmap_put(&s->inits, (uint64_t)init, r) < 0)) {
 		/* It could not be reaped by SIGCHLD: end it here. */
+		rt_idmap_del(&s->runs, (uint64_t)pid);
 		kill(pid, SIGKILL);
+		if (init > 0)
+			kill(init, SIGKILL);
 		waitpid(pid, NULL, 0);
-		if (cgroup != NULL)
-			rt_cgroup_remove(cgroup);
+		if (init > 0)
+			waitpid(init, NULL, 0);
+		rt_sandbox_free_stack(stack);
+		rt_cgroup_finish(s, cgroup);
+		cgroup = NULL;
 		*why = "out of memory";
 		goto out;
 	}
 	r->in = in;
 	r->pid = pid;
+	r->init = init > 0 ? init : 0;
+	r->init_stack = stack;
 	r->sup = s;
 	r->calls = calls;
 	r->cgroup = cgroup;
@@ -613,6 +718,8 @@ out:
 		close(op[1]);
 	free(r);
 	free(cgroup);
+	rt_cg_plan_free(&plan);
+	rt_sandbox_free(&sb);
 	free_strv(env);
 	free_strv(words);
 	rt_buf_free(&script);
@@ -656,8 +763,7 @@ static void spawn(struct rt_instance *in)
 	}
 	in->run = r;
 	in->pid = r->pid;
-	if (in->cgroup != NULL)
-		rt_cgroup_discard(s, in->cgroup);
+	rt_cgroup_finish(s, in->cgroup);
 	in->cgroup = r->cgroup; /* read at its exit for an OOM kill */
 	r->cgroup = NULL;
 	set_state(in, RT_RUNNING, "started");
@@ -687,6 +793,27 @@ void rt_cgroup_discard(struct rt_sup *s, char *dir)
 	v[s->ncg_garbage++] = dir;
 }
 
+int rt_cgroup_finish(struct rt_sup *s, char *name)
+{
+	const char *roots[RT_CG_COUNT];
+	int i, n, oom;
+
+	if (name == NULL)
+		return 0;
+	oom = rt_cg_oom_kills(&s->cg, name) > 0;
+	n = rt_cg_roots(&s->cg, roots);
+	for (i = 0; i < n; i++) {
+		struct rt_buf dir = { 0 };
+
+		if (rt_buf_printf(&dir, "%s/%s", roots[i], name) < 0)
+			continue;
+		rt_cgroup_kill(dir.data); /* even what left its group */
+		rt_cgroup_discard(s, dir.data);
+	}
+	free(name);
+	return oom;
+}
+
 void rt_sup_collect(struct rt_sup *s)
 {
 	int i, k = 0;
@@ -709,12 +836,8 @@ static void record_exit(struct rt_instance *in, int64_t code, int sig)
 	int64_t now = rt_mono_ms();
 	int i;
 
-	if (in->cgroup != NULL) {
-		e.oom = rt_cgroup_oom_kills(in->cgroup) > 0;
-		rt_cgroup_kill(in->cgroup); /* even what left its group */
-		rt_cgroup_discard(in->sup, in->cgroup);
-		in->cgroup = NULL;
-	}
+	e.oom = rt_cgroup_finish(in->sup, in->cgroup);
+	in->cgroup = NULL;
 	if (in->oom_pending)
 		e.oom = 1;
 	memmove(&in->exits[1], &in->exits[0],
@@ -853,7 +976,8 @@ void rt_sup_init(struct rt_sup *s, uv_loop_t *loop,
 
 int rt_sup_idle(const struct rt_sup *s)
 {
-	return s->instances.count == 0 && s->runs.count == 0;
+	return s->instances.count == 0 && s->runs.count == 0 &&
+	       s->inits.count == 0;
 }
 
 void rt_sup_free(struct rt_sup *s, int wait_ms)
@@ -876,6 +1000,18 @@ void rt_sup_free(struct rt_sup *s, int wait_ms)
 		run_release(r);
 	}
 	free(v);
+	/* Inits not reaped: killed (their namespace dies with them). */
+	v = rt_idmap_values(&s->inits, &n);
+	for (i = 0; v != NULL && i < n; i++) {
+		struct rt_run *r = v[i];
+
+		init_kill(r);
+		rt_idmap_del(&s->inits, (uint64_t)r->init);
+		r->init = 0;
+		r->reaped = 1;
+		run_release(r);
+	}
+	free(v);
 	/* The groups, once what is left in them has died. */
 	for (;;) {
 		rt_sup_collect(s);
@@ -884,21 +1020,26 @@ void rt_sup_free(struct rt_sup *s, int wait_ms)
 		nanosleep(&pause, NULL);
 	}
 	for (i = 0; i < (size_t)s->ncg_garbage; i++) {
-		rt_log(RT_LOG_WARN, "memory cgroup %s is still busy; left",
+		rt_log(RT_LOG_WARN, "cgroup %s is still busy; left",
 		       s->cg_garbage[i]);
 		free(s->cg_garbage[i]);
 	}
 	free(s->cg_garbage);
 	s->cg_garbage = NULL;
 	s->ncg_garbage = 0;
-	if (s->cgroup_root != NULL)
-		rt_cgroup_remove(s->cgroup_root);
-	free(s->cgroup_root);
-	s->cgroup_root = NULL;
+	{
+		const char *roots[RT_CG_COUNT];
+		int k, nr = rt_cg_roots(&s->cg, roots);
+
+		for (k = 0; k < nr; k++)
+			rt_cgroup_remove(roots[k]);
+	}
+	rt_cg_free(&s->cg);
 	free(s->log_dir);
 	s->log_dir = NULL;
 	rt_map_free(&s->instances);
 	rt_idmap_free(&s->runs);
+	rt_idmap_free(&s->inits);
 }
 
 /* ========================================================== commands */
@@ -1049,10 +1190,8 @@ void rt_instance_remove(struct rt_instance *in)
 	}
 	json_decref(in->spec);
 	in->spec = NULL;
-	if (in->cgroup != NULL) {
-		rt_cgroup_discard(s, in->cgroup);
-		in->cgroup = NULL;
-	}
+	rt_cgroup_finish(s, in->cgroup);
+	in->cgroup = NULL;
 	if (in->log_fd >= 0)
 		close(in->log_fd);
 	in->log_fd = -1;
@@ -1071,8 +1210,8 @@ void rt_instance_sample(struct rt_instance *in)
 
 	if (in->run != NULL && in->pid > 0 &&
 	    rt_proc_sample(in->pid, &in->cpu_seconds, &in->rss_bytes) == 0 &&
-	    in->cgroup == NULL && limit > 0 &&
-	    in->rss_bytes > (long long)limit * 1024 * 1024 &&
+	    (in->cgroup == NULL || !rt_cg_has(&in->sup->cg, RT_CG_MEMORY)) &&
+	    limit > 0 && in->rss_bytes > (long long)limit * 1024 * 1024 &&
 	    in->state == RT_RUNNING) {
 		/* No cgroup to enforce the limit: RSS sampling does. */
 		rt_log(RT_LOG_WARN, "%s: rss %lld bytes over %d MB; killing",

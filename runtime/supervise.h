@@ -16,6 +16,7 @@
 #include <sys/types.h>
 #include <uv.h>
 
+#include "cgroup.h"
 #include "rt.h"
 
 /* Supervision constants (spec 9). */
@@ -57,7 +58,9 @@ struct rt_call;
 struct rt_run {
 	struct rt_instance *in; /* owner; NULL once the instance is gone */
 	struct rt_sup *sup;	/* the supervisor (kept when in is gone) */
-	pid_t pid;		/* the process */
+	pid_t pid;		/* the process (the function's own) */
+	pid_t init;		/* its sandbox's init until reaped, or 0 */
+	void *init_stack;	/* the init's stack (sandbox.h), or NULL */
 	uv_pipe_t out;		/* its stderr (and a daemon's stdout): log */
 	uv_pipe_t req;		/* calls: its stdin */
 	uv_pipe_t resp;		/* calls: its stdout */
@@ -68,7 +71,7 @@ struct rt_run {
 	int resp_eof;		/* its stdout ended */
 	struct rt_buf line;	/* hot: a response line being read */
 	struct rt_call *call;	/* cold: the call it serves, or NULL */
-	char *cgroup;		/* its memory group until handed over, owned */
+	char *cgroup;		/* its groups' name until handed over, owned */
 	int code, sig;		/* its exit, once reaped */
 	int reaped;		/* its exit has been collected */
 	struct rt_run *next;	/* the supervisor's list of runs with pipes */
@@ -100,7 +103,7 @@ struct rt_instance {
 	int nexits;
 	int oom_pending;       /* killed by RSS sampling for memory */
 	char reason[256];      /* why it is in its state */
-	char *cgroup;	       /* memory cgroup directory, owned, or NULL */
+	char *cgroup;	       /* its groups' name (cgroup.h), owned, or NULL */
 	int log_fd;	       /* the open log file, or -1 */
 	char *log_path;	       /* owned */
 	size_t log_size;       /* bytes in the current log file */
@@ -143,18 +146,19 @@ struct rt_sup {
 	void *arg;			/* the owner's */
 	int simulate;			/* accept instances without processes */
 	char *log_dir;			/* owned, or NULL: no logs */
-	char *cgroup_root;		/* owned, NULL: cgroups are unusable */
+	struct rt_cgroups cg;		/* the root groups; none: unusable */
 	char **cg_garbage;		/* groups to remove once empty, owned */
 	int ncg_garbage;
 	struct rt_map instances;  /* id -> struct rt_instance * */
 	struct rt_run *open_runs; /* runs whose pipes are still open */
 	struct rt_idmap runs;	  /* pid -> struct rt_run *, unreaped */
+	struct rt_idmap inits;	  /* init pid -> struct rt_run *, unreaped */
 };
 
 /* ---- supervise.c: the set */
 
 /* Prepares `s` on `loop`, reporting through `ev` (not NULL, kept). The
- * caller may set simulate, log_dir and cgroup_root afterwards. */
+ * caller may set simulate, log_dir and cg afterwards. */
 void rt_sup_init(struct rt_sup *s, uv_loop_t *loop,
 		 const struct rt_sup_events *ev, void *arg);
 
@@ -235,41 +239,39 @@ int rt_instance_mode_is(const struct rt_instance *in, const char *mode);
 /* Appends process output to the instance's log (rotating it). */
 void rt_log_write(struct rt_instance *in, const char *p, size_t n);
 
-/* Forks the program of `in` as a new run, in a memory group named after
- * `tag`. With `calls`, its stdin and stdout are pipes to the caller (hot
- * and cold modes); otherwise stdin is /dev/null and stdout goes to the
- * log. Its stderr always goes to the log. Returns the run (in the
- * supervisor's maps, not yet the instance's `run`), or NULL with `why`. */
+/* Forks the program of `in` as a new run, in groups named after `tag`
+ * for its limits ("memory" MB, "pids", "cpu" millicores), as the user
+ * and in the sandbox its spec asks for (sandbox.h). With `calls`, its
+ * stdin and stdout are pipes to the caller (hot and cold modes);
+ * otherwise stdin is /dev/null and stdout goes to the log. Its stderr
+ * always goes to the log. Returns the run (in the supervisor's maps, not
+ * yet the instance's `run`), or NULL with `why` (a static string). */
 struct rt_run *rt_run_spawn(struct rt_instance *in, int calls, const char *tag,
 			    const char **why);
 
 /* Closes pipe `p` of run `r` if it is open. */
 void rt_run_close(struct rt_run *r, uv_pipe_t *p);
 
-/* Removes memory group `dir` now, or once its members are gone (see
+/* Removes cgroup directory `dir` now, or once its members are gone (see
  * rt_sup_collect). Takes `dir`. */
 void rt_cgroup_discard(struct rt_sup *s, char *dir);
 
-/* ---- proc.c: /proc, cgroups */
+/* Kills what is in the groups named `name` (every hierarchy), reads
+ * whether the memory one saw an OOM kill, and discards them all. Takes
+ * `name` (may be NULL: returns 0). Returns 1 after an OOM kill. */
+int rt_cgroup_finish(struct rt_sup *s, char *name);
+
+/* ---- proc.c: /proc */
 
 /* Reads cpu seconds and RSS bytes of `pid`. Returns 0 or -errno. */
 int rt_proc_sample(pid_t pid, double *cpu_seconds, long long *rss_bytes);
 
-/* Makes the memory cgroup root of worker `worker_id` of the controller
- * `key` (its socket path) if it can hold limited groups. Returns its path
- * (owned), or NULL when cgroups are unusable. */
-char *rt_cgroup_root(const char *worker_id, const char *key);
+/* ---- cgroup.c: groups by directory */
 
 /* Kills what a dead worker of the same id and controller left in the
- * groups under s->cgroup_root, and removes them (later, for those whose
+ * groups under s->cg's roots, and removes them (later, for those whose
  * members are still dying). Nothing runs twice. */
 void rt_sup_sweep(struct rt_sup *s);
-
-/* After fork, in the child: makes the group `dir` (and its parent, the
- * root) with the memory limit `limit` (bytes, as text) and moves the
- * calling process into it, before exec, so that everything it starts is
- * limited too. Uses only calls safe after fork. Returns 0 or -1. */
-int rt_cgroup_join(const char *dir, const char *limit);
 
 /* Kills every process in group `dir`. */
 void rt_cgroup_kill(const char *dir);

@@ -281,7 +281,7 @@ static void send_register(struct rt_worker *w)
 				 w->memory_mb, "tags", w->tags, "namespaces",
 				 w->namespaces, "pid", (int)getpid(), "running",
 				 running, "cgroups",
-				 w->sup.cgroup_root != NULL),
+				 rt_cg_has(&w->sup.cg, RT_CG_MEMORY)),
 		       NULL, 0);
 }
 
@@ -752,11 +752,21 @@ int rt_worker_main(int argc, char **argv)
 	mkdir(dir.data, 0755);
 	w.sup.log_dir = dir.data;
 	if (!simulate)
-		w.sup.cgroup_root = rt_cgroup_root(w.id, w.sock_path);
-	if (w.sup.cgroup_root == NULL && !simulate)
+		rt_cg_open_host(&w.sup.cg, w.id, w.sock_path);
+	if (!rt_cg_has(&w.sup.cg, RT_CG_MEMORY) && !simulate)
 		rt_log(RT_LOG_INFO,
 		       "worker %s: no memory cgroup; RSS sampling "
 		       "enforces memory limits",
+		       w.id);
+	if (!rt_cg_has(&w.sup.cg, RT_CG_PIDS) && !simulate)
+		rt_log(RT_LOG_WARN,
+		       "worker %s: no pids cgroup; pids limits are not "
+		       "enforced",
+		       w.id);
+	if (!rt_cg_has(&w.sup.cg, RT_CG_CPU) && !simulate)
+		rt_log(RT_LOG_WARN,
+		       "worker %s: no cpu cgroup; cpu limits are not "
+		       "enforced",
 		       w.id);
 
 	w.retry_ms = RETRY_FIRST_MS;

@@ -422,8 +422,8 @@ TEST(supervise_remove_kills_cold_runs)
 
 	setup();
 	snprintf(key, sizeof(key), "unit-test-%d", (int)getpid());
-	sup.cgroup_root = rt_cgroup_root("unit", key);
-	cgroups = sup.cgroup_root != NULL;
+	rt_cg_open_host(&sup.cg, "unit", key);
+	cgroups = rt_cg_has(&sup.cg, RT_CG_MEMORY);
 	if (!cgroups)
 		fprintf(stderr,
 			"  # no memory cgroup here: groups unchecked\n");
@@ -438,9 +438,10 @@ TEST(supervise_remove_kills_cold_runs)
 	r->cold = 1;
 	pid = r->pid;
 	if (cgroups) {
-		snprintf(root, sizeof(root), "%s", sup.cgroup_root);
+		snprintf(root, sizeof(root), "%s", sup.cg.root[RT_CG_MEMORY]);
 		snprintf(group, sizeof(group), "%s/t:n:c:0.c1", root);
-		CHECK(r->cgroup != NULL && strcmp(r->cgroup, group) == 0);
+		CHECK(r->cgroup != NULL &&
+		      strcmp(r->cgroup, "t:n:c:0.c1") == 0);
 		/* The child makes it and joins it. */
 		for (i = 0; i < 100 && stat(group, &st) < 0; i++)
 			usleep(10 * 1000);

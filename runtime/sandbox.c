@@ -1,0 +1,583 @@
+/*
+ * sandbox.c - a function's identity and sandbox (see sandbox.h): parsed
+ * in the worker, applied in the child between fork and exec with calls
+ * that are safe there, and the pid namespace's init.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/audit.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <net/if.h>
+#include <poll.h>
+#include <pwd.h>
+#include <sched.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/pidfd.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "rt.h"
+#include "sandbox.h"
+
+extern char **environ;
+
+/* ================================================== in the worker */
+
+/* A bind from a "mounts" entry or the cwd. */
+static int add_bind(struct rt_sandbox *sb, const char *path, int rw)
+{
+	if (sb->nbinds >= RT_SB_MOUNTS_MAX + 1)
+		return -E2BIG;
+	sb->binds[sb->nbinds].path = strdup(path);
+	if (sb->binds[sb->nbinds].path == NULL)
+		return -ENOMEM;
+	sb->binds[sb->nbinds++].rw = rw;
+	return 0;
+}
+
+/* The user's supplementary groups, as initgroups would set them, and
+ * home; a uid without an entry gets its primary group alone. */
+static int resolve_user(struct rt_sandbox *sb)
+{
+	struct passwd pw, *res = NULL;
+	char buf[4096];
+	int n = 16, rc;
+
+	rc = getpwuid_r(sb->uid, &pw, buf, sizeof(buf), &res);
+	if (rc != 0 || res == NULL) {
+		sb->groups = malloc(sizeof(gid_t));
+		if (sb->groups == NULL)
+			return -ENOMEM;
+		sb->groups[0] = sb->gid;
+		sb->ngroups = 1;
+		return 0;
+	}
+	sb->home = strdup(pw.pw_dir);
+	for (;;) {
+		gid_t *g = realloc(sb->groups, (size_t)n * sizeof(gid_t));
+		int got = n;
+
+		if (g == NULL)
+			return -ENOMEM;
+		sb->groups = g;
+		if (getgrouplist(pw.pw_name, sb->gid, g, &got) >= 0) {
+			sb->ngroups = got;
+			return 0;
+		}
+		if (got <= n) /* should not happen: stop growing */
+			n *= 2;
+		else
+			n = got;
+		if (n > 65536)
+			return -E2BIG;
+	}
+}
+
+/* Whether `v` is an integer in 0 .. 2^32-2 (a valid uid or gid). */
+static int id_value(json_t *v, unsigned *out)
+{
+	json_int_t i;
+
+	if (!json_is_integer(v))
+		return 0;
+	i = json_integer_value(v);
+	if (i < 0 || i >= 4294967295LL)
+		return 0;
+	*out = (unsigned)i;
+	return 1;
+}
+
+/* Reads "mounts": [{"path": "/abs", "rw": false}, ...]. */
+static int parse_mounts(json_t *mounts, struct rt_sandbox *sb, const char **why)
+{
+	json_t *m;
+	size_t i;
+
+	if (mounts == NULL)
+		return 0;
+	if (!json_is_array(mounts) ||
+	    json_array_size(mounts) > RT_SB_MOUNTS_MAX) {
+		*why = "mounts: not an array of at most 32 entries";
+		return -EINVAL;
+	}
+	json_array_foreach (mounts, i, m) {
+		const char *path = json_string_value(
+			json_object_get(m, "path"));
+		json_t *rw = json_object_get(m, "rw");
+
+		if (path == NULL || path[0] != '/' ||
+		    (rw != NULL && !json_is_boolean(rw))) {
+			*why = "mounts: each entry needs an absolute \"path\" "
+			       "and a boolean \"rw\"";
+			return -EINVAL;
+		}
+		if (add_bind(sb, path, json_is_true(rw)) < 0) {
+			*why = "out of memory";
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+int rt_sandbox_parse(json_t *spec, struct rt_sandbox *sb, const char **why)
+{
+	json_t *uid = json_object_get(spec, "uid"),
+	       *gid = json_object_get(spec, "gid");
+	const char *iso = json_string_value(json_object_get(spec, "isolation"));
+	const char *net = json_string_value(json_object_get(spec, "network"));
+	const char *cwd = json_string_value(json_object_get(spec, "cwd"));
+	unsigned u = 0, g = 0;
+	int rc = 0;
+
+	memset(sb, 0, sizeof(*sb));
+	sb->any = uid != NULL || gid != NULL ||
+		  json_object_get(spec, "isolation") != NULL;
+	if ((uid != NULL && !id_value(uid, &u)) ||
+	    (gid != NULL && !id_value(gid, &g))) {
+		*why = "uid and gid must be integers from 0";
+		rc = -EINVAL;
+		goto out;
+	}
+	if (json_object_get(spec, "isolation") != NULL && iso == NULL) {
+		*why = "isolation must be \"sandbox\" or \"none\"";
+		rc = -EINVAL;
+		goto out;
+	}
+	if (iso != NULL && strcmp(iso, "sandbox") != 0 &&
+	    strcmp(iso, "none") != 0) {
+		*why = "isolation must be \"sandbox\" or \"none\"";
+		rc = -EINVAL;
+		goto out;
+	}
+	if ((net != NULL && strcmp(net, "host") != 0 &&
+	     strcmp(net, "none") != 0) ||
+	    (net == NULL && json_object_get(spec, "network") != NULL)) {
+		*why = "network must be \"host\" or \"none\"";
+		rc = -EINVAL;
+		goto out;
+	}
+	sb->isolate = iso != NULL && strcmp(iso, "sandbox") == 0;
+	sb->no_net = sb->isolate && net != NULL && strcmp(net, "none") == 0;
+	if (uid != NULL) {
+		sb->set_id = 1;
+		sb->uid = (uid_t)u;
+		sb->gid = (gid_t)(gid != NULL ? g : u);
+	} else if (gid != NULL) {
+		*why = "a gid needs a uid";
+		rc = -EINVAL;
+		goto out;
+	}
+	/* What only root can do. */
+	if (geteuid() != 0 &&
+	    (sb->isolate ||
+	     (sb->set_id && (sb->uid != geteuid() || sb->gid != getegid())))) {
+		*why = sb->isolate ? "the worker is not root: it cannot build "
+				     "a sandbox"
+				   : "the worker is not root: it cannot run a "
+				     "function as another user";
+		rc = -EPERM;
+		goto out;
+	}
+	if (sb->set_id && (rc = resolve_user(sb)) < 0) {
+		*why = "cannot read the user's groups";
+		goto out;
+	}
+	if (sb->isolate) {
+		if (cwd != NULL && cwd[0] != '\0' && strcmp(cwd, "/") != 0 &&
+		    (rc = add_bind(sb, cwd, 1)) < 0) {
+			*why = "out of memory";
+			goto out;
+		}
+		rc = parse_mounts(json_object_get(spec, "mounts"), sb, why);
+	}
+out:
+	if (rc < 0)
+		rt_sandbox_free(sb);
+	return rc;
+}
+
+void rt_sandbox_free(struct rt_sandbox *sb)
+{
+	int i;
+
+	for (i = 0; i < sb->nbinds; i++)
+		free(sb->binds[i].path);
+	free(sb->groups);
+	free(sb->home);
+	memset(sb, 0, sizeof(*sb));
+}
+
+/* The worker's pidfd (for its children to tell whether it is alive) and
+ * its own pid namespace, opened once. */
+static int self_pidfd = -1, self_pidns = -1;
+
+static void open_self(void)
+{
+	if (self_pidfd < 0)
+		self_pidfd = pidfd_open(getpid(), 0);
+	if (self_pidns < 0)
+		self_pidns = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
+}
+
+/* The init's first steps, in a child that shares the worker's memory
+ * (CLONE_VM) on a stack of its own until its exec: raw system calls only
+ * (no libc state, no sanitizer interceptor, errno untouched), and
+ * nothing written but its stack. Signals stay blocked (as in the worker
+ * across the spawn) until init_main sets its own mask. */
+static char *init_argv[] = { "fnfs-init", NULL };
+
+static int init_trampoline(void *arg)
+{
+	long null;
+
+	(void)arg;
+	syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	syscall(SYS_setsid);
+	null = syscall(SYS_openat, AT_FDCWD, "/dev/null", O_RDWR, 0);
+	if (null >= 0) {
+		syscall(SYS_dup3, null, 0, 0);
+		syscall(SYS_dup3, null, 1, 0);
+		syscall(SYS_dup3, null, 2, 0);
+	}
+	/* fd 3: the worker's pidfd (dup3 clears its close-on-exec). */
+	if (self_pidfd >= 0 && self_pidfd != 3)
+		syscall(SYS_dup3, self_pidfd, 3, 0);
+	else if (self_pidfd == 3)
+		syscall(SYS_fcntl, 3, F_SETFD, 0);
+	syscall(SYS_close_range, 4U, ~0U, 0);
+	syscall(SYS_execve, "/proc/self/exe", init_argv, environ);
+	syscall(SYS_exit, 127);
+	return 0;
+}
+
+pid_t rt_sandbox_start_init(void **stack)
+{
+	pid_t pid;
+
+	*stack = NULL;
+	open_self();
+	if (self_pidns < 0)
+		return -errno;
+	/* Its stack, kept until the init is reaped (it runs on it until its
+	 * exec, which the worker does not wait for). */
+	*stack = mmap(NULL, RT_SB_INIT_STACK, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (*stack == MAP_FAILED) {
+		*stack = NULL;
+		return -ENOMEM;
+	}
+	if (unshare(CLONE_NEWPID) < 0) {
+		int e = errno;
+
+		rt_sandbox_free_stack(*stack);
+		*stack = NULL;
+		return -e;
+	}
+	/* No copy of the worker's memory and no wait for the exec: the
+	 * init's exec runs beside the function's own setup. */
+	pid = clone(init_trampoline, (char *)*stack + RT_SB_INIT_STACK,
+		    CLONE_VM | SIGCHLD, NULL);
+	if (pid < 0) {
+		int e = errno;
+
+		rt_sandbox_leave_pidns();
+		rt_sandbox_free_stack(*stack);
+		*stack = NULL;
+		return -e;
+	}
+	return pid;
+}
+
+void rt_sandbox_free_stack(void *stack)
+{
+	if (stack != NULL)
+		munmap(stack, RT_SB_INIT_STACK);
+}
+
+int rt_sandbox_leave_pidns(void)
+{
+	return setns(self_pidns, CLONE_NEWPID) < 0 ? -errno : 0;
+}
+
+int rt_sandbox_worker_alive(void)
+{
+	struct pollfd p = { self_pidfd, POLLIN, 0 };
+
+	if (self_pidfd < 0)
+		return getppid() != 1;
+	return poll(&p, 1, 0) == 0;
+}
+
+/* =========================================== the pid namespace's init */
+
+/* The init: pid 1 of the sandbox. It only reaps what is orphaned there;
+ * signals from the host other than SIGKILL do not reach a namespace's
+ * init without a handler, and the worker kills it (and with it the whole
+ * namespace) once the function's process has exited. */
+static void init_main(void)
+{
+	struct pollfd p = { 3, POLLIN, 0 };
+	sigset_t all, chld;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (poll(&p, 1, 0) != 0) /* the worker is gone, or no pidfd */
+		if (p.revents & (POLLIN | POLLHUP))
+			_exit(1);
+	close(3);
+	prctl(PR_SET_NAME, "fnfs-init");
+	sigfillset(&all);
+	sigprocmask(SIG_SETMASK, &all, NULL);
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	for (;;) {
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;
+		sigwaitinfo(&chld, NULL);
+	}
+}
+
+/* Runs before main: the worker's binary started as "fnfs-init" is the
+ * sandbox's init, not the program. */
+__attribute__((constructor(101))) static void init_hook(int argc, char **argv)
+{
+	if (argc >= 1 && argv != NULL && argv[0] != NULL &&
+	    strcmp(argv[0], "fnfs-init") == 0 && getpid() == 1)
+		init_main();
+}
+
+/* ============================================== in the child, as root */
+
+/* Writes "fnfs: WHAT: strerror(errno)" to `err`; returns -1. */
+static int fail(int err, const char *what, const char *arg)
+{
+	dprintf(err, "fnfs: sandbox: %s%s%s: %s\n", what, arg ? " " : "",
+		arg ? arg : "", strerror(errno));
+	return -1;
+}
+
+/* mkdir -p for a path in the private /tmp. */
+static void mkdir_p(const char *path)
+{
+	char buf[4096];
+	size_t i, n = strlen(path);
+
+	if (n >= sizeof(buf))
+		return;
+	memcpy(buf, path, n + 1);
+	for (i = 1; i <= n; i++)
+		if (buf[i] == '/' || buf[i] == '\0') {
+			char c = buf[i];
+
+			buf[i] = '\0';
+			mkdir(buf, 0755);
+			buf[i] = c;
+		}
+}
+
+/* Brings the new network namespace's loopback up. */
+static int loopback_up(void)
+{
+	struct ifreq ifr;
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), rc = -1;
+
+	if (s < 0)
+		return -1;
+	memset(&ifr, 0, sizeof(ifr));
+	memcpy(ifr.ifr_name, "lo", 3);
+	if (ioctl(s, SIOCGIFFLAGS, &ifr) == 0) {
+		ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+		rc = ioctl(s, SIOCSIFFLAGS, &ifr);
+	}
+	close(s);
+	return rc;
+}
+
+int rt_sandbox_enter(const struct rt_sandbox *sb, int err)
+{
+	struct mount_attr ro = { .attr_set = MOUNT_ATTR_RDONLY };
+	struct mount_attr root_ro = { .attr_set = MOUNT_ATTR_RDONLY |
+						  MOUNT_ATTR_NOSUID };
+	int fd[RT_SB_MOUNTS_MAX + 1], i, rc = -1;
+	int flags = CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS;
+
+	if (!sb->isolate)
+		return 0;
+	for (i = 0; i < sb->nbinds; i++)
+		fd[i] = -1;
+	if (sb->no_net)
+		flags |= CLONE_NEWNET;
+	if (unshare(flags) < 0)
+		return fail(err, "unshare", NULL);
+	if (sb->no_net && loopback_up() < 0)
+		return fail(err, "loopback", NULL);
+	/* Nothing done here reaches the host; the host's unmounts reach
+	 * here. */
+	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+		return fail(err, "mount --make-rslave /", NULL);
+	/* Copies of what is bound in, taken before / turns read-only and
+	 * /tmp is covered. */
+	for (i = 0; i < sb->nbinds; i++) {
+		fd[i] = open_tree(AT_FDCWD, sb->binds[i].path,
+				  OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
+					  AT_RECURSIVE);
+		if (fd[i] < 0) {
+			fail(err, "bind", sb->binds[i].path);
+			goto out;
+		}
+		if (!sb->binds[i].rw &&
+		    mount_setattr(fd[i], "", AT_EMPTY_PATH | AT_RECURSIVE, &ro,
+				  sizeof(ro)) < 0) {
+			fail(err, "read-only bind", sb->binds[i].path);
+			goto out;
+		}
+	}
+	if (mount_setattr(AT_FDCWD, "/", AT_RECURSIVE, &root_ro,
+			  sizeof(root_ro)) < 0) {
+		fail(err, "read-only /", NULL);
+		goto out;
+	}
+	if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") <
+	    0) {
+		fail(err, "tmpfs", "/tmp");
+		goto out;
+	}
+	if (mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV,
+		  "mode=1777") < 0 &&
+	    errno != ENOENT) {
+		fail(err, "tmpfs", "/dev/shm");
+		goto out;
+	}
+	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+		  NULL) < 0) {
+		fail(err, "mount", "/proc");
+		goto out;
+	}
+	for (i = 0; i < sb->nbinds; i++) {
+		const char *p = sb->binds[i].path;
+
+		if (move_mount(fd[i], "", AT_FDCWD, p,
+			       MOVE_MOUNT_F_EMPTY_PATH) < 0 &&
+		    (errno != ENOENT ||
+		     (mkdir_p(p), move_mount(fd[i], "", AT_FDCWD, p,
+					     MOVE_MOUNT_F_EMPTY_PATH) < 0))) {
+			fail(err, "bind", p);
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	for (i = 0; i < sb->nbinds; i++)
+		if (fd[i] >= 0)
+			close(fd[i]);
+	return rc;
+}
+
+/* The seccomp filter: unshare and clone with CLONE_NEWUSER fail with
+ * EPERM, clone3 (whose flags a filter cannot read) with ENOSYS, so that
+ * libc falls back to clone. x86-64 also checks the i386 entry points and
+ * refuses x32's. */
+static int seccomp_install(void)
+{
+#define LD_NR                                                                  \
+	BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr))
+#define RET(v)	    BPF_STMT(BPF_RET | BPF_K, (v))
+#define IS(k, t, f) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (k), (t), (f))
+#if defined(__x86_64__)
+	struct sock_filter f[] = {
+		/* 0 */ BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+				 offsetof(struct seccomp_data, arch)),
+		/* 1 */ IS(AUDIT_ARCH_X86_64, 0, 6),
+		/* 2 */ LD_NR,
+		/* 3 */ BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 14, 0),
+		/* 4 */ IS(435, 13, 0), /* clone3 */
+		/* 5 */ IS(272, 8, 0),	/* unshare */
+		/* 6 */ IS(56, 7, 0),	/* clone */
+		/* 7 */ RET(SECCOMP_RET_ALLOW),
+		/* 8 */ IS(AUDIT_ARCH_I386, 0, 4),
+		/* 9 */ LD_NR,
+		/* 10 */ IS(435, 7, 0), /* clone3 */
+		/* 11 */ IS(310, 2, 0), /* unshare */
+		/* 12 */ IS(120, 1, 0), /* clone */
+		/* 13 */ RET(SECCOMP_RET_ALLOW),
+		/* 14 */
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+			 offsetof(struct seccomp_data, args[0])),
+		/* 15 */
+		BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, CLONE_NEWUSER, 0, 1),
+		/* 16 */ RET(SECCOMP_RET_ERRNO | EPERM),
+		/* 17 */ RET(SECCOMP_RET_ALLOW),
+		/* 18 */ RET(SECCOMP_RET_ERRNO | ENOSYS),
+	};
+#else
+	struct sock_filter f[] = {
+		/* 0 */ LD_NR,
+		/* 1 */ IS(__NR_clone3, 6, 0),
+		/* 2 */ IS(__NR_unshare, 1, 0),
+		/* 3 */ IS(__NR_clone, 0, 3),
+		/* 4 */
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+			 offsetof(struct seccomp_data, args[0])),
+		/* 5 */
+		BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, CLONE_NEWUSER, 0, 1),
+		/* 6 */ RET(SECCOMP_RET_ERRNO | EPERM),
+		/* 7 */ RET(SECCOMP_RET_ALLOW),
+		/* 8 */ RET(SECCOMP_RET_ERRNO | ENOSYS),
+	};
+#endif
+	struct sock_fprog prog = { (unsigned short)(sizeof(f) / sizeof(f[0])),
+				   f };
+
+	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0);
+#undef LD_NR
+#undef RET
+#undef IS
+}
+
+int rt_sandbox_drop(const struct rt_sandbox *sb, int err)
+{
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3,
+						0 };
+	struct __user_cap_data_struct none[2];
+	int c;
+
+	umask(022);
+	if (!sb->any)
+		return 0;
+	if (sb->isolate) {
+		/* The bounding set first (that needs CAP_SETPCAP): nothing
+		 * exec'ed later can get a capability back. */
+		for (c = 0; c <= 63; c++)
+			if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) < 0 &&
+			    errno == EINVAL)
+				break;
+		prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+	}
+	/* Raw calls: they change this thread, the only one. */
+	if (sb->set_id &&
+	    (syscall(SYS_setgroups, (size_t)sb->ngroups, sb->groups) < 0 ||
+	     syscall(SYS_setresgid, sb->gid, sb->gid, sb->gid) < 0 ||
+	     syscall(SYS_setresuid, sb->uid, sb->uid, sb->uid) < 0))
+		return fail(err, "cannot switch to the function's user", NULL);
+	memset(none, 0, sizeof(none));
+	if (sb->isolate && syscall(SYS_capset, &hdr, none) < 0)
+		return fail(err, "capset", NULL);
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return fail(err, "no_new_privs", NULL);
+	if (sb->isolate && seccomp_install() < 0)
+		return fail(err, "seccomp", NULL);
+	return 0;
+}

@@ -1,0 +1,85 @@
+/*
+ * sandbox.h - what a function's process runs as and inside: a user's
+ * identity, and a sandbox of namespaces (pid, mount, ipc, uts, and the
+ * network when cut off) with a read-only view of the system, a private
+ * /tmp, its cwd and mounts bound in, no capabilities, no_new_privs and a
+ * seccomp filter against new user namespaces.
+ *
+ * The worker parses the spec before fork (rt_sandbox_parse: the user's
+ * groups come from the user database there); the child applies it with
+ * calls safe after fork. The pid namespace's init (pid 1) is the worker's
+ * own binary started as "fnfs-init" (a constructor here takes over), and
+ * the function's process is the worker's child too, forked into that
+ * namespace: its wait status is its own. Private to runtime/.
+ */
+#ifndef FNFS_RT_SANDBOX_H
+#define FNFS_RT_SANDBOX_H
+
+#include <jansson.h>
+#include <sys/types.h>
+
+#define RT_SB_MOUNTS_MAX 32 /* entries of "mounts" */
+
+/* A path bound into the sandbox at the same place. */
+struct rt_bind {
+	char *path; /* absolute, owned */
+	int rw;	    /* writable; else read-only */
+};
+
+/* What the spec asks for, ready for the child. */
+struct rt_sandbox {
+	int any;    /* a key was present: no_new_privs, umask */
+	int set_id; /* "uid" given: switch to it */
+	uid_t uid;
+	gid_t gid;
+	gid_t *groups; /* supplementary groups, owned */
+	int ngroups;
+	char *home;  /* the user's home directory, owned, or NULL */
+	int isolate; /* "isolation": "sandbox" */
+	int no_net;  /* "network": "none" (sandbox only) */
+	struct rt_bind binds[RT_SB_MOUNTS_MAX + 1]; /* cwd first, then mounts */
+	int nbinds;
+};
+
+/* Reads "uid", "gid", "isolation", "network", "mounts" and "cwd" from
+ * `spec` into `sb`, resolving the user's groups (initgroups' list) and
+ * home. Refuses, with a reason in `why`, a malformed key and what this
+ * worker cannot do: another uid, or a sandbox, when it is not root.
+ * Returns 0 or -errno (`sb` is then empty). */
+int rt_sandbox_parse(json_t *spec, struct rt_sandbox *sb, const char **why);
+
+/* Frees what rt_sandbox_parse allocated. */
+void rt_sandbox_free(struct rt_sandbox *sb);
+
+#define RT_SB_INIT_STACK (64 * 1024) /* the init's stack until its exec */
+
+/* In the worker, before forking the function's process: makes a new pid
+ * namespace for the worker's next children and starts its init there.
+ * Returns the init's pid (as the worker sees it) and in `stack` the
+ * memory it runs on until its exec, to free with rt_sandbox_free_stack
+ * once it is reaped; or -errno with the worker's children back in its
+ * own namespace. On success the caller forks the function's process,
+ * then calls rt_sandbox_leave_pidns. */
+pid_t rt_sandbox_start_init(void **stack);
+
+/* Frees an init's stack (NULL: nothing). */
+void rt_sandbox_free_stack(void *stack);
+
+/* Puts the worker's next children back in its own pid namespace.
+ * Returns 0 or -errno. */
+int rt_sandbox_leave_pidns(void);
+
+/* In a child: whether the worker that forked it is still alive (its
+ * parent, when a pid namespace hides it from getppid). */
+int rt_sandbox_worker_alive(void);
+
+/* In the child, as root, after its cgroups: the namespaces and the
+ * mounts. Writes the reason to `err` and returns -1 on failure. */
+int rt_sandbox_enter(const struct rt_sandbox *sb, int err);
+
+/* In the child, last before chdir and exec: capabilities, the identity,
+ * no_new_privs, the seccomp filter, umask 022. Writes the reason to
+ * `err` and returns -1 on failure. */
+int rt_sandbox_drop(const struct rt_sandbox *sb, int err);
+
+#endif
