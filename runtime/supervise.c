@@ -449,6 +449,7 @@ struct child_args {
 	int in, out, err;
 	const char *cwd;
 	char **argv, **env;
+	char **paths; /* where argv[0] may be, in order, or NULL */
 	const struct rt_cg_plan *cg;
 	const struct rt_sandbox *sb;
 };
@@ -496,36 +497,62 @@ static void child(const struct child_args *a)
 		_exit(127);
 	}
 	rt_close_fds(-1);
-	execve(a->argv[0], a->argv, a->env);
+	if (a->paths == NULL) {
+		execve(a->argv[0], a->argv, a->env);
+	} else {
+		/* The PATH search as execvp does it, as the function's user:
+		 * a directory it may not enter is passed over. */
+		int seen = ENOENT;
+		size_t i;
+
+		for (i = 0; a->paths[i] != NULL; i++) {
+			execve(a->paths[i], a->argv, a->env);
+			if (errno == EACCES)
+				seen = EACCES;
+			else if (errno != ENOENT && errno != ENOTDIR)
+				break;
+		}
+		if (a->paths[i] == NULL)
+			errno = seen;
+	}
 	dprintf(2, "fnfs: cannot run %s: %s\n", a->argv[0], strerror(errno));
 	_exit(127);
 }
 
-/* Finds `name` along the PATH of `env` (the function's, not the
- * worker's). Returns a malloc'd path, or NULL. */
-static char *find_program(const char *name, char **env)
+/* The places `name` may be along the PATH of `env` (the function's, not
+ * the worker's), in order: a NULL-terminated vector, or NULL when `name`
+ * has a slash (it is its own path) or for want of memory. The child tries
+ * them as the function's user, since what the worker (root) may run, the
+ * function may not: a PATH entry under a private home, say. */
+static char **program_paths(const char *name, char **env)
 {
 	const char *path = "/usr/local/bin:/usr/bin:/bin", *p, *e;
-	struct rt_buf b = { 0 };
-	size_t i;
+	size_t i, n = 2, k = 0;
+	char **v;
 
 	if (strchr(name, '/') != NULL)
-		return strdup(name);
+		return NULL;
 	for (i = 0; env != NULL && env[i] != NULL; i++)
 		if (strncmp(env[i], "PATH=", 5) == 0)
 			path = env[i] + 5;
-	for (p = path; *p; p = *e ? e + 1 : e) {
+	for (p = path; *p; p++)
+		n += *p == ':';
+	v = calloc(n, sizeof(char *));
+	for (p = path; v != NULL && *p && k + 1 < n; p = *e ? e + 1 : e) {
+		struct rt_buf b = { 0 };
+
 		e = strchr(p, ':');
 		if (e == NULL)
 			e = p + strlen(p);
-		rt_buf_reset(&b);
 		rt_buf_printf(&b, "%.*s/%s", (int)(e - p), e > p ? p : ".",
 			      name);
-		if (b.data != NULL && access(b.data, X_OK) == 0)
-			return b.data;
+		if (b.data == NULL) {
+			free_strv(v);
+			return NULL;
+		}
+		v[k++] = b.data;
 	}
-	rt_buf_free(&b);
-	return NULL;
+	return v;
 }
 
 /* Opens `fd` (taken) as pipe `p` of run `r`. */
@@ -570,7 +597,7 @@ struct rt_run *rt_run_spawn(struct rt_instance *in, int calls, const char *tag,
 	const char *cwd = json_string_value(json_object_get(in->spec, "cwd"));
 	struct rt_buf script = { 0 };
 	char *shell[4] = { "/bin/sh", "-c", NULL, NULL };
-	char **argv = shell, **words = NULL, **env = NULL, *prog = NULL;
+	char **argv = shell, **words = NULL, **env = NULL, **paths = NULL;
 	char *cgroup = NULL;
 	struct rt_cg_limits lim;
 	struct rt_cg_plan plan = { 0 };
@@ -595,9 +622,9 @@ struct rt_run *rt_run_spawn(struct rt_instance *in, int calls, const char *tag,
 	 * pid is the program's own when it can be. */
 	env = build_env(in->spec, sb.home);
 	if (plain_words(cmd) && (words = split_words(cmd)) != NULL &&
-	    words[0] != NULL && (prog = find_program(words[0], env)) != NULL) {
-		free(words[0]);
-		words[0] = prog;
+	    words[0] != NULL &&
+	    ((paths = program_paths(words[0], env)) != NULL ||
+	     strchr(words[0], '/') != NULL)) {
 		argv = words;
 	} else {
 		if (simple_command(cmd))
@@ -630,6 +657,7 @@ struct rt_run *rt_run_spawn(struct rt_instance *in, int calls, const char *tag,
 				 cwd != NULL && cwd[0] != '\0' ? cwd : "/",
 				 argv,
 				 env,
+				 paths,
 				 &plan,
 				 &sb };
 	sigfillset(&all);
@@ -722,6 +750,7 @@ out:
 	rt_sandbox_free(&sb);
 	free_strv(env);
 	free_strv(words);
+	free_strv(paths);
 	rt_buf_free(&script);
 	return done;
 }
