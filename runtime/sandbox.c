@@ -133,6 +133,68 @@ static int parse_mounts(json_t *mounts, struct rt_sandbox *sb, const char **why)
 	return 0;
 }
 
+/* Undoes mountinfo's octal escapes (\040 for a space) in place. */
+static void unescape(char *p)
+{
+	char *o = p;
+
+	for (; *p; p++, o++) {
+		if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' &&
+		    p[2] <= '7' && p[3] >= '0' && p[3] <= '7') {
+			*o = (char)((p[1] - '0') * 64 + (p[2] - '0') * 8 +
+				    (p[3] - '0'));
+			p += 3;
+		} else {
+			*o = *p;
+		}
+	}
+	*o = '\0';
+}
+
+/* Lists the FUSE mounts of the worker's view in `sb->hide`. A sandbox's
+ * copy of a FUSE mount would keep its connection alive after the host
+ * unmounts it: fnfs's own mount among them, whose daemon then never sees
+ * its unmount. Functions have no business in those trees anyway. */
+static int find_fuse_mounts(struct rt_sandbox *sb)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char line[8192];
+	int rc = 0;
+
+	if (f == NULL)
+		return 0; /* nothing to hide that can be seen */
+	while (rc == 0 && fgets(line, sizeof(line), f) != NULL) {
+		char *field[10], *save = NULL, *t, *type = NULL, **nv;
+		int n = 0;
+
+		/* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] -
+		 * TYPE SOURCE SUPER */
+		for (t = strtok_r(line, " \n", &save); t != NULL && n < 10;
+		     t = strtok_r(NULL, " \n", &save)) {
+			if (strcmp(t, "-") == 0) {
+				type = strtok_r(NULL, " \n", &save);
+				break;
+			}
+			field[n++] = t;
+		}
+		if (n < 5 || type == NULL || strncmp(type, "fuse", 4) != 0)
+			continue;
+		nv = realloc(sb->hide, (size_t)(sb->nhide + 1) * sizeof(char *));
+		if (nv == NULL) {
+			rc = -ENOMEM;
+			break;
+		}
+		sb->hide = nv;
+		unescape(field[4]);
+		if ((sb->hide[sb->nhide] = strdup(field[4])) == NULL)
+			rc = -ENOMEM;
+		else
+			sb->nhide++;
+	}
+	fclose(f);
+	return rc;
+}
+
 int rt_sandbox_parse(json_t *spec, struct rt_sandbox *sb, const char **why)
 {
 	json_t *uid = json_object_get(spec, "uid"),
@@ -203,6 +265,8 @@ int rt_sandbox_parse(json_t *spec, struct rt_sandbox *sb, const char **why)
 			goto out;
 		}
 		rc = parse_mounts(json_object_get(spec, "mounts"), sb, why);
+		if (rc == 0 && (rc = find_fuse_mounts(sb)) < 0)
+			*why = "out of memory";
 	}
 out:
 	if (rc < 0)
@@ -216,6 +280,9 @@ void rt_sandbox_free(struct rt_sandbox *sb)
 
 	for (i = 0; i < sb->nbinds; i++)
 		free(sb->binds[i].path);
+	for (i = 0; i < sb->nhide; i++)
+		free(sb->hide[i]);
+	free(sb->hide);
 	free(sb->groups);
 	free(sb->home);
 	memset(sb, 0, sizeof(*sb));
@@ -445,6 +512,14 @@ int rt_sandbox_enter(const struct rt_sandbox *sb, int err)
 			goto out;
 		}
 	}
+	/* Deepest first (mountinfo lists parents first); one already gone
+	 * with its parent is not an error. */
+	for (i = sb->nhide - 1; i >= 0; i--)
+		if (umount2(sb->hide[i], MNT_DETACH) < 0 && errno != EINVAL &&
+		    errno != ENOENT) {
+			fail(err, "umount", sb->hide[i]);
+			goto out;
+		}
 	if (mount_setattr(AT_FDCWD, "/", AT_RECURSIVE, &root_ro,
 			  sizeof(root_ro)) < 0) {
 		fail(err, "read-only /", NULL);

@@ -39,6 +39,8 @@ struct rt_sandbox {
 	int no_net;  /* "network": "none" (sandbox only) */
 	struct rt_bind binds[RT_SB_MOUNTS_MAX + 1]; /* cwd first, then mounts */
 	int nbinds;
+	char **hide; /* FUSE mount points left out of the view, owned */
+	int nhide;
 };
 
 /* Reads "uid", "gid", "isolation", "network", "mounts" and "cwd" from

@@ -7,7 +7,11 @@
 
 set -u
 FNFS=${FNFS:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/fnfs}
-T=$(mktemp -d /tmp/fnfs-it.XXXXXX)
+# Not under /tmp, which every function sees as a private tmpfs of its own:
+# the programs and directories a test gives its functions must be seen.
+# Traversable (not listable) by the users functions run as (nobody).
+T=$(mktemp -d /var/tmp/fnfs-it.XXXXXX)
+chmod 711 "$T"
 MNT=$T/mnt
 DATA=$T/data
 mkdir -p "$MNT"
