@@ -17,10 +17,12 @@
 #include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../runtime/private.h"
 #include "fs.h"
 
 /* How long `fnfs mount` waits for the background daemon to be ready. */
@@ -257,17 +259,41 @@ static int lock_datadir(const char *dir)
 	return rc == -EWOULDBLOCK ? -EBUSY : rc;
 }
 
+/* Makes the data directory private, whatever its mode was and whatever
+ * the umask: 0700 for it and every directory in it, 0600 for every file
+ * (the store, its WAL and SHM, the pid file, the logs, the logs of
+ * functions, the socket). DIR/logs is made here, so that workers, which
+ * make it when missing, find it private. Returns 0 or -errno. */
+static int make_private(const char *dir)
+{
+	char path[PATH_MAX + 16];
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/logs", dir);
+	if (mkdir(path, RT_PRIVATE_DIR_MODE) < 0 && errno != EEXIST)
+		rt_log(RT_LOG_WARN, "mkdir %s: %s", path, strerror(errno));
+	rc = rt_private_tree(dir);
+	if (rc < 0)
+		fprintf(stderr,
+			"fnfs: cannot make the data directory %s private "
+			"(0700, files 0600): %s\n",
+			dir, strerror(-rc));
+	return rc;
+}
+
 static int write_pidfile(const char *dir)
 {
 	char path[PATH_MAX + 16], text[32];
 	int fd, n, rc = 0;
 
 	snprintf(path, sizeof(path), "%s/fnfs.pid", dir);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+		  RT_PRIVATE_FILE_MODE);
 	if (fd < 0)
 		return -errno;
 	n = snprintf(text, sizeof(text), "%d\n", (int)getpid());
-	if (write(fd, text, (size_t)n) != n)
+	if (fchmod(fd, RT_PRIVATE_FILE_MODE) < 0 ||
+	    write(fd, text, (size_t)n) != n)
 		rc = -EIO;
 	close(fd);
 	return rc;
@@ -484,8 +510,11 @@ static int serve(const char *mp, const char *datadir, int ready,
 	}
 	if (logpath != NULL) {
 		fd = open(logpath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
-			  0644);
+			  RT_PRIVATE_FILE_MODE);
 		if (fd >= 0) {
+			if (fchmod(fd, RT_PRIVATE_FILE_MODE) < 0)
+				rt_log(RT_LOG_WARN, "chmod %s: %s", logpath,
+				       strerror(errno));
 			dup2(fd, 2);
 			close(fd);
 		}
@@ -606,6 +635,9 @@ int fs_mount_main(const struct fs_options *opt)
 	}
 	if (prepare_mountpoint(opt->mountpoint, mp) < 0)
 		return 1;
+	/* Whatever the daemon, its workers and the store create is private
+	 * from here on (functions get 022 back where they start). */
+	umask(077);
 	if (prepare_datadir(opt->datadir, mp, datadir) < 0)
 		return 1;
 	if (!opt->foreground) {
@@ -630,6 +662,10 @@ int fs_mount_main(const struct fs_options *opt)
 	lockfd = lock_datadir(datadir);
 	if (lockfd < 0)
 		return 1;
+	if (make_private(datadir) < 0) {
+		close(lockfd);
+		return 1;
+	}
 	if (write_pidfile(datadir) < 0)
 		rt_log(RT_LOG_WARN, "cannot write %s/fnfs.pid", datadir);
 	if (chdir("/") < 0)
