@@ -259,20 +259,42 @@ static int lock_datadir(const char *dir)
 	return rc == -EWOULDBLOCK ? -EBUSY : rc;
 }
 
+/* What fnfs keeps in the data directory, besides logs/ (its own tree). */
+static const char *const own_files[] = {
+	"fnfs.db",  "fnfs.db-wal", "fnfs.db-shm", "fnfs.db-journal",
+	"fnfs.pid", "fnfs.log",	   "lock",	  "ctl.sock",
+};
+
 /* Makes the data directory private, whatever its mode was and whatever
- * the umask: 0700 for it and every directory in it, 0600 for every file
- * (the store, its WAL and SHM, the pid file, the logs, the logs of
- * functions, the socket). DIR/logs is made here, so that workers, which
- * make it when missing, find it private. Returns 0 or -errno. */
+ * the umask: 0700 for it, for logs/ and every directory in it, 0600 for
+ * each of fnfs's files (the store, its WAL and SHM, the pid file, the
+ * lock, the log, the socket) and every log of instances. Only fnfs's own
+ * files are changed: a --data pointing at a directory with other things
+ * in it leaves those alone. DIR/logs is made here, so that workers,
+ * which make it when missing, find it private. Returns 0 or -errno. */
 static int make_private(const char *dir)
 {
-	char path[PATH_MAX + 16];
-	int rc;
+	char path[PATH_MAX + 32];
+	struct stat st;
+	size_t i;
+	int rc = 0;
 
+	if (chmod(dir, RT_PRIVATE_DIR_MODE) < 0)
+		rc = -errno;
+	for (i = 0; rc == 0 && i < sizeof(own_files) / sizeof(*own_files);
+	     i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, own_files[i]);
+		if (lstat(path, &st) == 0 && !S_ISLNK(st.st_mode) &&
+		    !S_ISDIR(st.st_mode) &&
+		    (st.st_mode & 07777) != RT_PRIVATE_FILE_MODE &&
+		    chmod(path, RT_PRIVATE_FILE_MODE) < 0)
+			rc = -errno;
+	}
 	snprintf(path, sizeof(path), "%s/logs", dir);
-	if (mkdir(path, RT_PRIVATE_DIR_MODE) < 0 && errno != EEXIST)
-		rt_log(RT_LOG_WARN, "mkdir %s: %s", path, strerror(errno));
-	rc = rt_private_tree(dir);
+	if (rc == 0 && mkdir(path, RT_PRIVATE_DIR_MODE) < 0 && errno != EEXIST)
+		rc = -errno;
+	if (rc == 0)
+		rc = rt_private_tree(path);
 	if (rc < 0)
 		fprintf(stderr,
 			"fnfs: cannot make the data directory %s private "

@@ -54,10 +54,10 @@ PY=/usr/bin/python3
 [ -x "$PY" ] || PY=$(command -v python3)
 NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups --)
 
-# every_mode_private: every directory of $DATA 0700, everything else 0600
-# (the lines that are not are printed).
+# loose_modes: what in $DATA is not private (directories 0700, the rest 0600;
+# an operator's notes aside), one line each.
 loose_modes() {
-	find "$DATA" \( -type d ! -perm 0700 \) -o \( ! -type d ! -type l ! -perm 0600 \) -printf '%m %p\n'
+	find "$DATA" ! -name notes \( \( -type d ! -perm 0700 \) -o \( ! -type d ! -type l ! -perm 0600 \) \) -printf '%m %p\n'
 }
 
 # ---- modes: a pre-created 0755 data directory with a 0644 log, umask 000
@@ -86,8 +86,11 @@ check_eq "nothing in the data directory is loose" "$(loose_modes)" ""
 stop_fnfs
 find "$DATA" -type d -exec chmod 0777 {} +
 find "$DATA" -type f -exec chmod 0666 {} +
+echo "an operator's notes" >"$DATA/notes"
+chmod 0644 "$DATA/notes"
 check "remount under umask 000" start_fnfs --heartbeat-timeout 3000
 check_eq "loose modes of before are fixed at mount" "$(loose_modes)" ""
+check_eq "a file that is not fnfs's is left alone" "$(stat -c %a "$DATA/notes")" "644"
 check "the function runs again" wait_until 10 running_all "$F" 1
 umask 022
 
