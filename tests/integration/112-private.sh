@@ -24,7 +24,10 @@ h = json.dumps({"type": "register", "id": wid, "memory": 64, "tags": [],
                 "namespaces": [], "pid": 1, "running": [], "cgroups": False}).encode()
 try:
     s.sendall(struct.pack(">I", len(h)) + h)
-    buf = b""
+except OSError:
+    pass  # refused at accept: the answer may be there to read already
+buf = b""
+try:
     while len(buf) < 4 or len(buf) < 4 + struct.unpack(">I", buf[:4])[0]:
         d = s.recv(65536)
         if not d:
