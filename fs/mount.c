@@ -17,10 +17,12 @@
 #include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../runtime/private.h"
 #include "fs.h"
 
 /* How long `fnfs mount` waits for the background daemon to be ready. */
@@ -257,17 +259,63 @@ static int lock_datadir(const char *dir)
 	return rc == -EWOULDBLOCK ? -EBUSY : rc;
 }
 
+/* What fnfs keeps in the data directory, besides logs/ (its own tree). */
+static const char *const own_files[] = {
+	"fnfs.db",  "fnfs.db-wal", "fnfs.db-shm", "fnfs.db-journal",
+	"fnfs.pid", "fnfs.log",	   "lock",	  "ctl.sock",
+};
+
+/* Makes the data directory private, whatever its mode was and whatever
+ * the umask: 0700 for it, for logs/ and every directory in it, 0600 for
+ * each of fnfs's files (the store, its WAL and SHM, the pid file, the
+ * lock, the log, the socket) and every log of instances. Only fnfs's own
+ * files are changed: a --data pointing at a directory with other things
+ * in it leaves those alone. DIR/logs is made here, so that workers,
+ * which make it when missing, find it private. Returns 0 or -errno. */
+static int make_private(const char *dir)
+{
+	char path[PATH_MAX + 32];
+	struct stat st;
+	size_t i;
+	int rc = 0;
+
+	if (chmod(dir, RT_PRIVATE_DIR_MODE) < 0)
+		rc = -errno;
+	for (i = 0; rc == 0 && i < sizeof(own_files) / sizeof(*own_files);
+	     i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, own_files[i]);
+		if (lstat(path, &st) == 0 && !S_ISLNK(st.st_mode) &&
+		    !S_ISDIR(st.st_mode) &&
+		    (st.st_mode & 07777) != RT_PRIVATE_FILE_MODE &&
+		    chmod(path, RT_PRIVATE_FILE_MODE) < 0)
+			rc = -errno;
+	}
+	snprintf(path, sizeof(path), "%s/logs", dir);
+	if (rc == 0 && mkdir(path, RT_PRIVATE_DIR_MODE) < 0 && errno != EEXIST)
+		rc = -errno;
+	if (rc == 0)
+		rc = rt_private_tree(path);
+	if (rc < 0)
+		fprintf(stderr,
+			"fnfs: cannot make the data directory %s private "
+			"(0700, files 0600): %s\n",
+			dir, strerror(-rc));
+	return rc;
+}
+
 static int write_pidfile(const char *dir)
 {
 	char path[PATH_MAX + 16], text[32];
 	int fd, n, rc = 0;
 
 	snprintf(path, sizeof(path), "%s/fnfs.pid", dir);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+		  RT_PRIVATE_FILE_MODE);
 	if (fd < 0)
 		return -errno;
 	n = snprintf(text, sizeof(text), "%d\n", (int)getpid());
-	if (write(fd, text, (size_t)n) != n)
+	if (fchmod(fd, RT_PRIVATE_FILE_MODE) < 0 ||
+	    write(fd, text, (size_t)n) != n)
 		rc = -EIO;
 	close(fd);
 	return rc;
@@ -485,8 +533,11 @@ static int serve(const char *mp, const char *datadir, int ready,
 	}
 	if (logpath != NULL) {
 		fd = open(logpath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
-			  0644);
+			  RT_PRIVATE_FILE_MODE);
 		if (fd >= 0) {
+			if (fchmod(fd, RT_PRIVATE_FILE_MODE) < 0)
+				rt_log(RT_LOG_WARN, "chmod %s: %s", logpath,
+				       strerror(errno));
 			dup2(fd, 2);
 			close(fd);
 		}
@@ -607,6 +658,9 @@ int fs_mount_main(const struct fs_options *opt)
 	}
 	if (prepare_mountpoint(opt->mountpoint, mp) < 0)
 		return 1;
+	/* Whatever the daemon, its workers and the store create is private
+	 * from here on (functions get 022 back where they start). */
+	umask(077);
 	if (prepare_datadir(opt->datadir, mp, datadir) < 0)
 		return 1;
 	if (!opt->foreground) {
@@ -631,6 +685,10 @@ int fs_mount_main(const struct fs_options *opt)
 	lockfd = lock_datadir(datadir);
 	if (lockfd < 0)
 		return 1;
+	if (make_private(datadir) < 0) {
+		close(lockfd);
+		return 1;
+	}
 	if (write_pidfile(datadir) < 0)
 		rt_log(RT_LOG_WARN, "cannot write %s/fnfs.pid", datadir);
 	if (chdir("/") < 0)

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "rt.h"
@@ -43,10 +44,17 @@ void rt_log(enum rt_log_level level, const char *fmt, ...)
 
 int rt_log_open(const char *path)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 
 	if (fd < 0)
 		return -errno;
+	/* A log may say what an operator alone should read. */
+	if (fchmod(fd, 0600) < 0) {
+		int rc = -errno;
+
+		close(fd);
+		return rc;
+	}
 	if (log_fd > 2)
 		close(log_fd);
 	log_fd = fd;

@@ -4,8 +4,10 @@
  * messages mean: it hands them to the callbacks of struct sched_conn_ops
  * (set by lifecycle.c), so no call goes back up.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "conn.h"
 
@@ -16,8 +18,14 @@ struct conn {
 	struct rt_wire_out out;	     /* frames not yet written */
 	struct rt_buf in;	     /* bytes not yet decoded */
 	struct sched_worker *worker; /* once registered */
+	struct sched_peer peer;	     /* who connected */
 	int closing;
 };
+
+const struct sched_peer *sched__conn_peer(const struct conn *c)
+{
+	return &c->peer;
+}
 
 void sched__conn_send_body(struct conn *c, json_t *header, const void *body,
 			   size_t len)
@@ -101,6 +109,38 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
 	rt_buf_free(&why);
 }
 
+/* Reads the peer's credentials and asks whether it may speak at all.
+ * Returns 0, or -EPERM once the peer is told and the connection closed:
+ * nothing it sent is read. */
+static int admit(struct conn *c)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	struct rt_buf why = { 0 };
+	uv_os_fd_t fd;
+	int rc = 0;
+
+	c->peer.uid = (uid_t)-1;
+	c->peer.gid = (gid_t)-1;
+	if (uv_fileno((uv_handle_t *)&c->pipe, &fd) == 0 &&
+	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) {
+		c->peer.uid = cred.uid;
+		c->peer.gid = cred.gid;
+		if (rt_proc_id_of(cred.pid, &c->peer.proc) < 0)
+			c->peer.proc.pid = 0; /* gone already */
+	}
+	if (c->s->conn_ops->on_accept != NULL)
+		rc = c->s->conn_ops->on_accept(c->s, &c->peer, &why);
+	if (rc < 0) {
+		sched__conn_send(c, json_pack("{s:s, s:s}", "type", "refused",
+					      "reason",
+					      why.data ? why.data : "refused"));
+		sched__conn_close(c, "refused");
+	}
+	rt_buf_free(&why);
+	return rc < 0 ? -EPERM : 0;
+}
+
 void sched__on_connection(uv_stream_t *server, int status)
 {
 	struct sched *s = server->data;
@@ -119,6 +159,8 @@ void sched__on_connection(uv_stream_t *server, int status)
 		uv_close((uv_handle_t *)&c->pipe, conn_closed);
 		return;
 	}
+	if (admit(c) < 0)
+		return;
 	uv_read_start((uv_stream_t *)&c->pipe, rt_read_alloc, on_read);
 }
 

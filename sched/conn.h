@@ -7,12 +7,26 @@
 #ifndef FNFS_SCHED_CONN_H
 #define FNFS_SCHED_CONN_H
 
+#include "../runtime/private.h"
 #include "internal.h"
 
 struct conn;
 
+/* Who is at the other end of a connection: SO_PEERCRED, read when it is
+ * accepted (the credentials of the process that connected). */
+struct sched_peer {
+	uid_t uid;
+	gid_t gid;
+	struct rt_proc_id proc; /* pid 0: unknown (it exited already) */
+};
+
 /* What a connection tells the layers above it. */
 struct sched_conn_ops {
+	/* A connection was accepted from `p`: returns 0 to serve it, or
+	 * -EPERM with the reason in `why` (the peer is told, and the
+	 * connection closed before anything is read from it). */
+	int (*on_accept)(struct sched *s, const struct sched_peer *p,
+			 struct rt_buf *why);
 	/* A message on a connection with no worker yet: `register`. */
 	void (*on_register)(struct sched *s, struct conn *c,
 			    const struct rt_msg *m);
@@ -27,6 +41,9 @@ struct sched_conn_ops {
 /* Accepts a worker's connection on the controller's socket (a libuv
  * connection callback; `server->data` is the struct sched). */
 void sched__on_connection(uv_stream_t *server, int status);
+
+/* The peer of connection `c`. */
+const struct sched_peer *sched__conn_peer(const struct conn *c);
 
 /* Queues a message with a body on `c` (dropped if `c` is NULL or
  * closing); consumes the header. */

@@ -4,12 +4,15 @@
  * (health, recovery window, pool, calls, capacity), and sched_shutdown
  * (bounded).
  */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "admit.h"
 #include "common.h"
 #include "conn.h"
 #include "pool.h"
@@ -104,8 +107,10 @@ int sched_start(struct sched *s, struct uv_loop_s *loop,
 	char v[32];
 	int rc, i;
 	long n;
+	mode_t mask;
 
 	static const struct sched_conn_ops ops = {
+		.on_accept = sched__admit_peer,
 		.on_register = sched__on_register,
 		.on_message = sched__on_message,
 		.on_gone = sched__worker_gone,
@@ -166,7 +171,13 @@ int sched_start(struct sched *s, struct uv_loop_s *loop,
 	unlink(s->sock_path);
 	uv_pipe_init(loop, &s->server, 0);
 	s->server.data = s;
+	/* Born 0600 whatever the umask (bind takes its mode from it), and
+	 * made so again for good measure. */
+	mask = umask(0177);
 	rc = uv_pipe_bind(&s->server, s->sock_path);
+	umask(mask);
+	if (rc == 0 && chmod(s->sock_path, RT_PRIVATE_FILE_MODE) < 0)
+		rc = -errno;
 	if (rc == 0)
 		rc = uv_listen((uv_stream_t *)&s->server, 64,
 			       sched__on_connection);
@@ -298,8 +309,10 @@ static int stop_workers_cb(const char *key, void *value, void *arg)
 	struct sched *s = arg;
 
 	(void)key;
-	if (w->local)
+	if (w->local) {
 		store_worker_delete(s->store, w->obj.name);
+		sched__admit_forget(s, w->obj.name);
+	}
 	if (!w->online) {
 		/* A hand-started worker that is away (killed, most likely)
 		 * cannot remove its groups: remove those that are empty, in

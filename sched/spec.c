@@ -556,9 +556,8 @@ static int check_env_entry(char *const *env, int n, const char *kv, size_t len,
 	size_t klen, total;
 	int i, rc;
 
-	if (eq == NULL)
-		return bad(why, "env line \"%s\" is not KEY=VALUE",
-			   shown(q, kv, len));
+	if (eq == NULL) /* not quoted: it may be a secret */
+		return bad(why, "env line %d is not KEY=VALUE", n + 1);
 	klen = (size_t)(eq - kv);
 	if (!env_key_valid(kv, klen))
 		return bad(why, "env key \"%s\" is not a valid variable name",
@@ -991,13 +990,19 @@ static int spec_from_json(struct sched_spec *s, const char *buf, size_t len,
 
 	sched_spec_init(s);
 	root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
-	if (root == NULL)
-		/* jansson's text may quote the bytes it choked on. */
+	if (root == NULL) {
+		/* jansson's text may quote the bytes it choked on, a secret
+		 * of env maybe: its " near '...'" is left out. */
+		char *near = strstr(jerr.text, " near '");
+
+		if (near != NULL)
+			*near = '\0';
 		return bad(why,
 			   "config: not valid JSON: %s (line %d, column %d)",
 			   shown_max(q, jerr.text, strlen(jerr.text),
 				     JSON_ERROR_TEXT_LENGTH),
 			   jerr.line, jerr.column);
+	}
 	if (!json_is_object(root)) {
 		rc = bad(why, "config must be a JSON object");
 		goto out;

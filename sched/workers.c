@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "admit.h"
 #include "common.h"
 #include "drain.h"
 #include "pool.h"
@@ -56,6 +57,7 @@ void sched__on_register(struct sched *s, struct conn *c, const struct rt_msg *m)
 {
 	const char *id = rt_msg_str(m, "id");
 	long long mem = rt_msg_int(m, "memory", 0);
+	const struct sched_peer *peer = sched__conn_peer(c);
 	struct sched_obj *o;
 	struct sched_worker *w;
 	struct rt_buf kvs = { 0 };
@@ -78,15 +80,11 @@ void sched__on_register(struct sched *s, struct conn *c, const struct rt_msg *m)
 	}
 	o = sched_child(&s->pool, id);
 	w = (struct sched_worker *)o;
-	if (w != NULL && w->online) {
-		char why[160];
-
-		snprintf(why, sizeof(why),
-			 "a worker with id %s is already registered", id);
+	if (sched__admit_id(s, id, w, peer, &kvs) < 0) {
 		sched__conn_send(c, json_pack("{s:s, s:s}", "type", "refused",
-					      "reason", why));
-		sched_event(s, "worker.refused", id, NULL);
-		sched__conn_close(c, "duplicate id");
+					      "reason", kvs.data));
+		rt_buf_free(&kvs);
+		sched__conn_close(c, "refused");
 		return;
 	}
 	if (w == NULL) {
@@ -102,7 +100,8 @@ void sched__on_register(struct sched *s, struct conn *c, const struct rt_msg *m)
 	w->tags = join(json_object_get(m->header, "tags"));
 	w->namespaces = join(json_object_get(m->header, "namespaces"));
 	w->memory_mb = (int)mem;
-	w->pid = (int)rt_msg_int(m, "pid", 0);
+	/* The pid the kernel vouches for, in the controller's view. */
+	w->pid = (int)peer->proc.pid;
 	w->cgroups = json_is_true(json_object_get(m->header, "cgroups"));
 	w->local = sched__local_of(s, id) != NULL || w->local;
 	/* A drain is kept by id, across every kind of restart. */
@@ -113,8 +112,10 @@ void sched__on_register(struct sched *s, struct conn *c, const struct rt_msg *m)
 	w->obj.updated_ms = now;
 	w->heartbeat_mono = rt_mono_ms();
 	sched__conn_bind(c, w);
-	if (sched__worker_persist(s, w) < 0)
+	if (sched__worker_persist(s, w) < 0 ||
+	    sched__admit_record(s, id, peer) < 0)
 		rt_log(RT_LOG_ERROR, "worker %s: store failed", id);
+	sched__logs_private(s, id);
 	sched__conn_send(c, json_pack("{s:s}", "type", "registered"));
 	snprintf(v, sizeof(v), "%d", w->pid);
 	rt_buf_kv(&kvs, "pid", v);
@@ -155,6 +156,7 @@ void sched__worker_gone(struct sched *s, struct sched_worker *w,
 		sched__worker_lost(s, w, 0);
 		sched__event(s, &w->obj, "worker.removed", kvs.data);
 		store_worker_delete(s->store, w->obj.name);
+		sched__admit_forget(s, w->obj.name);
 		sched__obj_drop(s, &w->obj);
 	} else {
 		sched__event(s, &w->obj, "worker.offline", kvs.data);

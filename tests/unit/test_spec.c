@@ -588,8 +588,10 @@ TEST(spec_reasons_quote_cleanly)
 	CHECK_STR(why.data, "memory must be an integer from 1 to 1048576, not "
 			    "\"abc\\xff\\x1b\"");
 	rt_buf_reset(&why);
-	/* A long value is cut at a character, never inside one. */
+	/* A long value is cut at a character, never inside one (a key: an
+	 * env line without '=' is not quoted, it may be a secret). */
 	memset(big, 'x', sizeof(big));
+	big[sizeof(big) - 1] = '=';
 	memcpy(big + 46, "\xc3\xa9", 2);
 	CHECK(sched_spec_parse(&s, SCHED_ATTR_ENV, big, sizeof(big), &why) ==
 	      -EINVAL);
@@ -600,6 +602,16 @@ TEST(spec_reasons_quote_cleanly)
 	CHECK(sched_spec_parse(&s, SCHED_ATTR_ENV, big, sizeof(big), &why) ==
 	      -EINVAL);
 	CHECK(strstr(why.data, "xx...\"") != NULL);
+	rt_buf_reset(&why);
+	CHECK(sched_spec_parse(&s, SCHED_ATTR_ENV, "A=1\ns3cr3t", 10, &why) ==
+	      -EINVAL);
+	CHECK_STR(why.data, "env line 2 is not KEY=VALUE");
+	rt_buf_reset(&why);
+	CHECK(sched_spec_parse(&s, SCHED_ATTR_CONFIG,
+			       "{\"env\": {\"A\": \"s3cr3t\\q\"}}", 26,
+			       &why) == -EINVAL);
+	CHECK(strstr(why.data, "config: not valid JSON: ") == why.data);
+	CHECK(strstr(why.data, "s3cr3t") == NULL);
 	rt_buf_reset(&why);
 	CHECK(sched_spec_parse(&s, SCHED_ATTR_CONFIG, "{\"a\xff\": 1}", 9,
 			       &why) == -EINVAL);

@@ -1,0 +1,40 @@
+/*
+ * admit.h - who may speak on the controller's socket, and who may take a
+ * worker id: the peer's credentials (SO_PEERCRED), and the process
+ * recorded for each id, kept in the store across restarts. Calls pool.h
+ * and the store below it.
+ */
+#ifndef FNFS_SCHED_ADMIT_H
+#define FNFS_SCHED_ADMIT_H
+
+#include "conn.h"
+
+/* Whether peer `p` may speak on the controller's socket at all: root or
+ * the controller's own user. Returns 0, or -EPERM with the reason in
+ * `why`, journalled (worker.refused) and logged. A struct sched_conn_ops
+ * callback. */
+int sched__admit_peer(struct sched *s, const struct sched_peer *p,
+		      struct rt_buf *why);
+
+/* Whether peer `p` may register as worker `id` (`w`: the worker known
+ * under that id, or NULL); see docs/decisions.md ("Who may take a worker
+ * id"). Returns 0, or -EBUSY/-EPERM with the reason in `why`, journalled
+ * (worker.refused) and logged. */
+int sched__admit_id(struct sched *s, const char *id,
+		    const struct sched_worker *w, const struct sched_peer *p,
+		    struct rt_buf *why);
+
+/* Records `p` as the process registered as `id`, in the store (a worker
+ * that outlives the controller is known again by it). Returns 0 or
+ * -errno. */
+int sched__admit_record(struct sched *s, const char *id,
+			const struct sched_peer *p);
+
+/* Forgets the process registered as `id` (its worker is removed). */
+void sched__admit_forget(struct sched *s, const char *id);
+
+/* Makes worker `id`'s log directory (DATA/logs/ID, made by the worker
+ * under its own umask) and what it holds private. */
+void sched__logs_private(struct sched *s, const char *id);
+
+#endif
