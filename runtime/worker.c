@@ -747,9 +747,9 @@ int rt_worker_main(int argc, char **argv)
 	dir.len = slash ? (size_t)(slash - dir.data) : 0;
 	dir.data[dir.len] = '\0';
 	rt_buf_printf(&dir, "%slogs", dir.len ? "/" : "");
-	mkdir(dir.data, 0755);
+	mkdir(dir.data, 0700);
 	rt_buf_printf(&dir, "/%s", w.id);
-	mkdir(dir.data, 0755);
+	mkdir(dir.data, 0700);
 	w.sup.log_dir = dir.data;
 	if (!simulate)
 		rt_cg_open_host(&w.sup.cg, w.id, w.sock_path);

@@ -63,7 +63,7 @@ static void local_spawn(struct sched *s, struct sched_local *l)
 	snprintf(mem, sizeof(mem), "%d", s->worker_memory);
 	if (s->log_path != NULL)
 		logfd = open(s->log_path,
-			     O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+			     O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 	memset(&opt, 0, sizeof(opt));
 	stdio[0].flags = UV_IGNORE;
 	stdio[1].flags = UV_IGNORE;
