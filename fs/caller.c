@@ -33,7 +33,8 @@ const struct sched_caller *fs_caller_full(struct fs_caller *c)
 	if (n > 32) {
 		list = malloc((size_t)n * sizeof(*list));
 		if (list == NULL)
-			return &c->who; /* no groups: fewer rights, never more */
+			return &c->who; /* no groups: fewer rights, never more
+					 */
 		n = fuse_req_getgroups(c->req, n, list);
 	}
 	if (n > 0) {

@@ -196,8 +196,8 @@ struct fs_stream {
 	struct sched_cursor *cur; /* NULL before the first read */
 	struct rt_buf win;	  /* rendered bytes from `off` on */
 	uint64_t off;
-	int end;		  /* the cursor has rendered everything */
-	struct fs_caller who;	  /* the opener, taken at the open */
+	int end;	      /* the cursor has rendered everything */
+	struct fs_caller who; /* the opener, taken at the open */
 };
 
 /* Whether node `n` is rendered as it is read. */

@@ -227,7 +227,8 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (rc < 0)
 		goto out;
 	if (fs_child(fs, &dir, name, &n) == 0) {
-		rc = -EEXIST; /* an object, or a fixed file (a tenant's events) */
+		rc = -EEXIST; /* an object, or a fixed file (a tenant's events)
+			       */
 		goto out;
 	}
 	if (dir.kind != FS_TENANTS_DIR && dir.kind != FS_TENANT_DIR &&

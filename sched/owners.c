@@ -23,8 +23,8 @@ static int in_group(const struct sched_caller *who, uint32_t gid)
 	return 0;
 }
 
-int sched_caller_may(const struct sched_caller *who, uint32_t uid,
-		     uint32_t gid, uint32_t mode, int mask)
+int sched_caller_may(const struct sched_caller *who, uint32_t uid, uint32_t gid,
+		     uint32_t mode, int mask)
 {
 	uint32_t bits;
 

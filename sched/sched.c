@@ -156,7 +156,8 @@ static void obj_row(const struct sched_obj *o, struct store_row *r)
 	r->created_ms = o->created_ms;
 	r->updated_ms = o->updated_ms;
 	if (o->type == SCHED_TENANT) {
-		const struct sched_owner *w = &((const struct sched_tenant *)o)->owner;
+		const struct sched_owner *w =
+			&((const struct sched_tenant *)o)->owner;
 
 		r->uid = w->uid;
 		r->gid = w->gid;
@@ -190,8 +191,7 @@ void sched__event(struct sched *s, const struct sched_obj *o, const char *kind,
 	struct rt_buf path = { 0 };
 
 	sched_obj_path(o, &path);
-	journal(s, sched__tenant_of(o), kind, path.data ? path.data : "-",
-		kvs);
+	journal(s, sched__tenant_of(o), kind, path.data ? path.data : "-", kvs);
 	rt_buf_free(&path);
 }
 
@@ -527,8 +527,8 @@ int sched_remove(struct sched *s, struct sched_obj *parent, const char *name,
 /* ================================================================= owners */
 
 int sched_tenant_chown(struct sched *s, struct sched_obj *t,
-		       const struct sched_caller *who, int64_t uid,
-		       int64_t gid, int64_t mode)
+		       const struct sched_caller *who, int64_t uid, int64_t gid,
+		       int64_t mode)
 {
 	struct sched_tenant *x = (struct sched_tenant *)t;
 	struct sched_owner next = x->owner;

@@ -213,8 +213,8 @@ struct sched_caller {
  * anything; otherwise the owner's bits apply to the owner, the group's
  * to a member of the group (primary or supplementary), the others' to
  * everyone else. Pure. */
-int sched_caller_may(const struct sched_caller *who, uint32_t uid,
-		     uint32_t gid, uint32_t mode, int mask);
+int sched_caller_may(const struct sched_caller *who, uint32_t uid, uint32_t gid,
+		     uint32_t mode, int mask);
 
 /* Whether `who` is root (or NULL: fnfs itself). */
 int sched_caller_is_root(const struct sched_caller *who);
@@ -231,8 +231,8 @@ int sched_caller_is_root(const struct sched_caller *who);
  * journalled (tenant.owner). Returns 0, -EPERM, -EINVAL, or -EIO/-ENOSPC
  * (the store failed; nothing changed). */
 int sched_tenant_chown(struct sched *s, struct sched_obj *t,
-		       const struct sched_caller *who, int64_t uid,
-		       int64_t gid, int64_t mode);
+		       const struct sched_caller *who, int64_t uid, int64_t gid,
+		       int64_t mode);
 
 /* The tenant object `o` belongs to (itself for a tenant), or NULL for
  * the root, the pool and workers. */
@@ -473,9 +473,9 @@ int sched_cursor_next(struct sched *s, struct sched_cursor *c,
 /* Frees a cursor (NULL is fine). */
 void sched_cursor_close(struct sched_cursor *c);
 
-/* The size of file `f` (as sched_cursor_open, for `who`) rendered now, never held
- * whole: status is measured in one pass over its cells, metrics rendered
- * a piece at a time. Returns 0 or -EINVAL/-ENOMEM. */
+/* The size of file `f` (as sched_cursor_open, for `who`) rendered now,
+ * never held whole: status is measured in one pass over its cells,
+ * metrics rendered a piece at a time. Returns 0 or -EINVAL/-ENOMEM. */
 int sched_cursor_size(struct sched *s, enum sched_file f,
 		      const struct sched_caller *who, size_t *size);
 

@@ -294,7 +294,8 @@ int store_load(struct store *st, int (*fn)(const struct store_row *, void *),
 	static const char *const q_text[] = {
 		"SELECT name, NULL, NULL, created_ms, updated_ms, NULL, 0, 0, "
 		"uid, gid, mode FROM tenants ORDER BY name",
-		"SELECT tenant, name, NULL, created_ms, updated_ms, NULL, 0, 0, "
+		"SELECT tenant, name, NULL, created_ms, updated_ms, NULL, 0, "
+		"0, "
 		"0, 0, 0 FROM namespaces ORDER BY tenant, name",
 		"SELECT tenant, namespace, name, created_ms, updated_ms, spec, "
 		"revision, run_revision, 0, 0, 0 FROM functions ORDER BY "

@@ -19,12 +19,12 @@ owners_cleanup() {
 	groupdel "$S" 2>/dev/null
 }
 trap owners_cleanup EXIT
-groupadd "$A" && groupadd "$B" && groupadd "$S" &&
+if ! { groupadd "$A" && groupadd "$B" && groupadd "$S" &&
 	useradd -M -N -s /usr/sbin/nologin -g "$A" "$A" &&
-	useradd -M -N -s /usr/sbin/nologin -g "$B" -G "$S" "$B" || {
+	useradd -M -N -s /usr/sbin/nologin -g "$B" -G "$S" "$B"; }; then
 	echo "not ok 1 - cannot create the test users"
 	exit 1
-}
+fi
 UA=$(id -u "$A")
 # The users must reach the mountpoint.
 chmod 755 "$T"
@@ -133,7 +133,8 @@ check_fails_with "bob cannot read the root's events" "Permission denied" as "$B"
 ev=$(as "$A" cat "$TA/events")
 check "alice reads acme's events" test -n "$ev"
 check "they hold acme's lines only" eval '! grep -v " acme\(/[^ ]*\)\?\( \|$\)" <<<"$ev" | grep -q .'
-check "with acme's creation and its chown" eval 'grep -q " tenant.owner acme uid=$UA " <<<"$ev"'
+check "acme's creation is there" grep -q " tenant.created acme$" <<<"$ev"
+check "and its chown" grep -q " tenant.owner acme uid=$UA " <<<"$ev"
 check "every line is a line of the root's events" eval '! grep -vxFf "$MNT/events" <<<"$ev" | grep -q .'
 check "other tenants' lines are not there" eval '! grep -q "other\|team" <<<"$ev"'
 check_eq "its size is its length" "$(stat -c %s "$TA/events")" "$(wc -c <<<"$ev")"

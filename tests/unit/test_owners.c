@@ -41,9 +41,9 @@ TEST(owners_caller_may)
 
 	CHECK(sched_caller_may(NULL, 1000, 1000, 0, SCHED_MAY_WRITE));
 	CHECK(sched_caller_may(&root, 1000, 1000, 0, SCHED_MAY_READ));
-	CHECK(sched_caller_may(&alice, 1000, 1000, 0750, SCHED_MAY_READ |
-								SCHED_MAY_WRITE |
-								SCHED_MAY_EXEC));
+	CHECK(sched_caller_may(&alice, 1000, 1000, 0750,
+			       SCHED_MAY_READ | SCHED_MAY_WRITE |
+				       SCHED_MAY_EXEC));
 	/* The owner's bits, not the group's, apply to the owner. */
 	CHECK(!sched_caller_may(&alice, 1000, 1000, 0070, SCHED_MAY_READ));
 	CHECK(!sched_caller_may(&bob, 1000, 1000, 0750, SCHED_MAY_READ));

@@ -186,10 +186,12 @@ TEST(sched_tree_and_persistence)
 	CHECK(sched_create(s, f, "deeper", NULL, &x) == -EPERM);
 	fn = (struct sched_function *)f;
 	CHECK(fn->revision == 1);
-	CHECK(sched_function_write(s, fn, SCHED_ATTR_MEMORY, "64\n", 3, NULL) == 0);
+	CHECK(sched_function_write(s, fn, SCHED_ATTR_MEMORY, "64\n", 3, NULL) ==
+	      0);
 	CHECK(fn->revision == 2);
 	/* Same value: accepted, no new revision. */
-	CHECK(sched_function_write(s, fn, SCHED_ATTR_MEMORY, "64\n", 3, NULL) == 0);
+	CHECK(sched_function_write(s, fn, SCHED_ATTR_MEMORY, "64\n", 3, NULL) ==
+	      0);
 	CHECK(fn->revision == 2);
 	CHECK(sched_function_write(s, fn, SCHED_ATTR_MEMORY, "x", 1, NULL) ==
 	      -EINVAL);

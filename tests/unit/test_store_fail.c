@@ -62,12 +62,14 @@ static struct sched_function *fixture(struct sched **out)
 	opt.self = "/bin/false";
 	if (sched_start(s, &loop, &opt) != 0)
 		return NULL;
-	if (sched_create(s, sched_find(s, SCHED_ROOT_ID), "acme", NULL, &t) != 0 ||
+	if (sched_create(s, sched_find(s, SCHED_ROOT_ID), "acme", NULL, &t) !=
+		    0 ||
 	    sched_create(s, t, "prod", NULL, &n) != 0 ||
 	    sched_create(s, n, "fn", NULL, &f) != 0)
 		return NULL;
 	if (sched_function_write(s, (struct sched_function *)f,
-				 SCHED_ATTR_COMMAND, "sleep 1\n", 8, NULL) != 0 ||
+				 SCHED_ATTR_COMMAND, "sleep 1\n", 8,
+				 NULL) != 0 ||
 	    sched_function_write(s, (struct sched_function *)f,
 				 SCHED_ATTR_PARALLELISM, "2\n", 2, NULL) != 0)
 		return NULL;
@@ -133,7 +135,8 @@ TEST(store_fail_attribute_write)
 	CHECK(sched_function_write(s, fn, SCHED_ATTR_MEMORY, "64\n", 3, NULL) ==
 	      -ENOSPC);
 	CHECK(fn->spec.memory == 128);
-	CHECK(sched_function_write(s, fn, SCHED_ATTR_MEMORY, "64\n", 3, NULL) == 0);
+	CHECK(sched_function_write(s, fn, SCHED_ATTR_MEMORY, "64\n", 3, NULL) ==
+	      0);
 	CHECK(fn->spec.memory == 64);
 	finish(s);
 }
