@@ -63,8 +63,9 @@ enum fs_kind {
 	FS_STATS,
 	FS_METRICS,
 	FS_FN_STATS,
-	FS_FN_INVOKE, /* the transaction file of calls */
-	FS_FN_ATTR,   /* + enum sched_attr */
+	FS_FN_INVOKE,	  /* the transaction file of calls */
+	FS_TENANT_EVENTS, /* a tenant's part of the journal */
+	FS_FN_ATTR,	  /* + enum sched_attr */
 	FS_KIND_COUNT = FS_FN_ATTR + SCHED_ATTR_COUNT
 };
 
@@ -107,11 +108,54 @@ int fs_children(struct fs *fs, const struct fs_node *dir,
 		int (*fn)(const char *name, const struct fs_node *n, void *arg),
 		void *arg);
 
-/* Fills `st` for node `n`. */
-void fs_stat(struct fs *fs, const struct fs_node *n, struct stat *st);
+/* Fills `st` for node `n` as caller `who` sees it (NULL: root; the size
+ * of the root's status and stats depends on the caller). */
+void fs_stat(struct fs *fs, const struct fs_node *n,
+	     const struct sched_caller *who, struct stat *st);
 
-/* The type and permission bits of node `n`. */
+/* The type and the permission bits of kind of node `n`, before its
+ * tenant's mode applies: what the file allows anybody at most. */
 mode_t fs_node_mode(const struct fs_node *n);
+
+/* The owner, group and mode (type and permission bits) node `n` shows:
+ * inside a tenant, its owner and group, and the bits the kind allows
+ * that the tenant's mode grants each class (fs_node_mode); outside, the
+ * mounting user's. */
+void fs_node_owner(struct fs *fs, const struct fs_node *n, uid_t *uid,
+		   gid_t *gid, mode_t *mode);
+
+/* Whether `kind`, an attribute file, is one only root may write (it is
+ * then root's, 0644, inside any tenant). */
+int fs_attr_owner_is_root(enum fs_kind kind);
+
+/* Whether the root's files show node `n` per caller. */
+int fs_node_per_caller(const struct fs_node *n);
+
+/* ================================================================ callers
+ *
+ * Who sends a request (caller.c): uid and gid from the request, the
+ * supplementary groups read only when a check needs them. */
+struct fs_caller {
+	struct sched_caller who;
+	fuse_req_t req;	  /* where the groups come from, or NULL */
+	int have_groups;  /* who.groups is read */
+	uint32_t *groups; /* owned: who.groups */
+};
+
+/* Takes the caller of `req`, without its groups yet. */
+void fs_caller_init(struct fs_caller *c, fuse_req_t req);
+
+/* The caller with its supplementary groups read (none when they cannot
+ * be read). */
+const struct sched_caller *fs_caller_full(struct fs_caller *c);
+
+/* Frees what `c` holds. */
+void fs_caller_done(struct fs_caller *c);
+
+/* Whether caller `c` may do `mask` (SCHED_MAY_*) on node `n`, as shown
+ * by fs_node_owner; groups are read only when the answer needs them. */
+int fs_may(struct fs *fs, struct fs_caller *c, const struct fs_node *n,
+	   int mask);
 
 /* Whether reads of `n` are rendered per open (direct_io) rather than
  * constant text the page cache may keep. */
@@ -132,11 +176,11 @@ struct fs_node fs_parent(struct fs *fs, const struct fs_node *n);
 int fs_render(struct fs *fs, const struct fs_node *n, struct rt_buf *out,
 	      sched_done_fn done, void *arg, struct sched_wait **wait);
 
-/* Applies the value `buf` to file `n`. Returns 0, -errno, or SCHED_LATER
- * as fs_render. */
+/* Applies the value `buf` to file `n` for `who` (NULL: fnfs). Returns 0,
+ * -errno, or SCHED_LATER as fs_render. */
 int fs_write(struct fs *fs, const struct fs_node *n, const char *buf,
-	     size_t len, sched_done_fn done, void *arg,
-	     struct sched_wait **wait);
+	     size_t len, const struct sched_caller *who, sched_done_fn done,
+	     void *arg, struct sched_wait **wait);
 
 /* Appends the target of symlink `n`. Returns 0 or -errno. */
 int fs_readlink(struct fs *fs, const struct fs_node *n, struct rt_buf *out);
@@ -152,7 +196,8 @@ struct fs_stream {
 	struct sched_cursor *cur; /* NULL before the first read */
 	struct rt_buf win;	  /* rendered bytes from `off` on */
 	uint64_t off;
-	int end; /* the cursor has rendered everything */
+	int end;	      /* the cursor has rendered everything */
+	struct fs_caller who; /* the opener, taken at the open */
 };
 
 /* Whether node `n` is rendered as it is read. */
@@ -168,9 +213,11 @@ int fs_stream_read(struct fs *fs, const struct fs_node *n, struct fs_stream *st,
 /* Frees what a reader's place holds; it may be used again. */
 void fs_stream_free(struct fs_stream *st);
 
-/* The size of streamed node `n` now, counted by rendering it a piece at
- * a time. Returns 0 or -EINVAL/-ENOMEM. */
-int fs_stream_size(struct fs *fs, const struct fs_node *n, size_t *size);
+/* The size of streamed node `n` now, for caller `who` (NULL: root),
+ * counted by rendering it a piece at a time. Returns 0 or
+ * -EINVAL/-ENOMEM. */
+int fs_stream_size(struct fs *fs, const struct fs_node *n,
+		   const struct sched_caller *who, size_t *size);
 
 /* The low-level operations table. */
 extern const struct fuse_lowlevel_ops fs_ops;

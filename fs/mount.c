@@ -455,8 +455,15 @@ static void on_signal(uv_signal_t *sig, int signum)
 static int serve(const char *mp, const char *datadir, int ready,
 		 const char *logpath, const struct fs_options *opt)
 {
+	/* Every user reaches the tree, and the kernel checks the modes it
+	 * shows; a user's own mount stays its own (allow_other would need
+	 * user_allow_other in /etc/fuse.conf). */
 	char *argv[] = { "fnfs", "-o",
-			 "fsname=fnfs,subtype=fnfs,default_permissions", NULL };
+			 geteuid() == 0 ? "fsname=fnfs,subtype=fnfs,"
+					  "default_permissions,allow_other"
+					: "fsname=fnfs,subtype=fnfs,"
+					  "default_permissions",
+			 NULL };
 	struct fuse_args args = FUSE_ARGS_INIT(3, argv);
 	struct fs fs;
 	uv_loop_t loop;

@@ -28,7 +28,7 @@ static const struct {
 			NODE_STATIC },
 	[FS_VERSION] = { "version", FS_ROOT_DIR, S_IFREG | 0444, SCHED_ROOT, -1,
 			 NODE_STATIC },
-	[FS_EVENTS] = { "events", FS_ROOT_DIR, S_IFREG | 0444, SCHED_ROOT, -1,
+	[FS_EVENTS] = { "events", FS_ROOT_DIR, S_IFREG | 0600, SCHED_ROOT, -1,
 			0 },
 	[FS_TENANTS_DIR] = { "tenants", FS_ROOT_DIR, S_IFDIR | 0755, SCHED_ROOT,
 			     -1, 0 },
@@ -106,6 +106,8 @@ static const struct {
 			  SCHED_FN_STATS, 0 },
 	[FS_FN_INVOKE] = { "invoke", FS_FN_DIR, S_IFREG | 0666, SCHED_FUNCTION,
 			   -1, NODE_NOSIZE },
+	[FS_TENANT_EVENTS] = { "events", FS_TENANT_DIR, S_IFREG | 0444,
+			       SCHED_TENANT, -1, 0 },
 };
 
 static int is_attr(enum fs_kind k)
@@ -138,6 +140,74 @@ static mode_t kind_mode(enum fs_kind k)
 static enum sched_obj_type kind_type(enum fs_kind k)
 {
 	return is_attr(k) ? SCHED_FUNCTION : kinds[k].type;
+}
+
+int fs_attr_owner_is_root(enum fs_kind kind)
+{
+	if (!is_attr(kind))
+		return 0;
+	switch ((enum sched_attr)(kind - FS_FN_ATTR)) {
+	default: return 0; /* none yet: every attribute is the owner's */
+	}
+}
+
+/* Files only their owner may read or write, whatever the tenant's mode:
+ * env and config, which hold secrets. */
+static int kind_secret(enum fs_kind k)
+{
+	return k == FS_FN_ATTR + SCHED_ATTR_ENV ||
+	       k == FS_FN_ATTR + SCHED_ATTR_CONFIG;
+}
+
+/* The permission bits a file of kind `k` shows in a tenant of mode `m`:
+ * each class (owner, group, others) may read it if the kind is readable
+ * and the tenant grants that class read, and write it if the kind is
+ * writable and the tenant grants that class write. A secret is the
+ * owner's only; invoke (a read starts a call) wants write for either. */
+static mode_t file_bits(enum fs_kind k, mode_t m)
+{
+	mode_t base = kind_mode(k), bits = 0;
+	int shift;
+
+	for (shift = 6; shift >= 0; shift -= 3) {
+		mode_t cls = (m >> shift) & 7, b = 0;
+
+		if (kind_secret(k) && shift != 6)
+			continue;
+		if ((base & S_IRUSR) && (cls & 4))
+			b |= 4;
+		if ((base & S_IWUSR) && (cls & 2))
+			b |= 2;
+		if (k == FS_FN_INVOKE && b != 6)
+			b = 0;
+		bits |= b << shift;
+	}
+	return bits;
+}
+
+void fs_node_owner(struct fs *fs, const struct fs_node *n, uid_t *uid,
+		   gid_t *gid, mode_t *mode)
+{
+	struct sched_owner w;
+	mode_t base = kind_mode(n->kind);
+
+	*uid = fs->uid;
+	*gid = fs->gid;
+	*mode = base;
+	if (sched_tenant_of(n->obj) == NULL)
+		return;
+	sched_owner_of(n->obj, &w);
+	*gid = w.gid;
+	if (fs_attr_owner_is_root(n->kind)) {
+		*uid = 0; /* root writes it; whoever reaches it reads it */
+		*mode = S_IFREG | 0644;
+		return;
+	}
+	*uid = w.uid;
+	if (S_ISDIR(base))
+		*mode = S_IFDIR | (w.mode & SCHED_TENANT_MODE_MASK);
+	else if (S_ISREG(base))
+		*mode = S_IFREG | file_bits(n->kind, w.mode);
 }
 
 fuse_ino_t fs_ino(uint64_t id, enum fs_kind kind)
@@ -341,7 +411,14 @@ int fs_readlink(struct fs *fs, const struct fs_node *n, struct rt_buf *out)
 				 n->kind == FS_INST_WORKER, out);
 }
 
-void fs_stat(struct fs *fs, const struct fs_node *n, struct stat *st)
+int fs_node_per_caller(const struct fs_node *n)
+{
+	return n->kind == FS_STATUS || n->kind == FS_STATS ||
+	       n->kind == FS_METRICS;
+}
+
+void fs_stat(struct fs *fs, const struct fs_node *n,
+	     const struct sched_caller *who, struct stat *st)
 {
 	int64_t ms;
 	size_t sz;
@@ -350,9 +427,7 @@ void fs_stat(struct fs *fs, const struct fs_node *n, struct stat *st)
 
 	memset(st, 0, sizeof(*st));
 	st->st_ino = fs_ino(n->obj->id, n->kind);
-	st->st_mode = kind_mode(n->kind);
-	st->st_uid = fs->uid;
-	st->st_gid = fs->gid;
+	fs_node_owner(fs, n, &st->st_uid, &st->st_gid, &st->st_mode);
 	st->st_blksize = 4096;
 	if (S_ISDIR(st->st_mode)) {
 		st->st_nlink = 2 + subdirs(fs, n);
@@ -364,12 +439,14 @@ void fs_stat(struct fs *fs, const struct fs_node *n, struct stat *st)
 		st->st_nlink = 1;
 		if (n->kind == FS_EVENTS)
 			st->st_size = (off_t)sched_events_end(fs->sched);
+		else if (n->kind == FS_TENANT_EVENTS)
+			st->st_size = (off_t)sched_tenant_events_end(n->obj);
 		else if (!is_attr(n->kind) && ((kinds[n->kind].flags &
 						(NODE_NOSIZE | NODE_NOSTAT)) ||
-					       !(st->st_mode & 0444)))
+					       !(kind_mode(n->kind) & 0444)))
 			st->st_size = 0;
 		else if (fs_node_streamed(n)) /* counted, never held whole */
-			st->st_size = fs_stream_size(fs, n, &sz) == 0
+			st->st_size = fs_stream_size(fs, n, who, &sz) == 0
 					      ? (off_t)sz
 					      : 0;
 		else if (fs_render(fs, n, &b, NULL, NULL, &w) == 0)
@@ -377,6 +454,8 @@ void fs_stat(struct fs *fs, const struct fs_node *n, struct stat *st)
 	}
 	if (n->kind == FS_EVENTS)
 		ms = sched_events_mtime(fs->sched);
+	else if (n->kind == FS_TENANT_EVENTS)
+		ms = sched_tenant_events_mtime(n->obj);
 	else if ((n->obj->type == SCHED_ROOT && n->kind != FS_TENANTS_DIR) ||
 		 n->obj->type == SCHED_POOL)
 		ms = fs->mount_ms;
@@ -413,14 +492,14 @@ int fs_render(struct fs *fs, const struct fs_node *n, struct rt_buf *out,
 }
 
 int fs_write(struct fs *fs, const struct fs_node *n, const char *buf,
-	     size_t len, sched_done_fn done, void *arg,
-	     struct sched_wait **wait)
+	     size_t len, const struct sched_caller *who, sched_done_fn done,
+	     void *arg, struct sched_wait **wait)
 {
 	*wait = NULL;
 	if (is_attr(n->kind))
 		return sched_function_write(
 			fs->sched, (struct sched_function *)n->obj,
-			(enum sched_attr)(n->kind - FS_FN_ATTR), buf, len);
+			(enum sched_attr)(n->kind - FS_FN_ATTR), buf, len, who);
 	if (kinds[n->kind].file < 0 || !(kinds[n->kind].mode & 0200))
 		return -EACCES;
 	return sched_file_write(fs->sched, n->obj,

@@ -22,26 +22,47 @@ static struct fs *req_fs(fuse_req_t req)
 	return fuse_req_userdata(req);
 }
 
+/* Journals grow on their own, and the root's files differ by caller:
+ * their attributes are never cached. */
 static double attr_timeout(const struct fs_node *n)
 {
-	return n->kind == FS_EVENTS ? 0.0 : ATTR_TIMEOUT;
+	return n->kind == FS_EVENTS || n->kind == FS_TENANT_EVENTS ||
+			       fs_node_per_caller(n)
+		       ? 0.0
+		       : ATTR_TIMEOUT;
 }
 
-static void fill_entry(struct fs *fs, const struct fs_node *n,
+/* Fills `st` for `n` as the sender of `req` sees it. */
+static void stat_for(fuse_req_t req, const struct fs_node *n, struct stat *st)
+{
+	struct fs_caller c;
+
+	if (!fs_node_per_caller(n)) {
+		fs_stat(req_fs(req), n, NULL, st);
+		return;
+	}
+	fs_caller_init(&c, req);
+	fs_stat(req_fs(req), n, fs_caller_full(&c), st);
+	fs_caller_done(&c);
+}
+
+static void fill_entry(fuse_req_t req, const struct fs_node *n,
 		       struct fuse_entry_param *e)
 {
 	memset(e, 0, sizeof(*e));
-	fs_stat(fs, n, &e->attr);
+	stat_for(req, n, &e->attr);
 	e->ino = e->attr.st_ino;
 	e->attr_timeout = attr_timeout(n);
 	e->entry_timeout = ENTRY_TIMEOUT;
 }
 
+static int assign_hidden(const struct fs_node *n, struct fs_caller *c);
+
 static void reply_entry(fuse_req_t req, const struct fs_node *n)
 {
 	struct fuse_entry_param e;
 
-	fill_entry(req_fs(req), n, &e);
+	fill_entry(req, n, &e);
 	fuse_reply_entry(req, &e);
 }
 
@@ -66,10 +87,17 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct fs *fs = req_fs(req);
 	struct fs_node dir, n;
+	struct fs_caller c;
 	int rc = fs_resolve(fs, parent, &dir);
 
 	if (rc == 0)
 		rc = fs_child(fs, &dir, name, &n);
+	if (rc == 0 && n.kind == FS_ASSIGN_LINK) {
+		fs_caller_init(&c, req);
+		if (assign_hidden(&n, &c))
+			rc = -ENOENT;
+		fs_caller_done(&c);
+	}
 	if (rc < 0) {
 		fuse_reply_err(req, -rc);
 		return;
@@ -90,8 +118,56 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino,
 		fuse_reply_err(req, -rc);
 		return;
 	}
-	fs_stat(fs, &n, &st);
+	stat_for(req, &n, &st);
 	fuse_reply_attr(req, &st, attr_timeout(&n));
+}
+
+static void forget_attrs(struct fs *fs, struct sched_obj *o);
+
+static int forget_cb(const char *key, void *value, void *arg)
+{
+	(void)key;
+	forget_attrs(arg, value);
+	return 0;
+}
+
+/* Tells the kernel that the attributes it cached of every inode of `o`
+ * and of what it holds are stale. */
+static void forget_attrs(struct fs *fs, struct sched_obj *o)
+{
+	int k;
+
+	for (k = FS_ROOT_DIR + 1; k < FS_KIND_COUNT; k++) {
+		struct fs_node n;
+		fuse_ino_t ino = fs_ino(o->id, (enum fs_kind)k);
+
+		if (fs_resolve(fs, ino, &n) == 0)
+			fuse_lowlevel_notify_inval_inode(fs->se, ino, -1, 0);
+	}
+	rt_map_each(&o->children, forget_cb, fs);
+}
+
+/* chown and chmod, of a tenant only (spec: the owner of a tenant, its
+ * group and its mode): root changes the owner and group, root or the
+ * owner the mode. Every other node follows its tenant: EPERM. */
+static int set_owner(fuse_req_t req, const struct fs_node *n,
+		     const struct stat *attr, int to_set)
+{
+	struct fs *fs = req_fs(req);
+	struct fs_caller c;
+	int rc;
+
+	if (n->kind != FS_TENANT_DIR)
+		return -EPERM;
+	fs_caller_init(&c, req);
+	rc = sched_tenant_chown(
+		fs->sched, n->obj, &c.who,
+		(to_set & FUSE_SET_ATTR_UID) ? (int64_t)attr->st_uid : -1,
+		(to_set & FUSE_SET_ATTR_GID) ? (int64_t)attr->st_gid : -1,
+		(to_set & FUSE_SET_ATTR_MODE) ? (int64_t)(attr->st_mode & 07777)
+					      : -1);
+	fs_caller_done(&c);
+	return rc;
 }
 
 static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
@@ -99,30 +175,41 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 {
 	struct fs *fs = req_fs(req);
 	struct fs_node n;
+	struct fs_caller c;
 	struct stat st;
-	int rc = fs_resolve(fs, ino, &n);
+	int owner = 0, rc = fs_resolve(fs, ino, &n);
 
-	(void)attr;
 	(void)fi;
+	fs_caller_init(&c, req);
 	if (rc < 0)
 		goto out;
-	fs_stat(fs, &n, &st);
 	/* Truncation is what `echo x > file` asks first: the write that
 	 * follows carries the whole value, so it changes nothing itself. */
 	if ((to_set & FUSE_SET_ATTR_SIZE) &&
-	    (S_ISDIR(st.st_mode) || !(st.st_mode & S_IWUSR))) {
-		rc = S_ISDIR(st.st_mode) ? -EISDIR : -EACCES;
+	    (S_ISDIR(fs_node_mode(&n)) || !(fs_node_mode(&n) & S_IWUSR) ||
+	     !fs_may(fs, &c, &n, SCHED_MAY_WRITE))) {
+		rc = S_ISDIR(fs_node_mode(&n)) ? -EISDIR : -EACCES;
 		goto out;
 	}
 	if (to_set &
 	    (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
-		rc = -EPERM;
-		goto out;
+		rc = set_owner(req, &n, attr, to_set);
+		if (rc < 0)
+			goto out;
+		owner = 1;
 	}
 	/* Times (touch) are accepted and ignored: they follow the model. */
+	stat_for(req, &n, &st);
 	fuse_reply_attr(req, &st, attr_timeout(&n));
+	/* What the tenant holds shows its owner and mode: the kernel must
+	 * not go on checking permissions against what it cached. Only the
+	 * attributes are dropped, which takes no lock a request holds. */
+	if (owner)
+		forget_attrs(fs, n.obj);
+	fs_caller_done(&c);
 	return;
 out:
+	fs_caller_done(&c);
 	fuse_reply_err(req, -rc);
 }
 
@@ -132,26 +219,39 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct fs *fs = req_fs(req);
 	struct fs_node dir, n;
 	struct sched_obj *o;
+	struct fs_caller c;
 	int rc = fs_resolve(fs, parent, &dir);
 
 	(void)mode;
+	fs_caller_init(&c, req);
 	if (rc < 0)
 		goto out;
-	if (dir.kind != FS_TENANTS_DIR && dir.kind != FS_TENANT_DIR &&
-	    dir.kind != FS_NS_DIR) {
-		rc = fs_child(fs, &dir, name, &n) == 0 ? -EEXIST : -EPERM;
+	if (fs_child(fs, &dir, name, &n) == 0) {
+		rc = -EEXIST; /* an object, or a fixed file (a tenant's events)
+			       */
 		goto out;
 	}
-	rc = sched_create(fs->sched, dir.obj, name, &o);
+	if (dir.kind != FS_TENANTS_DIR && dir.kind != FS_TENANT_DIR &&
+	    dir.kind != FS_NS_DIR) {
+		rc = -EPERM;
+		goto out;
+	}
+	if (!fs_may(fs, &c, &dir, SCHED_MAY_WRITE | SCHED_MAY_EXEC)) {
+		rc = -EACCES;
+		goto out;
+	}
+	rc = sched_create(fs->sched, dir.obj, name, &c.who, &o);
 	if (rc < 0)
 		goto out;
 	n.obj = o;
 	n.kind = o->type == SCHED_TENANT      ? FS_TENANT_DIR
 		 : o->type == SCHED_NAMESPACE ? FS_NS_DIR
 					      : FS_FN_DIR;
+	fs_caller_done(&c);
 	reply_entry(req, &n);
 	return;
 out:
+	fs_caller_done(&c);
 	fuse_reply_err(req, -rc);
 }
 
@@ -159,19 +259,20 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct fs *fs = req_fs(req);
 	struct fs_node dir, n;
+	struct fs_caller c;
 	int rc = fs_resolve(fs, parent, &dir);
 
+	fs_caller_init(&c, req);
 	if (rc == 0)
 		rc = fs_child(fs, &dir, name, &n);
 	if (rc == 0 && n.kind != FS_TENANT_DIR && n.kind != FS_NS_DIR &&
-	    n.kind != FS_FN_DIR) {
-		struct stat st;
-
-		fs_stat(fs, &n, &st);
-		rc = S_ISDIR(st.st_mode) ? -EPERM : -ENOTDIR;
-	}
+	    n.kind != FS_FN_DIR)
+		rc = S_ISDIR(fs_node_mode(&n)) ? -EPERM : -ENOTDIR;
+	if (rc == 0 && !fs_may(fs, &c, &dir, SCHED_MAY_WRITE | SCHED_MAY_EXEC))
+		rc = -EACCES;
 	if (rc == 0)
-		rc = sched_remove(fs->sched, dir.obj, name);
+		rc = sched_remove(fs->sched, dir.obj, name, &c.who);
+	fs_caller_done(&c);
 	fuse_reply_err(req, -rc);
 }
 
@@ -266,8 +367,11 @@ struct handle {
 	fuse_req_t reader;	 /* a read waiting for it, or NULL */
 	size_t reader_size;
 
-	/* status and metrics: rendered as they are read */
+	/* status, stats and metrics: rendered as they are read, for the
+	 * opener (stream.who) */
 	struct fs_stream stream;
+	/* who opened it: whose writes these are (groups not read) */
+	struct fs_caller who;
 };
 
 enum { CALL_NONE, CALL_UNDER_WAY, CALL_DONE };
@@ -281,15 +385,21 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct fs *fs = req_fs(req);
 	struct handle *h = NULL;
 	struct fs_node n;
+	struct fs_caller c;
 	mode_t mode;
 	int acc = fi->flags & O_ACCMODE, rc = fs_resolve(fs, ino, &n);
 
+	fs_caller_init(&c, req);
 	if (rc < 0)
 		goto out;
 	mode = fs_node_mode(&n);
-	/* Root passes the kernel's permission checks; refuse here too. */
+	/* Root passes the kernel's permission checks; refuse here too what
+	 * the kind of file never allows. Others get what the mode they see
+	 * grants them, as the kernel decided already. */
 	if ((acc != O_RDONLY && !(mode & S_IWUSR)) ||
-	    (acc != O_WRONLY && !(mode & S_IRUSR))) {
+	    (acc != O_WRONLY && !(mode & S_IRUSR)) ||
+	    (acc != O_RDONLY && !fs_may(fs, &c, &n, SCHED_MAY_WRITE)) ||
+	    (acc != O_WRONLY && !fs_may(fs, &c, &n, SCHED_MAY_READ))) {
 		rc = -EACCES;
 		goto out;
 	}
@@ -297,6 +407,17 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (h == NULL) {
 		rc = -ENOMEM;
 		goto out;
+	}
+	/* The credentials of the open serve its whole life: a stream's
+	 * with the groups (they choose the tenants shown), a writer's
+	 * without. No request is kept. */
+	h->who.who.uid = c.who.uid;
+	h->who.who.gid = c.who.gid;
+	if (fs_node_streamed(&n)) {
+		fs_caller_full(&c);
+		h->stream.who = c; /* takes the groups */
+		h->stream.who.req = NULL;
+		memset(&c, 0, sizeof(c));
 	}
 	h->node = n;
 	h->id = n.obj->id;
@@ -313,10 +434,14 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fi->nonseekable = fs_node_transaction(&n);
 	/* Only a close that may apply an attribute value needs a flush. */
 	fi->noflush = !(h->attr && acc != O_RDONLY);
-	if (fuse_reply_open(req, fi) != 0)
+	fs_caller_done(&c);
+	if (fuse_reply_open(req, fi) != 0) {
+		fs_stream_free(&h->stream);
 		free(h);
+	}
 	return;
 out:
+	fs_caller_done(&c);
 	fuse_reply_err(req, -rc);
 }
 
@@ -340,6 +465,31 @@ static void read_events(fuse_req_t req, struct handle *h, size_t size,
 		n = sched_events_at(fs->sched, first, &p, &first);
 	}
 	fuse_reply_buf(req, p, n < size ? n : size);
+}
+
+/* A tenant's part of the journal, as read_events. Its lines are not
+ * contiguous in the journal: they are copied. */
+static void read_tenant_events(fuse_req_t req, struct handle *h, size_t size,
+			       off_t off)
+{
+	struct fs *fs = req_fs(req);
+	uint64_t pos = (uint64_t)off + h->skew, first;
+	char *buf = malloc(size ? size : 1);
+	size_t n;
+
+	if (buf == NULL) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	n = sched_tenant_events_at(fs->sched, h->node.obj, pos, buf, size,
+				   &first);
+	if (n == 0 && pos < first) {
+		h->skew += first - pos;
+		n = sched_tenant_events_at(fs->sched, h->node.obj, first, buf,
+					   size, &first);
+	}
+	fuse_reply_buf(req, buf, n);
+	free(buf);
 }
 
 /* A read or write whose reply waits for workers. */
@@ -645,7 +795,8 @@ static int attr_write(struct handle *h, const char *buf, size_t size, off_t off,
 	if (rc == 0)
 		rc = sched_function_check(
 			h->fs->sched, fn,
-			(enum sched_attr)(h->node.kind - FS_FN_ATTR), v, len);
+			(enum sched_attr)(h->node.kind - FS_FN_ATTR), v, len,
+			&h->who.who);
 	if (rc < 0) {
 		h->spoiled = -rc;
 		h->held = 0;
@@ -677,7 +828,8 @@ static int attr_apply(struct handle *h)
 	h->held = 0;
 	rc = attr_value(h, &tmp, &v, &len);
 	if (rc == 0)
-		rc = fs_write(h->fs, &h->node, v, len, NULL, NULL, &w);
+		rc = fs_write(h->fs, &h->node, v, len, &h->who.who, NULL, NULL,
+			      &w);
 	if (h->append)
 		rt_buf_reset(&h->value); /* part of the current value now */
 	if (rc < 0)
@@ -716,6 +868,10 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 	if (h->node.kind == FS_EVENTS) {
 		read_events(req, h, size, off);
+		return;
+	}
+	if (h->node.kind == FS_TENANT_EVENTS) {
+		read_tenant_events(req, h, size, off);
 		return;
 	}
 	if (fs_node_transaction(&h->node)) {
@@ -786,7 +942,8 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		rc = -ENOMEM;
 		goto out;
 	}
-	rc = fs_write(fs, &h->node, buf, size, on_done, p, &p->wait);
+	rc = fs_write(fs, &h->node, buf, size, &h->who.who, on_done, p,
+		      &p->wait);
 	if (rc == SCHED_LATER) {
 		/* Replied once the processes have done what was asked. */
 		fuse_req_interrupt_func(req, on_interrupt, p);
@@ -844,6 +1001,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino,
 	rt_buf_free(&h->resp);
 	rt_buf_free(&h->snap);
 	fs_stream_free(&h->stream);
+	fs_caller_done(&h->who);
 	rt_buf_free(&h->value);
 	free(h);
 	fuse_reply_err(req, 0);
@@ -867,6 +1025,20 @@ static void op_readlink(fuse_req_t req, fuse_ino_t ino)
 
 /* ======================================================== directories */
 
+/* Whether `n` is a link of a worker's assignments/ to an instance of a
+ * tenant that caller `c` may not read: its name says the tenant's, so
+ * it is not shown to `c`, as the root's status does not show it. */
+static int assign_hidden(const struct fs_node *n, struct fs_caller *c)
+{
+	struct sched_owner w;
+
+	if (n->kind != FS_ASSIGN_LINK || c->who.uid == 0)
+		return 0;
+	sched_owner_of(n->obj, &w);
+	return !sched_caller_may(fs_caller_full(c), w.uid, w.gid, w.mode,
+				 SCHED_MAY_READ);
+}
+
 /* One directory entry of a snapshot. The object is kept by id, never by
  * pointer: it may be removed before the entry is read. */
 struct dirent_snap {
@@ -880,11 +1052,15 @@ struct dirent_snap {
 struct dir_handle {
 	struct dirent_snap *ents; /* owned */
 	size_t n, cap;
+	struct fs_caller *who; /* while listing: whom it is for */
 };
 
 static int snap_add(const char *name, const struct fs_node *n, void *arg)
 {
 	struct dir_handle *d = arg;
+
+	if (d->who != NULL && assign_hidden(n, d->who))
+		return 0;
 
 	if (d->n == d->cap) {
 		size_t cap = d->cap ? d->cap * 2 : 32;
@@ -908,10 +1084,16 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino,
 	struct fs *fs = req_fs(req);
 	struct dir_handle *d = NULL;
 	struct fs_node n, up;
+	struct fs_caller c;
 	int rc = fs_resolve(fs, ino, &n);
 
+	fs_caller_init(&c, req);
 	if (rc < 0)
 		goto out;
+	if (!fs_may(fs, &c, &n, SCHED_MAY_READ)) {
+		rc = -EACCES;
+		goto out;
+	}
 	d = calloc(1, sizeof(*d));
 	if (d == NULL) {
 		rc = -ENOMEM;
@@ -921,8 +1103,11 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino,
 	rc = snap_add(".", &n, d);
 	if (rc == 0)
 		rc = snap_add("..", &up, d);
+	d->who = &c;
 	if (rc == 0)
 		rc = fs_children(fs, &n, snap_add, d);
+	d->who = NULL;
+	fs_caller_done(&c);
 	if (rc < 0)
 		goto out;
 	fi->fh = (uint64_t)(uintptr_t)d;
@@ -932,6 +1117,7 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino,
 	}
 	return;
 out:
+	fs_caller_done(&c);
 	if (d != NULL)
 		free(d->ents);
 	free(d);
@@ -963,14 +1149,14 @@ static void readdir_common(fuse_req_t req, size_t size, off_t off,
 		if (plus) {
 			struct fuse_entry_param ep;
 
-			fill_entry(fs, &node, &ep);
+			fill_entry(req, &node, &ep);
 			len = fuse_add_direntry_plus(req, buf + used,
 						     size - used, e->name, &ep,
 						     (off_t)i + 1);
 		} else {
 			struct stat st;
 
-			fs_stat(fs, &node, &st);
+			fs_stat(fs, &node, NULL, &st); /* type and ino */
 			len = fuse_add_direntry(req, buf + used, size - used,
 						e->name, &st, (off_t)i + 1);
 		}

@@ -6,6 +6,8 @@
  * lines of the next functions until it can be answered, and drops what
  * lies before its offset. The memory of a reader is its window (about
  * one read) and the cursor's list of functions, whatever the file's size.
+ * They are rendered for their reader: the credentials taken at the open
+ * choose the tenants shown, for every rendering of that open.
  */
 #include <errno.h>
 #include <string.h>
@@ -20,6 +22,7 @@ static int stream_file(const struct fs_node *n)
 {
 	switch (n->kind) {
 	case FS_STATUS: return SCHED_ROOT_STATUS;
+	case FS_STATS: return SCHED_ROOT_STATS;
 	case FS_METRICS: return SCHED_ROOT_METRICS;
 	default: return -1;
 	}
@@ -67,7 +70,8 @@ int fs_stream_read(struct fs *fs, const struct fs_node *n, struct fs_stream *st,
 		rt_buf_reset(&st->win);
 		st->off = 0;
 		st->end = 0;
-		rc = sched_cursor_open(fs->sched, (enum sched_file)f, &st->cur);
+		rc = sched_cursor_open(fs->sched, (enum sched_file)f,
+				       &st->who.who, &st->cur);
 		if (rc < 0)
 			goto out;
 	}
@@ -96,6 +100,7 @@ out:
 
 void fs_stream_free(struct fs_stream *st)
 {
+	fs_caller_done(&st->who);
 	sched_cursor_close(st->cur);
 	st->cur = NULL;
 	rt_buf_free(&st->win);
@@ -103,12 +108,13 @@ void fs_stream_free(struct fs_stream *st)
 	st->end = 0;
 }
 
-int fs_stream_size(struct fs *fs, const struct fs_node *n, size_t *size)
+int fs_stream_size(struct fs *fs, const struct fs_node *n,
+		   const struct sched_caller *who, size_t *size)
 {
 	int f = stream_file(n);
 
 	*size = 0;
 	if (f < 0)
 		return -EINVAL;
-	return sched_cursor_size(fs->sched, (enum sched_file)f, size);
+	return sched_cursor_size(fs->sched, (enum sched_file)f, who, size);
 }

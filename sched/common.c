@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "owners.h"
 
 const char *sched__state_word(enum sched_instance_state st)
 {
@@ -219,9 +220,14 @@ int sched__parse_int(const char *buf, size_t len, long lo, long hi, long *out)
 
 void sched_owner_of(const struct sched_obj *o, struct sched_owner *out)
 {
-	/* Placeholder until tenants carry owners: everything is root's. */
-	(void)o;
+	const struct sched_tenant *t = sched__tenant_of(o);
+
+	if (t != NULL) {
+		*out = t->owner;
+		return;
+	}
+	/* The root, tenants/, workers/: root's, readable by all. */
 	out->uid = 0;
 	out->gid = 0;
-	out->mode = 0750;
+	out->mode = 0755;
 }

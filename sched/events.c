@@ -2,6 +2,7 @@
  * events.c - the event journal: appended lines with absolute offsets, so
  * that `tail -f events` and `tail -n 20 events` behave as on a log file.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "events.h"
@@ -68,4 +69,104 @@ size_t events_at(const struct events *ev, uint64_t off, const char **p,
 	}
 	*p = ev->text.data + (off - ev->first);
 	return (size_t)(end - off);
+}
+
+void events_part_free(struct events_part *pt)
+{
+	free(pt->lines);
+	memset(pt, 0, sizeof(*pt));
+}
+
+/* The index of the first kept line of `pt`: lines that `ev` dropped from
+ * its front are skipped (they stay in the array until the next add). */
+static size_t part_head(const struct events_part *pt, const struct events *ev)
+{
+	size_t lo = pt->head, hi = pt->n;
+
+	/* Lines are in order of `at`: the first not dropped, by bisection. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (pt->lines[mid].at < ev->first)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+void events_part_add(struct events_part *pt, const struct events *ev,
+		     uint64_t at)
+{
+	uint64_t end = ev->first + ev->text.len;
+	struct events_line *l;
+
+	pt->head = part_head(pt, ev);
+	if (pt->head > 0 && (pt->n == pt->cap || pt->head >= pt->n / 2)) {
+		memmove(pt->lines, pt->lines + pt->head,
+			(pt->n - pt->head) * sizeof(*pt->lines));
+		pt->n -= pt->head;
+		pt->head = 0;
+	}
+	if (at < ev->first || at >= end)
+		return; /* the line was not appended, or is already gone */
+	if (pt->n == pt->cap) {
+		size_t cap = pt->cap ? pt->cap * 2 : 16;
+
+		l = realloc(pt->lines, cap * sizeof(*l));
+		if (l == NULL) {
+			rt_log(RT_LOG_ERROR, "event not in its tenant's "
+					     "journal (no memory)");
+			return;
+		}
+		pt->lines = l;
+		pt->cap = cap;
+	}
+	l = &pt->lines[pt->n++];
+	l->at = at;
+	l->own = pt->end;
+	l->len = (size_t)(end - at);
+	pt->end += l->len;
+	pt->last_ms = ev->last_ms;
+}
+
+uint64_t events_part_first(const struct events_part *pt,
+			   const struct events *ev)
+{
+	size_t h = part_head(pt, ev);
+
+	return h < pt->n ? pt->lines[h].own : pt->end;
+}
+
+size_t events_part_at(const struct events_part *pt, const struct events *ev,
+		      uint64_t off, char *buf, size_t size, uint64_t *first)
+{
+	size_t lo = part_head(pt, ev), hi = pt->n, got = 0;
+
+	*first = lo < pt->n ? pt->lines[lo].own : pt->end;
+	if (off < *first)
+		return 0;
+	/* The line holding `off`: the last one starting at or before it. */
+	while (lo + 1 < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (pt->lines[mid].own <= off)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	for (; lo < pt->n && got < size; lo++) {
+		const struct events_line *l = &pt->lines[lo];
+		size_t skip, k;
+
+		if (off >= l->own + l->len)
+			continue;
+		skip = (size_t)(off - l->own);
+		k = l->len - skip < size - got ? l->len - skip : size - got;
+		memcpy(buf + got, ev->text.data + (l->at - ev->first) + skip,
+		       k);
+		got += k;
+		off += k;
+	}
+	return got;
 }

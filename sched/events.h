@@ -32,4 +32,42 @@ void events_append(struct events *ev, int64_t ms, const char *kind,
 size_t events_at(const struct events *ev, uint64_t off, const char **p,
 		 uint64_t *first);
 
+/* One line of a part of the journal (a tenant's): where it is in the
+ * whole journal, and where in the part. */
+struct events_line {
+	uint64_t at;  /* absolute offset in the whole journal */
+	uint64_t own; /* absolute offset in the part */
+	size_t len;
+};
+
+/* A part of the journal: some of its lines, numbered by offsets of their
+ * own that never change. It holds no text, only where its lines are in
+ * the whole journal, and loses a line when the journal drops it. */
+struct events_part {
+	struct events_line *lines; /* owned; lines[head..n) are kept */
+	size_t head, n, cap;
+	uint64_t end;	 /* own offset one past the last line */
+	int64_t last_ms; /* time of its last line, or 0 */
+};
+
+/* Frees a part's memory and empties it (offsets start over at 0). */
+void events_part_free(struct events_part *pt);
+
+/* Adds the line of `ev` that starts at absolute offset `at` (its last
+ * one, just appended) to part `pt`, and forgets the lines `ev` dropped.
+ * Out of memory, the line is not added and the part's offsets do not
+ * count it. */
+void events_part_add(struct events_part *pt, const struct events *ev,
+		     uint64_t at);
+
+/* The oldest own offset of `pt` still kept in `ev`. */
+uint64_t events_part_first(const struct events_part *pt,
+			   const struct events *ev);
+
+/* Copies up to `size` bytes of part `pt` from own offset `off` into
+ * `buf`, line after line, and returns how many (0 at its end or before
+ * its oldest kept line; `*first` is then that line's own offset). */
+size_t events_part_at(const struct events_part *pt, const struct events *ev,
+		      uint64_t off, char *buf, size_t size, uint64_t *first);
+
 #endif

@@ -15,6 +15,7 @@
 #include "common.h"
 #include "instances.h"
 #include "internal.h"
+#include "owners.h"
 
 static const char *const mode_words[] = { "daemon", "hot", "cold" };
 
@@ -124,10 +125,12 @@ __attribute__((format(printf, 2, 3))) static void tprintf(struct text *t,
 
 /* The functions of a walk, by id: an id outlives its function, so one
  * removed while a reader is in the middle of a file is found missing,
- * not freed. */
+ * not freed. With them, the tenants and namespaces they were taken
+ * from (for stats). */
 struct fn_list {
 	uint64_t *ids;
 	size_t n;
+	size_t tenants, namespaces;
 };
 
 static int count_fns(const char *key, void *value, void *arg)
@@ -163,11 +166,21 @@ static int sorted_children(const struct sched_obj *o, struct sched_obj ***v,
 	return 0;
 }
 
-/* Every function, in order of its path (8 bytes a function): tenants,
- * then namespaces, then functions, each level sorted by name, which is
- * cheaper than sorting every path against every other. Returns 0 or
- * -ENOMEM. */
-static int functions_by_path(struct sched *s, struct fn_list *l)
+/* Whether `who` may read tenant `t` (and so see it in the root's
+ * files). */
+static int may_read(const struct sched_obj *t, const struct sched_caller *who)
+{
+	const struct sched_owner *w = &((const struct sched_tenant *)t)->owner;
+
+	return sched_caller_may(who, w->uid, w->gid, w->mode, SCHED_MAY_READ);
+}
+
+/* Every function of the tenants `who` may read, in order of its path
+ * (8 bytes a function): tenants, then namespaces, then functions, each
+ * level sorted by name, which is cheaper than sorting every path against
+ * every other. Returns 0 or -ENOMEM. */
+static int functions_by_path(struct sched *s, const struct sched_caller *who,
+			     struct fn_list *l)
 {
 	struct sched_obj **t = NULL, **ns, **fn;
 	size_t nt = 0, nn, nf, i, j, k, total = 0;
@@ -178,6 +191,10 @@ static int functions_by_path(struct sched *s, struct fn_list *l)
 	l->ids = malloc((total + 1) * sizeof(*l->ids));
 	rc = l->ids != NULL ? sorted_children(&s->root, &t, &nt) : -ENOMEM;
 	for (i = 0; rc == 0 && i < nt; i++) {
+		if (!may_read(t[i], who))
+			continue;
+		l->tenants++;
+		l->namespaces += t[i]->children.count;
 		rc = sorted_children(t[i], &ns, &nn);
 		for (j = 0; rc == 0 && j < nn; j++) {
 			rc = sorted_children(ns[j], &fn, &nf);
@@ -203,11 +220,14 @@ enum { NCOL = 9 };
 #define CELL_MAX 200
 
 /* The parts of a rendering, in order: status is a header and rows;
- * metrics is a family after another (see metrics_step). */
+ * metrics is a family after another (see metrics_step); stats is one
+ * part. */
 enum { P_STATUS_HEAD, P_STATUS_ROWS, P_STATUS_END };
+enum { P_STATS, P_STATS_END };
 
 struct sched_cursor {
 	enum sched_file f;
+	int root;	    /* opened for root: every tenant, every call */
 	struct fn_list fns; /* the functions to show, by id */
 	int part;	    /* the part of the file reached */
 	int begun;	    /* its opening lines (a family's HELP) are out */
@@ -393,6 +413,91 @@ static int render_stats(struct sched *s, struct rt_buf *out)
 	sched_stats_render(&v, out);
 	return rt_buf_printf(out, "restarts_total %lld\nqueue_depth %d\n",
 			     tot.restarts, tot.queue);
+}
+
+/* Adds the counters of `src` to `dst`: totals, histogram, and the
+ * seconds of the window (a newer second replaces an older one in the
+ * same slot). */
+static void stats_add(struct sched_stats *dst, const struct sched_stats *src)
+{
+	int i;
+
+	dst->received += src->received;
+	dst->processed += src->processed;
+	dst->user_errors += src->user_errors;
+	dst->system_errors += src->system_errors;
+	dst->timeouts += src->timeouts;
+	dst->cold_starts += src->cold_starts;
+	dst->latency_n += src->latency_n;
+	dst->latency_us += src->latency_us;
+	if (src->last_ms > dst->last_ms)
+		dst->last_ms = src->last_ms;
+	for (i = 0; i < SCHED_HIST_BUCKETS; i++)
+		dst->hist[i] += src->hist[i];
+	for (i = 0; i < SCHED_WINDOW_S; i++) {
+		const struct sched_second *b = &src->window[i];
+		struct sched_second *d = &dst->window[i];
+
+		if (b->sec == 0 || b->sec < d->sec)
+			continue;
+		if (b->sec > d->sec) {
+			*d = *b;
+			continue;
+		}
+		d->received += b->received;
+		d->processed += b->processed;
+		d->user_errors += b->user_errors;
+		d->system_errors += b->system_errors;
+		d->latency_n += b->latency_n;
+		d->latency_us += b->latency_us;
+	}
+}
+
+/* stats for a caller other than root: the sums over the functions of the
+ * tenants it may read, taken at the open (calls of functions removed
+ * since are not in them; root's stats count every call). */
+static void stats_step(struct sched *s, struct sched_cursor *c, struct text *t)
+{
+	struct sched_stats *sum = calloc(1, sizeof(*sum));
+	struct totals tot = { 0 };
+	struct sched_stats_view v;
+	size_t i, online = 0, n;
+	void **w;
+
+	c->part = P_STATS_END;
+	if (sum == NULL) {
+		t->err = -ENOMEM;
+		return;
+	}
+	if (c->root) {
+		t->err = render_stats(s, t->b);
+		free(sum);
+		return;
+	}
+	for (i = 0; i < c->fns.n; i++) {
+		struct sched_function *fn = fn_at(s, c, i);
+
+		if (fn == NULL)
+			continue;
+		add_fn_totals(NULL, fn, &tot);
+		stats_add(sum, stats_of(fn));
+	}
+	w = rt_map_values(&s->pool.children, &n);
+	for (i = 0; w != NULL && i < n; i++)
+		online += ((struct sched_worker *)w[i])->online != 0;
+	free(w);
+	tprintf(t,
+		"tenants %zu\nnamespaces %zu\nfunctions %zu\n"
+		"instances %d\nrunning %d\nworkers %zu\n"
+		"workers_online %zu\n",
+		c->fns.tenants, c->fns.namespaces, tot.functions, tot.instances,
+		tot.running, s->pool.children.count, online);
+	sched_stats_view(sum, rt_now_ms(), &v);
+	if (t->err == 0)
+		t->err = sched_stats_render(&v, t->b);
+	tprintf(t, "restarts_total %lld\nqueue_depth %d\n", tot.restarts,
+		tot.queue);
+	free(sum);
 }
 
 /* =============================================================== metrics */
@@ -641,6 +746,24 @@ static void worker_family(struct sched *s, struct text *t, size_t k)
 	free(w);
 }
 
+/* The calls received: by every function for root, by the functions of
+ * the cursor for another caller. */
+static uint64_t received_total(struct sched *s, const struct sched_cursor *c)
+{
+	uint64_t n = 0;
+	size_t i;
+
+	if (c->root)
+		return s->stats->received;
+	for (i = 0; i < c->fns.n; i++) {
+		struct sched_function *fn = fn_at(s, c, i);
+
+		if (fn != NULL)
+			n += stats_of(fn)->received;
+	}
+	return n;
+}
+
 /* One step of metrics: a family's HELP and TYPE, or its lines for one
  * function, or a whole family of workers, or the total. */
 static void metrics_step(struct sched *s, struct sched_cursor *c,
@@ -681,11 +804,8 @@ static void metrics_step(struct sched *s, struct sched_cursor *c,
 		if (p < P_TOTAL) {
 			worker_family(s, t, p - P_WORKER);
 		} else {
-			struct sched_stats_view v;
-
-			sched_stats_view(s->stats, rt_now_ms(), &v);
 			tprintf(t, "fnfs_calls_received_total %llu\n",
-				(unsigned long long)v.received);
+				(unsigned long long)received_total(s, c));
 		}
 		c->part++;
 		c->begun = 0;
@@ -710,13 +830,14 @@ static void metrics_step(struct sched *s, struct sched_cursor *c,
 /* ======================================================= the cursor API */
 
 int sched_cursor_open(struct sched *s, enum sched_file f,
-		      struct sched_cursor **out)
+		      const struct sched_caller *who, struct sched_cursor **out)
 {
 	struct sched_cursor *c = NULL;
 	int rc;
 
 	*out = NULL;
-	if (f != SCHED_ROOT_STATUS && f != SCHED_ROOT_METRICS) {
+	if (f != SCHED_ROOT_STATUS && f != SCHED_ROOT_METRICS &&
+	    f != SCHED_ROOT_STATS) {
 		rc = -EINVAL;
 		goto out;
 	}
@@ -726,7 +847,8 @@ int sched_cursor_open(struct sched *s, enum sched_file f,
 		goto out;
 	}
 	c->f = f;
-	rc = functions_by_path(s, &c->fns);
+	c->root = sched_caller_is_root(who);
+	rc = functions_by_path(s, who, &c->fns);
 	if (rc < 0)
 		goto out;
 	if (f == SCHED_ROOT_STATUS)
@@ -743,7 +865,9 @@ int sched_cursor_next(struct sched *s, struct sched_cursor *c,
 {
 	struct text t = { out, 0 };
 	size_t before = out->len;
-	int end = c->f == SCHED_ROOT_STATUS ? P_STATUS_END : P_METRICS_END;
+	int end = c->f == SCHED_ROOT_STATUS  ? P_STATUS_END
+		  : c->f == SCHED_ROOT_STATS ? P_STATS_END
+					     : P_METRICS_END;
 
 	while (t.err == 0 && c->part < end &&
 	       (out->len == before || out->len - before < want)) {
@@ -751,6 +875,8 @@ int sched_cursor_next(struct sched *s, struct sched_cursor *c,
 
 		if (c->f == SCHED_ROOT_STATUS)
 			status_step(s, c, &t);
+		else if (c->f == SCHED_ROOT_STATS)
+			stats_step(s, c, &t);
 		else
 			metrics_step(s, c, &t);
 		if (t.err != 0) {
@@ -771,11 +897,12 @@ void sched_cursor_close(struct sched_cursor *c)
 	free(c);
 }
 
-int sched_cursor_size(struct sched *s, enum sched_file f, size_t *size)
+int sched_cursor_size(struct sched *s, enum sched_file f,
+		      const struct sched_caller *who, size_t *size)
 {
 	struct sched_cursor *c;
 	struct rt_buf piece = { 0 };
-	int rc = sched_cursor_open(s, f, &c);
+	int rc = sched_cursor_open(s, f, who, &c);
 
 	*size = 0;
 	if (rc == 0 && f == SCHED_ROOT_STATUS) {
@@ -798,7 +925,7 @@ int sched_cursor_size(struct sched *s, enum sched_file f, size_t *size)
 static int render_all(struct sched *s, enum sched_file f, struct rt_buf *out)
 {
 	struct sched_cursor *c;
-	int rc = sched_cursor_open(s, f, &c);
+	int rc = sched_cursor_open(s, f, NULL, &c);
 
 	if (rc < 0)
 		return rc;

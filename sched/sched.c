@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "internal.h"
+#include "owners.h"
 #include "reconcile.h"
 #include "workers.h"
 
@@ -34,6 +35,7 @@ struct sched_obj *sched__obj_new(struct sched *s, enum sched_obj_type type,
 	size_t size = type == SCHED_FUNCTION   ? sizeof(struct sched_function)
 		      : type == SCHED_INSTANCE ? sizeof(struct sched_instance)
 		      : type == SCHED_WORKER   ? sizeof(struct sched_worker)
+		      : type == SCHED_TENANT   ? sizeof(struct sched_tenant)
 					       : sizeof(struct sched_obj);
 
 	o = calloc(1, size);
@@ -47,6 +49,8 @@ struct sched_obj *sched__obj_new(struct sched *s, enum sched_obj_type type,
 	o->updated_ms = updated;
 	if (type == SCHED_FUNCTION)
 		sched_spec_init(&((struct sched_function *)o)->spec);
+	if (type == SCHED_TENANT)
+		((struct sched_tenant *)o)->owner.mode = SCHED_TENANT_MODE;
 	if (rt_map_put(&parent->children, name, o) < 0) {
 		free(o);
 		return NULL;
@@ -73,6 +77,8 @@ static void obj_free(struct sched_obj *o)
 		sched__instance_free((struct sched_instance *)o);
 	} else if (o->type == SCHED_WORKER) {
 		sched__worker_free((struct sched_worker *)o);
+	} else if (o->type == SCHED_TENANT) {
+		events_part_free(&((struct sched_tenant *)o)->events);
 	}
 	rt_map_free(&o->children);
 	free(o);
@@ -149,14 +155,34 @@ static void obj_row(const struct sched_obj *o, struct store_row *r)
 	r->ns = ns ? ns->name : NULL;
 	r->created_ms = o->created_ms;
 	r->updated_ms = o->updated_ms;
+	if (o->type == SCHED_TENANT) {
+		const struct sched_owner *w =
+			&((const struct sched_tenant *)o)->owner;
+
+		r->uid = w->uid;
+		r->gid = w->gid;
+		r->mode = w->mode;
+	}
 }
 
 /* ================================================================== events */
 
+/* Appends one event to the journal, and to the part of tenant `t` (may
+ * be NULL) too. */
+static void journal(struct sched *s, struct sched_tenant *t, const char *kind,
+		    const char *object, const char *kvs)
+{
+	uint64_t at = sched_events_end(s);
+
+	events_append(&s->events, rt_now_ms(), kind, object, kvs);
+	if (t != NULL)
+		events_part_add(&t->events, &s->events, at);
+}
+
 void sched_event(struct sched *s, const char *kind, const char *object,
 		 const char *kvs)
 {
-	events_append(&s->events, rt_now_ms(), kind, object, kvs);
+	journal(s, NULL, kind, object, kvs);
 }
 
 void sched__event(struct sched *s, const struct sched_obj *o, const char *kind,
@@ -165,7 +191,7 @@ void sched__event(struct sched *s, const struct sched_obj *o, const char *kind,
 	struct rt_buf path = { 0 };
 
 	sched_obj_path(o, &path);
-	sched_event(s, kind, path.data ? path.data : "-", kvs);
+	journal(s, sched__tenant_of(o), kind, path.data ? path.data : "-", kvs);
 	rt_buf_free(&path);
 }
 
@@ -183,6 +209,26 @@ size_t sched_events_at(const struct sched *s, uint64_t off, const char **p,
 int64_t sched_events_mtime(const struct sched *s)
 {
 	return s->events.last_ms ? s->events.last_ms : s->root.created_ms;
+}
+
+uint64_t sched_tenant_events_end(const struct sched_obj *t)
+{
+	return ((const struct sched_tenant *)t)->events.end;
+}
+
+size_t sched_tenant_events_at(const struct sched *s, const struct sched_obj *t,
+			      uint64_t off, char *buf, size_t size,
+			      uint64_t *first)
+{
+	return events_part_at(&((const struct sched_tenant *)t)->events,
+			      &s->events, off, buf, size, first);
+}
+
+int64_t sched_tenant_events_mtime(const struct sched_obj *t)
+{
+	const struct sched_tenant *x = (const struct sched_tenant *)t;
+
+	return x->events.last_ms ? x->events.last_ms : t->created_ms;
 }
 
 /* ======================================================= open and close */
@@ -215,6 +261,13 @@ static int load_row(const struct store_row *r, void *arg)
 		    r->updated_ms);
 	if (o == NULL)
 		return -ENOMEM;
+	if (r->kind == STORE_TENANT) {
+		struct sched_owner *w = &((struct sched_tenant *)o)->owner;
+
+		w->uid = r->uid;
+		w->gid = r->gid;
+		w->mode = r->mode & SCHED_TENANT_MODE_MASK;
+	}
 	if (r->kind == STORE_FUNCTION) {
 		struct sched_function *fn = (struct sched_function *)o;
 
@@ -314,7 +367,7 @@ static void reject_child(struct sched *s, const struct sched_obj *parent,
 	rt_buf_kv(&kvs, "name", name);
 	rt_buf_kv(&kvs, "errno", rt_errno_name(err));
 	rt_buf_kv(&kvs, "reason", reason);
-	sched_event(s, kind.data, path.data, kvs.data);
+	journal(s, sched__tenant_of(parent), kind.data, path.data, kvs.data);
 	rt_buf_free(&kvs);
 	rt_buf_free(&path);
 	rt_buf_free(&kind);
@@ -346,11 +399,13 @@ static int store_child_change(struct sched *s, struct sched_obj *parent,
 }
 
 int sched_create(struct sched *s, struct sched_obj *parent, const char *name,
-		 struct sched_obj **out)
+		 const struct sched_caller *who, struct sched_obj **out)
 {
 	enum sched_obj_type type = (enum sched_obj_type)(parent->type + 1);
 	int64_t now = rt_now_ms();
-	struct sched_obj tmp, *o = NULL;
+	struct sched_owner owner = { 0, 0, SCHED_TENANT_MODE };
+	struct sched_obj *o = NULL;
+	struct sched_tenant tmp;
 	struct rt_buf spec = { 0 }, kvs = { 0 };
 	struct store_row r;
 	int rc;
@@ -367,13 +422,18 @@ int sched_create(struct sched *s, struct sched_obj *parent, const char *name,
 	if (sched_child(parent, name) != NULL)
 		return -EEXIST;
 
+	if (!sched_caller_is_root(who)) {
+		owner.uid = who->uid;
+		owner.gid = who->gid;
+	}
 	/* Describe the new object for the store before it exists. */
 	memset(&tmp, 0, sizeof(tmp));
-	tmp.type = type;
-	tmp.parent = parent;
-	snprintf(tmp.name, sizeof(tmp.name), "%s", name);
-	tmp.created_ms = tmp.updated_ms = now;
-	obj_row(&tmp, &r);
+	tmp.obj.type = type;
+	tmp.obj.parent = parent;
+	snprintf(tmp.obj.name, sizeof(tmp.obj.name), "%s", name);
+	tmp.obj.created_ms = tmp.obj.updated_ms = now;
+	tmp.owner = owner;
+	obj_row(&tmp.obj, &r);
 	if (type == SCHED_FUNCTION) {
 		struct sched_spec defaults;
 
@@ -395,6 +455,8 @@ int sched_create(struct sched *s, struct sched_obj *parent, const char *name,
 		goto out;
 	}
 	parent->updated_ms = now;
+	if (type == SCHED_TENANT)
+		((struct sched_tenant *)o)->owner = owner;
 	if (type == SCHED_FUNCTION) {
 		((struct sched_function *)o)->revision = 1;
 		((struct sched_function *)o)->run_revision = 1;
@@ -412,15 +474,18 @@ out:
 	return rc;
 }
 
-int sched_remove(struct sched *s, struct sched_obj *parent, const char *name)
+int sched_remove(struct sched *s, struct sched_obj *parent, const char *name,
+		 const struct sched_caller *who)
 {
 	struct sched_obj *o = sched_child(parent, name);
+	struct sched_tenant *t = sched__tenant_of(parent);
 	int64_t now = rt_now_ms();
 	struct store_row r;
 	struct rt_buf path = { 0 };
 	const char *kind;
 	int rc;
 
+	(void)who;
 	if (o == NULL)
 		return -ENOENT;
 	if (o->type != SCHED_FUNCTION && o->children.count > 0) {
@@ -452,9 +517,71 @@ int sched_remove(struct sched *s, struct sched_obj *parent, const char *name)
 	sched_obj_path(o, &path);
 	parent->updated_ms = now;
 	sched__obj_drop(s, o);
-	sched_event(s, kind, path.data, NULL);
+	/* A tenant's own end is in the whole journal only: its part is
+	 * gone with it. */
+	journal(s, t, kind, path.data, NULL);
 	rt_buf_free(&path);
 	return 0;
+}
+
+/* ================================================================= owners */
+
+int sched_tenant_chown(struct sched *s, struct sched_obj *t,
+		       const struct sched_caller *who, int64_t uid, int64_t gid,
+		       int64_t mode)
+{
+	struct sched_tenant *x = (struct sched_tenant *)t;
+	struct sched_owner next = x->owner;
+	struct rt_buf kvs = { 0 };
+	struct store_row r;
+	char v[32];
+	int rc = 0;
+
+	if (t->type != SCHED_TENANT)
+		return -EPERM;
+	if ((uid >= 0 || gid >= 0) && !sched_caller_is_root(who))
+		rc = -EPERM; /* giving a tenant away, or taking one: root */
+	else if (mode >= 0 && !sched_caller_is_root(who) &&
+		 who->uid != x->owner.uid)
+		rc = -EPERM;
+	else if (mode >= 0 && (mode & ~(int64_t)SCHED_TENANT_MODE_MASK))
+		rc = -EINVAL; /* no set-id or sticky bits: they mean nothing */
+	else if (uid > UINT32_MAX - 1 || gid > UINT32_MAX - 1)
+		rc = -EINVAL;
+	if (rc < 0)
+		goto out;
+	if (uid >= 0)
+		next.uid = (uint32_t)uid;
+	if (gid >= 0)
+		next.gid = (uint32_t)gid;
+	if (mode >= 0)
+		next.mode = (uint32_t)mode;
+	if (memcmp(&next, &x->owner, sizeof(next)) == 0)
+		goto out;
+	obj_row(t, &r);
+	r.uid = next.uid;
+	r.gid = next.gid;
+	r.mode = next.mode;
+	rc = store_begin(s->store);
+	if (rc == 0)
+		rc = store_tenant_owner(s->store, &r);
+	if (rc == 0)
+		rc = store_commit(s->store);
+	else
+		store_rollback(s->store);
+	if (rc < 0)
+		goto out;
+	x->owner = next;
+	snprintf(v, sizeof(v), "%u", next.uid);
+	rt_buf_kv(&kvs, "uid", v);
+	snprintf(v, sizeof(v), "%u", next.gid);
+	rt_buf_kv(&kvs, "gid", v);
+	snprintf(v, sizeof(v), "%04o", next.mode);
+	rt_buf_kv(&kvs, "mode", v);
+	sched__event(s, t, "tenant.owner", kvs.data);
+out:
+	rt_buf_free(&kvs);
+	return rc;
 }
 
 /* ============================================================== attributes */
@@ -503,12 +630,13 @@ void sched__reject(struct sched *s, struct sched_function *fn, const char *file,
  * refusal journalled and `next` at the defaults. */
 static int prepare(struct sched *s, struct sched_function *fn,
 		   enum sched_attr a, const char *buf, size_t len,
-		   struct sched_spec *next)
+		   const struct sched_caller *who, struct sched_spec *next)
 {
 	struct rt_buf why = { 0 };
 	int rc = 0, err = EINVAL;
 
 	sched_spec_init(next);
+	(void)who; /* every writable attribute is the owner's for now */
 	if (!sched_attr_writable(a)) {
 		rt_buf_puts(&why, "the file is read-only");
 		rc = -EACCES;
@@ -534,24 +662,26 @@ static int prepare(struct sched *s, struct sched_function *fn,
 }
 
 int sched_function_check(struct sched *s, struct sched_function *fn,
-			 enum sched_attr a, const char *buf, size_t len)
+			 enum sched_attr a, const char *buf, size_t len,
+			 const struct sched_caller *who)
 {
 	struct sched_spec next;
-	int rc = prepare(s, fn, a, buf, len, &next);
+	int rc = prepare(s, fn, a, buf, len, who, &next);
 
 	sched_spec_free(&next);
 	return rc;
 }
 
 int sched_function_write(struct sched *s, struct sched_function *fn,
-			 enum sched_attr a, const char *buf, size_t len)
+			 enum sched_attr a, const char *buf, size_t len,
+			 const struct sched_caller *who)
 {
 	struct rt_buf dump = { 0 }, kvs = { 0 }, changed = { 0 }, why = { 0 };
 	struct sched_spec next;
 	struct store_row r;
 	char rev[32];
 	int64_t now = rt_now_ms();
-	int rc = prepare(s, fn, a, buf, len, &next);
+	int rc = prepare(s, fn, a, buf, len, who, &next);
 
 	if (rc < 0)
 		goto out;

@@ -210,6 +210,8 @@ struct sched_obj {
 	int64_t updated_ms;	  /* last change of it or its children */
 };
 
+struct sched;
+
 /* Who owns a node of the tree: its tenant's Unix owner, group and mode
  * (directory mode bits), or root's for anything outside a tenant. */
 struct sched_owner {
@@ -220,6 +222,51 @@ struct sched_owner {
 
 /* Fills `out` with the owner of `o` (walking up to its tenant). */
 void sched_owner_of(const struct sched_obj *o, struct sched_owner *out);
+
+/* Who asks: the credentials of a request (a FUSE request's uid, gid and
+ * supplementary groups). A NULL caller is fnfs itself, with root's
+ * rights. */
+struct sched_caller {
+	uint32_t uid;
+	uint32_t gid;
+	const uint32_t *groups; /* supplementary groups, not owned */
+	int ngroups;
+};
+
+/* Bits of a permission check, as access(2)'s R_OK, W_OK and X_OK. */
+#define SCHED_MAY_READ	4
+#define SCHED_MAY_WRITE 2
+#define SCHED_MAY_EXEC	1
+
+/* Whether `who` may do `mask` on a node owned by `uid`:`gid` with
+ * permission bits `mode`, as the kernel decides it: root may do
+ * anything; otherwise the owner's bits apply to the owner, the group's
+ * to a member of the group (primary or supplementary), the others' to
+ * everyone else. Pure. */
+int sched_caller_may(const struct sched_caller *who, uint32_t uid, uint32_t gid,
+		     uint32_t mode, int mask);
+
+/* Whether `who` is root (or NULL: fnfs itself). */
+int sched_caller_is_root(const struct sched_caller *who);
+
+/* The mode bits a tenant may have: permission bits only. */
+#define SCHED_TENANT_MODE_MASK 0777
+/* A new tenant's mode. */
+#define SCHED_TENANT_MODE 0750
+
+/* Changes the owner, group or mode of tenant `t` as `who` asks: `uid`,
+ * `gid` or `mode` < 0 keeps that one. Changing the owner or group takes
+ * root (-EPERM otherwise); the mode, root or the owner (-EPERM). A mode
+ * outside SCHED_TENANT_MODE_MASK is -EINVAL. Stored, then applied and
+ * journalled (tenant.owner). Returns 0, -EPERM, -EINVAL, or -EIO/-ENOSPC
+ * (the store failed; nothing changed). */
+int sched_tenant_chown(struct sched *s, struct sched_obj *t,
+		       const struct sched_caller *who, int64_t uid, int64_t gid,
+		       int64_t mode);
+
+/* The tenant object `o` belongs to (itself for a tenant), or NULL for
+ * the root, the pool and workers. */
+const struct sched_obj *sched_tenant_of(const struct sched_obj *o);
 
 struct sched_fn_calls;
 struct sched_call;
@@ -302,8 +349,6 @@ struct sched_worker {
 	void *conn;		   /* private to the controller */
 };
 
-struct sched;
-
 /* Opens the controller state in `datadir` (created if missing): the store
  * `fnfs.db`, loaded into memory. Returns 0 or -errno, with a message in
  * the log. */
@@ -328,28 +373,37 @@ int sched_obj_path(const struct sched_obj *o, struct rt_buf *out);
  * namespace below a tenant, a function below a namespace), stores it and
  * journals it. Returns 0 and the object in `*out`, or -EINVAL (bad name),
  * -EEXIST, -EPERM (a function has no children of this kind) or -EIO. A
- * rejection is journalled with its reason. */
+ * rejection is journalled with its reason. `who` asks (NULL: fnfs); the
+ * permission to ask was checked by fs/. A new tenant belongs to root:root
+ * (mode SCHED_TENANT_MODE) when root (or NULL) creates it, else to its
+ * creator's uid and gid (a mount by a user other than root). */
 int sched_create(struct sched *s, struct sched_obj *parent, const char *name,
-		 struct sched_obj **out);
+		 const struct sched_caller *who, struct sched_obj **out);
 
 /* Removes the child `name` of `parent`. A tenant or namespace must be
  * empty. Returns 0, -ENOENT, -ENOTEMPTY or -EIO. */
-int sched_remove(struct sched *s, struct sched_obj *parent, const char *name);
+int sched_remove(struct sched *s, struct sched_obj *parent, const char *name,
+		 const struct sched_caller *who);
 
 /* Checks the value `buf` (`len` bytes) for attribute `a` of `fn` as
  * sched_function_write would, and applies nothing. Returns 0 or
- * -EINVAL/-EACCES; a refusal is recorded in `error` and the journal. */
+ * -EINVAL/-EACCES; a refusal is recorded in `error` and the journal.
+ * `who` writes (NULL: fnfs itself, root's rights): fs/ checked the file's
+ * mode; an attribute only root may write is refused here to others. */
 int sched_function_check(struct sched *s, struct sched_function *fn,
-			 enum sched_attr a, const char *buf, size_t len);
+			 enum sched_attr a, const char *buf, size_t len,
+			 const struct sched_caller *who);
 
 /* Applies the value `buf` (`len` bytes) to attribute `a` of `fn`: parse,
  * check, store, bump the revision, journal. A write that changes nothing
  * succeeds without a new revision. A value over SCHED_VALUE_MAX bytes is
  * -EINVAL. Returns 0 or -EINVAL/-EACCES, or -EIO/-ENOSPC (the store
  * failed, or the stored form would not read back as the spec); on
- * error nothing changes but `fn->error` and the journal, which say why. */
+ * error nothing changes but `fn->error` and the journal, which say why.
+ * `who` as for sched_function_check. */
 int sched_function_write(struct sched *s, struct sched_function *fn,
-			 enum sched_attr a, const char *buf, size_t len);
+			 enum sched_attr a, const char *buf, size_t len,
+			 const struct sched_caller *who);
 
 /* Appends the file text of attribute `a` of `fn` to `out`. */
 int sched_function_render(const struct sched_function *fn, enum sched_attr a,
@@ -427,11 +481,15 @@ void sched_wait_cancel(struct sched *s, struct sched_wait *w);
  * the open, 8 bytes a function. */
 struct sched_cursor;
 
-/* Starts a rendering of file `f` (SCHED_ROOT_STATUS or
- * SCHED_ROOT_METRICS) at its beginning: the functions that exist now are
- * the ones it will show. Returns 0 with `*out` set, -EINVAL for another
+/* Starts a rendering of file `f` (SCHED_ROOT_STATUS, SCHED_ROOT_STATS
+ * or SCHED_ROOT_METRICS) at its beginning, for caller `who` (NULL: root):
+ * the functions that exist now, in the tenants `who` may read now
+ * (sched_caller_may with SCHED_MAY_READ on the tenant), are the ones it
+ * will show; root sees every tenant, and its stats count every call.
+ * `who` is not kept. Returns 0 with `*out` set, -EINVAL for another
  * file, or -ENOMEM. */
 int sched_cursor_open(struct sched *s, enum sched_file f,
+		      const struct sched_caller *who,
 		      struct sched_cursor **out);
 
 /* Appends the next whole lines of the rendering to `out`: at least one
@@ -445,10 +503,11 @@ int sched_cursor_next(struct sched *s, struct sched_cursor *c,
 /* Frees a cursor (NULL is fine). */
 void sched_cursor_close(struct sched_cursor *c);
 
-/* The size of file `f` (as sched_cursor_open) rendered now, never held
- * whole: status is measured in one pass over its cells, metrics rendered
- * a piece at a time. Returns 0 or -EINVAL/-ENOMEM. */
-int sched_cursor_size(struct sched *s, enum sched_file f, size_t *size);
+/* The size of file `f` (as sched_cursor_open, for `who`) rendered now,
+ * never held whole: status is measured in one pass over its cells,
+ * metrics rendered a piece at a time. Returns 0 or -EINVAL/-ENOMEM. */
+int sched_cursor_size(struct sched *s, enum sched_file f,
+		      const struct sched_caller *who, size_t *size);
 
 /* Appends the target of the symlink that instance `in` has in its worker's
  * assignments/ ("../../../tenants/t/ns/fn/instances/N"), or of its own
@@ -533,6 +592,17 @@ size_t sched_events_at(const struct sched *s, uint64_t off, const char **p,
 
 /* Time of the last event, epoch ms (the file's mtime). */
 int64_t sched_events_mtime(const struct sched *s);
+
+/* The same for the journal of tenant `t`: its own lines (those about it
+ * and what it holds), byte for byte as in the whole journal, at offsets
+ * of its own that never change. `sched_tenant_events_at` copies up to
+ * `size` bytes at `off` into `buf` and returns how many (0 at the end);
+ * `*first` as above. `t` must be a tenant. */
+uint64_t sched_tenant_events_end(const struct sched_obj *t);
+size_t sched_tenant_events_at(const struct sched *s, const struct sched_obj *t,
+			      uint64_t off, char *buf, size_t size,
+			      uint64_t *first);
+int64_t sched_tenant_events_mtime(const struct sched_obj *t);
 
 /* Appends one event: `kind` ("function.created"), `object` (its path) and
  * preformatted " key=value" pairs `kvs` (may be NULL). */

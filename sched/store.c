@@ -25,12 +25,13 @@ enum {
 	ST_DEL_T,
 	ST_DEL_N,
 	ST_DEL_F,
+	ST_OWN_T,
 	ST_COUNT
 };
 
 static const char *const sql_text[ST_COUNT] = {
-	[ST_INS_T] = "INSERT INTO tenants(name, created_ms, updated_ms) "
-		     "VALUES(?1, ?4, ?5)",
+	[ST_INS_T] = "INSERT INTO tenants(name, created_ms, updated_ms, uid, "
+		     "gid, mode) VALUES(?1, ?4, ?5, ?9, ?10, ?11)",
 	[ST_INS_N] = "INSERT INTO namespaces(tenant, name, created_ms, "
 		     "updated_ms) VALUES(?1, ?2, ?4, ?5)",
 	[ST_INS_F] = "INSERT INTO functions(tenant, namespace, name, "
@@ -46,6 +47,8 @@ static const char *const sql_text[ST_COUNT] = {
 	[ST_DEL_N] = "DELETE FROM namespaces WHERE tenant = ?1 AND name = ?2",
 	[ST_DEL_F] = "DELETE FROM functions WHERE tenant = ?1 AND "
 		     "namespace = ?2 AND name = ?3",
+	[ST_OWN_T] = "UPDATE tenants SET uid = ?9, gid = ?10, mode = ?11 "
+		     "WHERE name = ?1",
 };
 
 /* Version 2: instances (desired state and assignment) and known
@@ -71,6 +74,13 @@ static const char schema_v2[] =
 /* Version 3: a worker remembers that it was drained. */
 static const char schema_v3[] =
 	"ALTER TABLE workers ADD COLUMN drained INTEGER NOT NULL DEFAULT 0;";
+
+/* Version 4: a tenant has a Unix owner, group and mode; tenants of an
+ * older database become root's, mode 0750 (488). */
+static const char schema_v4[] =
+	"ALTER TABLE tenants ADD COLUMN uid INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE tenants ADD COLUMN gid INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE tenants ADD COLUMN mode INTEGER NOT NULL DEFAULT 488;";
 
 /* Version 1 of the schema. Later versions add migrations after it. */
 static const char schema_v1[] = "CREATE TABLE tenants("
@@ -207,6 +217,8 @@ static int migrate(struct store *st)
 		rc = exec(st, schema_v2);
 	if (rc == 0 && v < 3)
 		rc = exec(st, schema_v3);
+	if (rc == 0 && v < 4)
+		rc = exec(st, schema_v4);
 	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d",
 		 STORE_SCHEMA_VERSION);
 	if (rc == 0)
@@ -280,13 +292,14 @@ int store_load(struct store *st, int (*fn)(const struct store_row *, void *),
 	       void *arg)
 {
 	static const char *const q_text[] = {
-		"SELECT name, NULL, NULL, created_ms, updated_ms, NULL, 0, 0 "
-		"FROM tenants ORDER BY name",
-		"SELECT tenant, name, NULL, created_ms, updated_ms, NULL, 0, 0 "
-		"FROM namespaces ORDER BY tenant, name",
+		"SELECT name, NULL, NULL, created_ms, updated_ms, NULL, 0, 0, "
+		"uid, gid, mode FROM tenants ORDER BY name",
+		"SELECT tenant, name, NULL, created_ms, updated_ms, NULL, 0, "
+		"0, "
+		"0, 0, 0 FROM namespaces ORDER BY tenant, name",
 		"SELECT tenant, namespace, name, created_ms, updated_ms, spec, "
-		"revision, run_revision FROM functions ORDER BY tenant, "
-		"namespace, name",
+		"revision, run_revision, 0, 0, 0 FROM functions ORDER BY "
+		"tenant, namespace, name",
 	};
 	sqlite3_stmt *q = NULL;
 	int k, step, rc = 0;
@@ -308,6 +321,9 @@ int store_load(struct store *st, int (*fn)(const struct store_row *, void *),
 									   6),
 				.run_revision = (uint64_t)sqlite3_column_int64(
 					q, 7),
+				.uid = (uint32_t)sqlite3_column_int64(q, 8),
+				.gid = (uint32_t)sqlite3_column_int64(q, 9),
+				.mode = (uint32_t)sqlite3_column_int64(q, 10),
 			};
 			rc = fn(&r, arg);
 		}
@@ -437,6 +453,11 @@ static int run(struct store *st, int which, const struct store_row *r)
 		sqlite3_bind_int64(q, 7, (sqlite3_int64)r->revision);
 	if (sqlite3_bind_parameter_index(q, "?8"))
 		sqlite3_bind_int64(q, 8, (sqlite3_int64)r->run_revision);
+	if (sqlite3_bind_parameter_index(q, "?9")) {
+		sqlite3_bind_int64(q, 9, (sqlite3_int64)r->uid);
+		sqlite3_bind_int64(q, 10, (sqlite3_int64)r->gid);
+		sqlite3_bind_int64(q, 11, (sqlite3_int64)r->mode);
+	}
 	step = sqlite3_step(q);
 	sqlite3_reset(q);
 	if (step == SQLITE_CONSTRAINT)
@@ -461,6 +482,11 @@ int store_update(struct store *st, const struct store_row *r)
 int store_delete(struct store *st, const struct store_row *r)
 {
 	return run(st, ST_DEL_T + (int)r->kind, r);
+}
+
+int store_tenant_owner(struct store *st, const struct store_row *r)
+{
+	return run(st, ST_OWN_T, r);
 }
 
 /* ============================================== instances, workers, settings

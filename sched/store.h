@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 /* The schema version this code writes, kept in PRAGMA user_version. */
-#define STORE_SCHEMA_VERSION 3
+#define STORE_SCHEMA_VERSION 4
 
 enum store_kind { STORE_TENANT, STORE_NAMESPACE, STORE_FUNCTION };
 
@@ -25,6 +25,7 @@ struct store_row {
 	uint64_t run_revision; /* function run revision (0: = revision) */
 	int64_t created_ms;
 	int64_t updated_ms;
+	uint32_t uid, gid, mode; /* tenant owner, group and mode */
 };
 
 struct store;
@@ -69,6 +70,10 @@ int store_update(struct store *st, const struct store_row *r);
 
 /* Deletes a row. Returns 0, -ENOENT or -EIO. */
 int store_delete(struct store *st, const struct store_row *r);
+
+/* Rewrites a tenant's owner, group and mode (r->tenant, r->uid, r->gid,
+ * r->mode). Returns 0, -ENOENT or -EIO/-ENOSPC. */
+int store_tenant_owner(struct store *st, const struct store_row *r);
 
 /* One stored instance: its desired state and its assignment. */
 struct store_instance {

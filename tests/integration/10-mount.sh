@@ -12,7 +12,7 @@ check "README describes the tree" grep -q "tenants/" "$MNT/README"
 check_eq "README's size is its length" "$(stat -c %s "$MNT/README")" "$(cat "$MNT/README" | wc -c)"
 check_eq "modes of the root files" \
 	"$(stat -c '%A %n' "$MNT"/README "$MNT"/version "$MNT"/events "$MNT"/tenants "$MNT"/workers | sed "s|$MNT/||" | tr '\n' ',')" \
-	"-r--r--r-- README,-r--r--r-- version,-r--r--r-- events,drwxr-xr-x tenants,drwxr-xr-x workers,"
+	"-r--r--r-- README,-r--r--r-- version,-rw------- events,drwxr-xr-x tenants,drwxr-xr-x workers,"
 check_fails_with "writing version is refused" "Permission denied" sh -c "echo x > '$MNT/version'"
 check_fails_with "creating a file in the root is refused" "Operation not permitted" touch "$MNT/newfile"
 check_fails_with "a second mount on the same mountpoint is refused" "already an fnfs mount" \

@@ -22,7 +22,7 @@ crash_fnfs
 
 check "remount after kill -9" start_fnfs
 check_eq "tenants survive" "$(ls "$MNT/tenants" | tr '\n' ' ')" "acme other "
-check_eq "namespaces survive" "$(ls "$MNT/tenants/acme" | tr '\n' ' ')" "dev prod "
+check_eq "namespaces survive" "$(ls "$MNT/tenants/acme" | tr '\n' ' ')" "dev events prod "
 check_eq "the last write before the kill survives" "$(cat "$F/timeout")" "777"
 check_eq "the revision survives" "$(cat "$F/revision")" "$((rev_before + 1))"
 check_eq "env survives" "$(cat "$F/env")" "$(printf 'A=1\nB=2')"
@@ -43,5 +43,5 @@ write "$MNT/tenants/acme/dev/job/parallelism" 7
 stop_fnfs
 start_fnfs
 check_eq "a clean remount keeps the spec" "$(cat "$MNT/tenants/acme/dev/job/parallelism")" "7"
-check_eq "the store records its schema version" "$(sqlite3 "$DATA/fnfs.db" 'PRAGMA user_version')" "3"
+check_eq "the store records its schema version" "$(sqlite3 "$DATA/fnfs.db" 'PRAGMA user_version')" "4"
 done_testing

@@ -33,12 +33,12 @@ static struct sched *tree(void)
 		return NULL;
 	root = sched_find(s, SCHED_ROOT_ID);
 	for (i = 0; i < 3; i++) {
-		CHECK(sched_create(s, root, tenants[i], &t) == 0);
+		CHECK(sched_create(s, root, tenants[i], NULL, &t) == 0);
 		for (j = 0; j < 2; j++) {
-			CHECK(sched_create(s, t, spaces[j], &n) == 0);
+			CHECK(sched_create(s, t, spaces[j], NULL, &n) == 0);
 			for (k = 29; k >= 0; k--) {
 				snprintf(name, sizeof(name), "f%02d", k);
-				CHECK(sched_create(s, n, name, &f) == 0);
+				CHECK(sched_create(s, n, name, NULL, &f) == 0);
 			}
 		}
 	}
@@ -53,7 +53,7 @@ static void pieces(struct sched *s, enum sched_file f, size_t want,
 	struct sched_cursor *c;
 	struct rt_buf piece = { 0 };
 
-	CHECK(sched_cursor_open(s, f, &c) == 0);
+	CHECK(sched_cursor_open(s, f, NULL, &c) == 0);
 	for (;;) {
 		rt_buf_reset(&piece);
 		CHECK(sched_cursor_next(s, c, &piece, want) == 0);
@@ -85,7 +85,7 @@ TEST(render_pieces_are_the_whole_rendering)
 		CHECK(sched_file_read(s, sched_find(s, SCHED_ROOT_ID), files[i],
 				      &whole, NULL, NULL, &w) == 0);
 		CHECK(whole.len > 1000);
-		CHECK(sched_cursor_size(s, files[i], &size) == 0);
+		CHECK(sched_cursor_size(s, files[i], NULL, &size) == 0);
 		CHECK(size == whole.len);
 		for (j = 0; j < sizeof(wants) / sizeof(wants[0]); j++) {
 			struct rt_buf all = { 0 };
@@ -135,15 +135,15 @@ TEST(render_functions_removed_or_created_midway)
 		return;
 	root = sched_find(s, SCHED_ROOT_ID);
 	ns = sched_child(sched_child(root, "acme"), "dev");
-	CHECK(sched_cursor_open(s, SCHED_ROOT_METRICS, &c) == 0);
+	CHECK(sched_cursor_open(s, SCHED_ROOT_METRICS, NULL, &c) == 0);
 	/* The HELP and TYPE lines, then acme/dev/f00 and f01. */
 	CHECK(sched_cursor_next(s, c, &out, 1) == 0);
 	CHECK(sched_cursor_next(s, c, &out, 1) == 0);
 	CHECK(sched_cursor_next(s, c, &out, 1) == 0);
 	CHECK(strstr(out.data, "function=\"f01\"") != NULL);
-	CHECK(sched_remove(s, ns, "f00") == 0);
-	CHECK(sched_remove(s, ns, "f20") == 0);
-	CHECK(sched_create(s, ns, "f10x", &f) == 0);
+	CHECK(sched_remove(s, ns, "f00", NULL) == 0);
+	CHECK(sched_remove(s, ns, "f20", NULL) == 0);
+	CHECK(sched_create(s, ns, "f10x", NULL, &f) == 0);
 	while (1) {
 		size_t before = out.len;
 
@@ -179,7 +179,7 @@ TEST(render_cursor_only_for_large_files)
 
 	if (s == NULL)
 		return;
-	CHECK(sched_cursor_open(s, SCHED_ROOT_STATS, &c) == -EINVAL);
+	CHECK(sched_cursor_open(s, SCHED_FN_STATS, NULL, &c) == -EINVAL);
 	CHECK(c == NULL);
 	sched_cursor_close(NULL);
 	sched_close(s);

@@ -178,27 +178,29 @@ TEST(sched_tree_and_persistence)
 
 	CHECK(sched_open(&s, dir) == 0);
 	root = sched_find(s, SCHED_ROOT_ID);
-	CHECK(sched_create(s, root, "acme", &t) == 0);
-	CHECK(sched_create(s, root, "acme", &x) == -EEXIST);
-	CHECK(sched_create(s, root, "bad name", &x) == -EINVAL);
-	CHECK(sched_create(s, t, "prod", &n) == 0);
-	CHECK(sched_create(s, n, "fn", &f) == 0);
-	CHECK(sched_create(s, f, "deeper", &x) == -EPERM);
+	CHECK(sched_create(s, root, "acme", NULL, &t) == 0);
+	CHECK(sched_create(s, root, "acme", NULL, &x) == -EEXIST);
+	CHECK(sched_create(s, root, "bad name", NULL, &x) == -EINVAL);
+	CHECK(sched_create(s, t, "prod", NULL, &n) == 0);
+	CHECK(sched_create(s, n, "fn", NULL, &f) == 0);
+	CHECK(sched_create(s, f, "deeper", NULL, &x) == -EPERM);
 	fn = (struct sched_function *)f;
 	CHECK(fn->revision == 1);
-	CHECK(sched_function_write(s, fn, SCHED_ATTR_MEMORY, "64\n", 3) == 0);
+	CHECK(sched_function_write(s, fn, SCHED_ATTR_MEMORY, "64\n", 3, NULL) ==
+	      0);
 	CHECK(fn->revision == 2);
 	/* Same value: accepted, no new revision. */
-	CHECK(sched_function_write(s, fn, SCHED_ATTR_MEMORY, "64\n", 3) == 0);
+	CHECK(sched_function_write(s, fn, SCHED_ATTR_MEMORY, "64\n", 3, NULL) ==
+	      0);
 	CHECK(fn->revision == 2);
-	CHECK(sched_function_write(s, fn, SCHED_ATTR_MEMORY, "x", 1) ==
+	CHECK(sched_function_write(s, fn, SCHED_ATTR_MEMORY, "x", 1, NULL) ==
 	      -EINVAL);
 	CHECK(fn->spec.memory == 64 && fn->revision == 2);
 	CHECK(fn->error != NULL && strstr(fn->error, "memory") != NULL);
-	CHECK(sched_function_write(s, fn, SCHED_ATTR_REVISION, "9", 1) ==
+	CHECK(sched_function_write(s, fn, SCHED_ATTR_REVISION, "9", 1, NULL) ==
 	      -EACCES);
-	CHECK(sched_remove(s, root, "acme") == -ENOTEMPTY);
-	CHECK(sched_remove(s, root, "nope") == -ENOENT);
+	CHECK(sched_remove(s, root, "acme", NULL) == -ENOTEMPTY);
+	CHECK(sched_remove(s, root, "nope", NULL) == -ENOENT);
 	sched_close(s);
 
 	CHECK(sched_open(&s, dir) == 0);
@@ -216,11 +218,11 @@ TEST(sched_tree_and_persistence)
 		CHECK(sched_find(s, f->id) == f);
 		CHECK(sched_obj_path(f, &out) == 0);
 		CHECK_STR(out.data, "acme/prod/fn");
-		CHECK(sched_remove(s, n, "fn") == 0);
+		CHECK(sched_remove(s, n, "fn", NULL) == 0);
 		CHECK(sched_find(s, id) == NULL);
 	}
-	CHECK(sched_remove(s, t, "prod") == 0);
-	CHECK(sched_remove(s, root, "acme") == 0);
+	CHECK(sched_remove(s, t, "prod", NULL) == 0);
+	CHECK(sched_remove(s, root, "acme", NULL) == 0);
 	rt_buf_free(&out);
 	sched_close(s);
 }
@@ -237,8 +239,8 @@ TEST(sched_journal_lines)
 
 	CHECK(sched_open(&s, dir) == 0);
 	root = sched_find(s, SCHED_ROOT_ID);
-	CHECK(sched_create(s, root, "acme", &t) == 0);
-	CHECK(sched_create(s, t, "-bad", &x) == -EINVAL);
+	CHECK(sched_create(s, root, "acme", NULL, &t) == 0);
+	CHECK(sched_create(s, t, "-bad", NULL, &x) == -EINVAL);
 	n = sched_events_at(s, 0, &p, &first);
 	CHECK(n == sched_events_end(s));
 	text = strndup(p, n);

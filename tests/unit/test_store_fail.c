@@ -62,14 +62,16 @@ static struct sched_function *fixture(struct sched **out)
 	opt.self = "/bin/false";
 	if (sched_start(s, &loop, &opt) != 0)
 		return NULL;
-	if (sched_create(s, sched_find(s, SCHED_ROOT_ID), "acme", &t) != 0 ||
-	    sched_create(s, t, "prod", &n) != 0 ||
-	    sched_create(s, n, "fn", &f) != 0)
+	if (sched_create(s, sched_find(s, SCHED_ROOT_ID), "acme", NULL, &t) !=
+		    0 ||
+	    sched_create(s, t, "prod", NULL, &n) != 0 ||
+	    sched_create(s, n, "fn", NULL, &f) != 0)
 		return NULL;
 	if (sched_function_write(s, (struct sched_function *)f,
-				 SCHED_ATTR_COMMAND, "sleep 1\n", 8) != 0 ||
+				 SCHED_ATTR_COMMAND, "sleep 1\n", 8,
+				 NULL) != 0 ||
 	    sched_function_write(s, (struct sched_function *)f,
-				 SCHED_ATTR_PARALLELISM, "2\n", 2) != 0)
+				 SCHED_ATTR_PARALLELISM, "2\n", 2, NULL) != 0)
 		return NULL;
 	*out = s;
 	return (struct sched_function *)f;
@@ -123,17 +125,18 @@ TEST(store_fail_attribute_write)
 		return;
 	rev = fn->revision;
 	store_inject_failure(s->store, 0, -EIO);
-	CHECK(sched_function_write(s, fn, SCHED_ATTR_MEMORY, "64\n", 3) ==
+	CHECK(sched_function_write(s, fn, SCHED_ATTR_MEMORY, "64\n", 3, NULL) ==
 	      -EIO);
 	CHECK(fn->spec.memory == 128);
 	CHECK(fn->revision == rev);
 	CHECK(fn->error != NULL && strstr(fn->error, "store") != NULL);
 	/* A full disk is ENOSPC, at the commit this time. */
 	store_inject_failure(s->store, 2, -ENOSPC);
-	CHECK(sched_function_write(s, fn, SCHED_ATTR_MEMORY, "64\n", 3) ==
+	CHECK(sched_function_write(s, fn, SCHED_ATTR_MEMORY, "64\n", 3, NULL) ==
 	      -ENOSPC);
 	CHECK(fn->spec.memory == 128);
-	CHECK(sched_function_write(s, fn, SCHED_ATTR_MEMORY, "64\n", 3) == 0);
+	CHECK(sched_function_write(s, fn, SCHED_ATTR_MEMORY, "64\n", 3, NULL) ==
+	      0);
 	CHECK(fn->spec.memory == 64);
 	finish(s);
 }
@@ -191,11 +194,11 @@ TEST(store_fail_create_and_remove)
 		return;
 	ns = fn->obj.parent;
 	store_inject_failure(s->store, 0, -ENOSPC);
-	CHECK(sched_create(s, ns, "other", &x) == -ENOSPC);
+	CHECK(sched_create(s, ns, "other", NULL, &x) == -ENOSPC);
 	CHECK(x == NULL && sched_child(ns, "other") == NULL);
 	/* The failure at the function's own row, after its instances'. */
 	store_inject_failure(s->store, 3, -EIO);
-	CHECK(sched_remove(s, ns, "fn") == -EIO);
+	CHECK(sched_remove(s, ns, "fn", NULL) == -EIO);
 	CHECK(sched_child(ns, "fn") == &fn->obj);
 	CHECK(fn->obj.children.count == 2);
 	CHECK(stored_desired(0) == 1);
