@@ -144,11 +144,8 @@ static enum sched_obj_type kind_type(enum fs_kind k)
 
 int fs_attr_owner_is_root(enum fs_kind kind)
 {
-	if (!is_attr(kind))
-		return 0;
-	switch ((enum sched_attr)(kind - FS_FN_ATTR)) {
-	default: return 0; /* none yet: every attribute is the owner's */
-	}
+	return is_attr(kind) &&
+	       sched_attr_root_only((enum sched_attr)(kind - FS_FN_ATTR));
 }
 
 /* Files only their owner may read or write, whatever the tenant's mode:

@@ -633,10 +633,9 @@ static int prepare(struct sched *s, struct sched_function *fn,
 		   const struct sched_caller *who, struct sched_spec *next)
 {
 	struct rt_buf why = { 0 };
-	int rc = 0, err = EINVAL;
+	int rc = 0, err = EINVAL, i;
 
 	sched_spec_init(next);
-	(void)who; /* every writable attribute is the owner's for now */
 	if (!sched_attr_writable(a)) {
 		rt_buf_puts(&why, "the file is read-only");
 		rc = -EACCES;
@@ -652,6 +651,14 @@ static int prepare(struct sched *s, struct sched_function *fn,
 		rc = sched_spec_parse(next, a, buf, len, &why);
 	if (rc == 0)
 		rc = sched_spec_check(next, &why);
+	/* Leaving the sandbox is root's to allow, through any file. */
+	if (rc == 0 && !sched_caller_is_root(who) &&
+	    (i = sched_spec_root_only_changed(&fn->spec, next)) >= 0) {
+		rt_buf_printf(&why, "only root may change %s",
+			      sched_attr_name((enum sched_attr)i));
+		rc = -EPERM;
+		err = EPERM;
+	}
 	if (rc == -err)
 		sched__reject(s, fn, sched_attr_name(a), err,
 			      why.data ? why.data : "invalid value");
