@@ -176,4 +176,16 @@ W=$MNT/tenants/rootco/prod/who
 echo 'sleep 1000' >"$W/command"
 check "a function of a root-owned tenant runs" wait_until 10 running_all "$W" 1
 check_eq "as nobody" "$(stat -c %U "/proc/$(pid_of "$W/instances/0")")" "nobody"
+
+# ---- functions as root only when allowed
+stop_fnfs
+check_fails_with "--run-as root is refused without --allow-root-functions" "allow-root-functions" \
+	"$FNFS" mount --data "$DATA" --run-as root "$MNT"
+check "and nothing was mounted" eval '! mounted'
+check "--run-as root --allow-root-functions mounts" start_fnfs --run-as root --allow-root-functions
+check "root's function runs again" wait_until 10 running_all "$W" 1
+RP=$(pid_of "$W/instances/0")
+check_eq "as root, when allowed" "$(stat -c %U "/proc/$RP")" "root"
+check_eq "still without capabilities" "$(awk '$1 == "CapEff:" {print $2}' "/proc/$RP/status")" "0000000000000000"
+check_eq "alice's functions still run as alice" "$(ask 'id -u')" "$AU"
 done_testing

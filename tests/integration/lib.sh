@@ -179,8 +179,12 @@ done_testing() {
 
 # ---- functions and instances
 
+# A copy in the test's directory: functions run in a sandbox whose /tmp
+# is private, and the repository may be under /tmp (a CI checkout).
+cp -r "$(dirname "${BASH_SOURCE[0]}")/fixtures" "$T/fixtures"
+chmod -R a+rX "$T/fixtures"
 # shellcheck disable=SC2034 # used by the tests that source this
-FIXTURES=$(cd "$(dirname "${BASH_SOURCE[0]}")/fixtures" && pwd)
+FIXTURES=$T/fixtures
 
 # state_is FILE WORD: the file reads WORD.
 state_is() {
