@@ -45,7 +45,8 @@ SCHED_SRC := $(wildcard sched/*.c)
 FS_SRC := $(wildcard fs/*.c)
 UNIT_SRC := $(wildcard tests/unit/*.c)
 
-LIB_OBJ := $(patsubst %.c,$(B)/%.o,$(RUNTIME_SRC) $(SCHED_SRC))
+LIB_OBJ := $(patsubst %.c,$(B)/%.o,$(RUNTIME_SRC) $(SCHED_SRC)) \
+	   $(B)/runtime/init-blob.o
 FS_OBJ := $(patsubst %.c,$(B)/%.o,$(FS_SRC))
 UNIT_OBJ := $(patsubst %.c,$(B)/%.o,$(UNIT_SRC))
 
@@ -67,6 +68,17 @@ $(B)/fnfs: $(FS_OBJ) $(LIB_OBJ)
 
 $(B)/unit-tests: $(UNIT_OBJ) $(LIB_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+# The sandbox's init: a small static program whose bytes fnfs carries
+# (runtime/sandbox.c runs it from a memfd). Never sanitized: it runs as
+# pid 1 of a namespace, before and beside the function.
+$(B)/fnfs-init: runtime/init/fnfs-init.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 -D_GNU_SOURCE -Os -static -s $(WARN) -o $@ $<
+
+$(B)/runtime/init-blob.o: $(B)/fnfs-init
+	@mkdir -p $(dir $@)
+	cd $(B) && ld -r -b binary -z noexecstack -o runtime/init-blob.o fnfs-init
 
 $(B)/%.o: %.c $(wildcard */*.h)
 	@mkdir -p $(dir $@)

@@ -288,9 +288,37 @@ void rt_sandbox_free(struct rt_sandbox *sb)
 	memset(sb, 0, sizeof(*sb));
 }
 
-/* The worker's pidfd (for its children to tell whether it is alive) and
- * its own pid namespace, opened once. */
-static int self_pidfd = -1, self_pidns = -1;
+/* The worker's pidfd (for its children to tell whether it is alive), its
+ * own pid namespace, and a memfd holding the init program, opened once. */
+static int self_pidfd = -1, self_pidns = -1, init_memfd = -1;
+
+/* The bytes of runtime/init/fnfs-init.c built statically (the Makefile
+ * links them in with `ld -b binary`). */
+extern const char _binary_fnfs_init_start[], _binary_fnfs_init_end[];
+
+/* A memfd with the init program, or -1 (the init is then fnfs itself,
+ * started as "fnfs-init", which costs an exec of fnfs's libraries). */
+static int init_program(void)
+{
+	const char *p = _binary_fnfs_init_start;
+	size_t left = (size_t)(_binary_fnfs_init_end - p);
+	int fd = memfd_create("fnfs-init", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	while (fd >= 0 && left > 0) {
+		ssize_t n = write(fd, p, left);
+
+		if (n <= 0) {
+			close(fd);
+			return -1;
+		}
+		p += n;
+		left -= (size_t)n;
+	}
+	if (fd >= 0)
+		fcntl(fd, F_ADD_SEALS,
+		      F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
+	return fd;
+}
 
 static void open_self(void)
 {
@@ -298,6 +326,8 @@ static void open_self(void)
 		self_pidfd = pidfd_open(getpid(), 0);
 	if (self_pidns < 0)
 		self_pidns = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
+	if (init_memfd < 0)
+		init_memfd = init_program();
 }
 
 /* The init's first steps, in a child that shares the worker's memory
@@ -320,12 +350,24 @@ static int init_trampoline(void *arg)
 		syscall(SYS_dup3, null, 1, 0);
 		syscall(SYS_dup3, null, 2, 0);
 	}
-	/* fd 3: the worker's pidfd (dup3 clears its close-on-exec). */
+	/* fd 3: the worker's pidfd (dup3 clears its close-on-exec); fd 4:
+	 * the init program, closed by its own exec. The program first, in
+	 * case it sits at 3. */
+	if (init_memfd == 3)
+		syscall(SYS_dup3, 3, 4, O_CLOEXEC);
+	else if (init_memfd >= 0 && init_memfd != 4 && self_pidfd != 4)
+		syscall(SYS_dup3, init_memfd, 4, O_CLOEXEC);
 	if (self_pidfd >= 0 && self_pidfd != 3)
 		syscall(SYS_dup3, self_pidfd, 3, 0);
 	else if (self_pidfd == 3)
 		syscall(SYS_fcntl, 3, F_SETFD, 0);
-	syscall(SYS_close_range, 4U, ~0U, 0);
+	if (self_pidfd == 4 && init_memfd >= 0)
+		syscall(SYS_dup3, init_memfd, 4, O_CLOEXEC);
+	syscall(SYS_close_range, 5U, ~0U, 0);
+	if (init_memfd >= 0)
+		syscall(SYS_execveat, 4, "", init_argv, environ,
+			AT_EMPTY_PATH);
+	syscall(SYS_close, 4);
 	syscall(SYS_execve, "/proc/self/exe", init_argv, environ);
 	syscall(SYS_exit, 127);
 	return 0;
