@@ -163,8 +163,7 @@ static int resolve_run_as(const char *user, int allow_root,
 
 	if (pw == NULL) {
 		v = strtol(user, &end, 10);
-		if (*user != '\0' && *end == '\0' && v >= 0 &&
-		    v < 4294967295L)
+		if (*user != '\0' && *end == '\0' && v >= 0 && v < 4294967295L)
 			pw = getpwuid((uid_t)v);
 	}
 	if (pw == NULL) {

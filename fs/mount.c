@@ -469,8 +469,8 @@ static int serve(const char *mp, const char *datadir, int ready,
 	uv_loop_t loop;
 	static const int signums[3] = { SIGTERM, SIGINT, SIGHUP };
 	struct sched_options so = {
-		opt->workers, opt->worker_memory,     NULL,
-		logpath,      opt->heartbeat_timeout, opt->starts_per_minute,
+		opt->workers,	 opt->worker_memory,	 NULL,
+		logpath,	 opt->heartbeat_timeout, opt->starts_per_minute,
 		opt->run_as_uid, opt->run_as_gid
 	};
 	char self[PATH_MAX];

@@ -179,7 +179,8 @@ static int find_fuse_mounts(struct rt_sandbox *sb)
 		}
 		if (n < 5 || type == NULL || strncmp(type, "fuse", 4) != 0)
 			continue;
-		nv = realloc(sb->hide, (size_t)(sb->nhide + 1) * sizeof(char *));
+		nv = realloc(sb->hide,
+			     (size_t)(sb->nhide + 1) * sizeof(char *));
 		if (nv == NULL) {
 			rc = -ENOMEM;
 			break;
@@ -365,8 +366,7 @@ static int init_trampoline(void *arg)
 		syscall(SYS_dup3, init_memfd, 4, O_CLOEXEC);
 	syscall(SYS_close_range, 5U, ~0U, 0);
 	if (init_memfd >= 0)
-		syscall(SYS_execveat, 4, "", init_argv, environ,
-			AT_EMPTY_PATH);
+		syscall(SYS_execveat, 4, "", init_argv, environ, AT_EMPTY_PATH);
 	syscall(SYS_close, 4);
 	syscall(SYS_execve, "/proc/self/exe", init_argv, environ);
 	syscall(SYS_exit, 127);

@@ -13,8 +13,7 @@
 #include "requests.h"
 
 /* Builds the spec a worker runs an instance with. */
-static json_t *run_spec(const struct sched *s,
-		       const struct sched_instance *in)
+static json_t *run_spec(const struct sched *s, const struct sched_instance *in)
 {
 	const struct sched_function *fn = sched__fn_of(in);
 	const struct sched_spec *sp = &fn->spec;

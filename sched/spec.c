@@ -232,11 +232,18 @@ int sched_spec_needs_restart(const struct sched_spec *a,
 			     const struct sched_spec *b)
 {
 	static const enum sched_attr run[] = {
-		SCHED_ATTR_COMMAND,	   SCHED_ATTR_MODE, SCHED_ATTR_FORMAT,
-		SCHED_ATTR_MEMORY,	   SCHED_ATTR_ENV,  SCHED_ATTR_CWD,
+		SCHED_ATTR_COMMAND,
+		SCHED_ATTR_MODE,
+		SCHED_ATTR_FORMAT,
+		SCHED_ATTR_MEMORY,
+		SCHED_ATTR_ENV,
+		SCHED_ATTR_CWD,
 		SCHED_ATTR_RESTART_POLICY,
-		SCHED_ATTR_PIDS,	   SCHED_ATTR_CPU,  SCHED_ATTR_NETWORK,
-		SCHED_ATTR_ISOLATION,	   SCHED_ATTR_MOUNTS,
+		SCHED_ATTR_PIDS,
+		SCHED_ATTR_CPU,
+		SCHED_ATTR_NETWORK,
+		SCHED_ATTR_ISOLATION,
+		SCHED_ATTR_MOUNTS,
 	};
 	size_t i;
 
@@ -386,7 +393,9 @@ static int set_enum(struct sched_spec *s, enum sched_attr a, const char *word,
 		case SCHED_ATTR_TAGS_POLICY:
 			s->tags_policy = (enum sched_tags_policy)i;
 			break;
-		case SCHED_ATTR_NETWORK: s->network = (enum sched_network)i; break;
+		case SCHED_ATTR_NETWORK:
+			s->network = (enum sched_network)i;
+			break;
 		case SCHED_ATTR_ISOLATION:
 			s->isolation = (enum sched_isolation)i;
 			break;
@@ -1047,12 +1056,11 @@ static int spec_text_utf8(const struct sched_spec *s)
 	int j;
 
 	for (j = 0; j < 2 + s->nenv + s->ntags + s->nmounts; j++) {
-		const char *v =
-			j < 2			     ? t[j]
-			: j < 2 + s->nenv	     ? s->env[j - 2]
-			: j < 2 + s->nenv + s->ntags ? s->tags[j - 2 - s->nenv]
-						     : s->mounts[j - 2 - s->nenv -
-								 s->ntags];
+		const char *v = j < 2		  ? t[j]
+				: j < 2 + s->nenv ? s->env[j - 2]
+				: j < 2 + s->nenv + s->ntags
+					? s->tags[j - 2 - s->nenv]
+					: s->mounts[j - 2 - s->nenv - s->ntags];
 
 		for (i = 0, n = v ? strlen(v) : 0; i < n; i += k) {
 			k = utf8_char((const unsigned char *)v + i, n - i, &cp);
@@ -1130,8 +1138,7 @@ static json_t *spec_json(const struct sched_spec *s, int for_store, int *err)
 	put(o, "pids", json_integer(s->pids), &fails);
 	put(o, "cpu", json_integer(s->cpu), &fails);
 	put(o, "network", json_string(network_words[s->network]), &fails);
-	put(o, "isolation", json_string(isolation_words[s->isolation]),
-	    &fails);
+	put(o, "isolation", json_string(isolation_words[s->isolation]), &fails);
 	put(o, "mounts", mounts, &fails);
 out:
 	if (fails > 0) {

@@ -891,8 +891,9 @@ TEST(spec_sandbox_attributes)
 	sched_spec_init(&a);
 	sched_spec_init(&b);
 	{
-		const char *j = "{\"pids\": 64, \"cpu\": 250, \"network\": "
-				"\"none\", \"mounts\": [\"/srv\", \"/tmp/x rw\"]}";
+		const char *j =
+			"{\"pids\": 64, \"cpu\": 250, \"network\": "
+			"\"none\", \"mounts\": [\"/srv\", \"/tmp/x rw\"]}";
 
 		CHECK(sched_spec_parse(&b, SCHED_ATTR_CONFIG, j, strlen(j),
 				       NULL) == 0);
