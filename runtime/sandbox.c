@@ -16,6 +16,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -302,7 +303,8 @@ extern const char _binary_fnfs_init_start[], _binary_fnfs_init_end[];
 static int init_program(void)
 {
 	const char *p = _binary_fnfs_init_start;
-	size_t left = (size_t)(_binary_fnfs_init_end - p);
+	size_t left = (size_t)((uintptr_t)_binary_fnfs_init_end -
+			       (uintptr_t)_binary_fnfs_init_start);
 	int fd = memfd_create("fnfs-init", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 
 	while (fd >= 0 && left > 0) {
