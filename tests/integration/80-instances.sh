@@ -152,6 +152,6 @@ alive_any() {
 	return 1
 }
 check "unmount ends the controller, the worker and every instance" wait_until 15 eval '! alive_any'
-for p in $pids; do alive "$p" && echo "   # still alive: $p $(tr "\0" " " </proc/$p/cmdline)"; done
+for p in $pids; do alive "$p" && echo "   # still alive: $p $(tr "\0" " " <"/proc/$p/cmdline")"; done
 PID=""
 done_testing
