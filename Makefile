@@ -46,7 +46,7 @@ FS_SRC := $(wildcard fs/*.c)
 UNIT_SRC := $(wildcard tests/unit/*.c)
 
 LIB_OBJ := $(patsubst %.c,$(B)/%.o,$(RUNTIME_SRC) $(SCHED_SRC)) \
-	   $(B)/runtime/init-blob.o
+	   $(B)/runtime/init/loop.o $(B)/runtime/init-blob.o
 FS_OBJ := $(patsubst %.c,$(B)/%.o,$(FS_SRC))
 UNIT_OBJ := $(patsubst %.c,$(B)/%.o,$(UNIT_SRC))
 
@@ -72,15 +72,16 @@ $(B)/unit-tests: $(UNIT_OBJ) $(LIB_OBJ)
 # The sandbox's init: a small static program whose bytes fnfs carries
 # (runtime/sandbox.c runs it from a memfd). Never sanitized: it runs as
 # pid 1 of a namespace, before and beside the function.
-$(B)/fnfs-init: runtime/init/fnfs-init.c
+$(B)/fnfs-init: runtime/init/fnfs-init.c runtime/init/loop.c runtime/init/loop.h
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 -D_GNU_SOURCE -Os -static -s $(WARN) -o $@ $<
+	$(CC) -std=gnu11 -D_GNU_SOURCE -Os -static -s $(WARN) -o $@ \
+		runtime/init/fnfs-init.c runtime/init/loop.c
 
 $(B)/runtime/init-blob.o: $(B)/fnfs-init
 	@mkdir -p $(dir $@)
 	cd $(B) && ld -r -b binary -z noexecstack -o runtime/init-blob.o fnfs-init
 
-$(B)/%.o: %.c $(wildcard */*.h)
+$(B)/%.o: %.c $(wildcard */*.h */*/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -c -o $@ $<
 
@@ -102,7 +103,7 @@ integration: fnfs
 	./tests/run --integration-only
 
 lint:
-	clang-format --dry-run --Werror fs/*.[ch] sched/*.[ch] runtime/*.[ch] \
+	clang-format --dry-run --Werror fs/*.[ch] sched/*.[ch] runtime/*.[ch] runtime/init/*.[ch] \
 		tests/unit/*.[ch] $(wildcard scripts/bench/*.c)
 	cppcheck --quiet --error-exitcode=1 --std=c11 --inline-suppr \
 		--enable=warning,portability,performance \

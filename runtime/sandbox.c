@@ -31,6 +31,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "init/loop.h"
 #include "rt.h"
 #include "sandbox.h"
 
@@ -435,39 +436,13 @@ int rt_sandbox_worker_alive(void)
 
 /* =========================================== the pid namespace's init */
 
-/* The init: pid 1 of the sandbox. It only reaps what is orphaned there;
- * signals from the host other than SIGKILL do not reach a namespace's
- * init without a handler, and the worker kills it (and with it the whole
- * namespace) once the function's process has exited. */
-static void init_main(void)
-{
-	struct pollfd p = { 3, POLLIN, 0 };
-	sigset_t all, chld;
-
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (poll(&p, 1, 0) != 0) /* the worker is gone, or no pidfd */
-		if (p.revents & (POLLIN | POLLHUP))
-			_exit(1);
-	close(3);
-	prctl(PR_SET_NAME, "fnfs-init");
-	sigfillset(&all);
-	sigprocmask(SIG_SETMASK, &all, NULL);
-	sigemptyset(&chld);
-	sigaddset(&chld, SIGCHLD);
-	for (;;) {
-		while (waitpid(-1, NULL, WNOHANG) > 0)
-			;
-		sigwaitinfo(&chld, NULL);
-	}
-}
-
 /* Runs before main: the worker's binary started as "fnfs-init" is the
  * sandbox's init, not the program. */
 __attribute__((constructor(101))) static void init_hook(int argc, char **argv)
 {
 	if (argc >= 1 && argv != NULL && argv[0] != NULL &&
 	    strcmp(argv[0], "fnfs-init") == 0 && getpid() == 1)
-		init_main();
+		rt_init_loop();
 }
 
 /* ============================================== in the child, as root */
