@@ -420,6 +420,20 @@ void rt_sandbox_free_stack(void *stack)
 		munmap(stack, RT_SB_INIT_STACK);
 }
 
+int rt_sandbox_enter_pidns(int pidfd)
+{
+	return setns(pidfd, CLONE_NEWPID) < 0 ? -errno : 0;
+}
+
+int rt_sandbox_pidfd(pid_t pid)
+{
+	int fd = pidfd_open(pid, 0);
+
+	if (fd >= 0)
+		fcntl(fd, F_SETFD, FD_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
 int rt_sandbox_leave_pidns(void)
 {
 	return setns(self_pidns, CLONE_NEWPID) < 0 ? -errno : 0;

@@ -71,6 +71,14 @@ void rt_sandbox_free_stack(void *stack);
  * Returns 0 or -errno. */
 int rt_sandbox_leave_pidns(void);
 
+/* Puts the worker's next children in the pid namespace of the init whose
+ * pidfd is `pidfd` (a sandbox kept across runs). Returns 0 or -errno
+ * (the init is gone). */
+int rt_sandbox_enter_pidns(int pidfd);
+
+/* A close-on-exec pidfd of `pid`, or -errno. */
+int rt_sandbox_pidfd(pid_t pid);
+
 /* In a child: whether the worker that forked it is still alive (its
  * parent, when a pid namespace hides it from getppid). */
 int rt_sandbox_worker_alive(void);

@@ -41,6 +41,8 @@ void rt_exit_words(const struct rt_exit *e, char *out, size_t n)
 		snprintf(out, n, "status %d", e->code);
 }
 
+static void ns_release(struct rt_instance *in);
+
 static void set_state(struct rt_instance *in, enum rt_state s, const char *fmt,
 		      ...) __attribute__((format(printf, 3, 4)));
 
@@ -52,6 +54,9 @@ static void set_state(struct rt_instance *in, enum rt_state s, const char *fmt,
 	assert((unsigned)s < RT_STATE_COUNT);
 	assert(!in->freeing);
 	in->state = s;
+	/* Stopped or failed, it keeps nothing running: not its sandbox. */
+	if (s == RT_STOPPED || s == RT_FAILED)
+		ns_release(in);
 	va_start(ap, fmt);
 	vsnprintf(in->reason, sizeof(in->reason), fmt, ap);
 	va_end(ap);
@@ -201,20 +206,65 @@ static int simple_command(const char *cmd)
 
 static void free_if_unused(struct rt_instance *in);
 
+/* A sandbox's pid namespace and its init (pid 1 there), kept by an
+ * instance across its runs: a restart, or a cold slot's next call, forks
+ * into it instead of making a new one. What a run leaves behind goes
+ * with the run's process group and cgroups; the init, and with it the
+ * namespace, goes when the instance stops, fails or is removed. The
+ * record lives until the init is reaped. */
+struct rt_ns_init {
+	pid_t pid;		/* the init, until reaped */
+	int pidfd;		/* to enter its namespace, or -1 */
+	void *stack;		/* its stack until reaped (sandbox.h) */
+	struct rt_instance *in; /* whose, or NULL once let go */
+};
+
+/* Lets go of an instance's sandbox: its init is killed, and everything
+ * in its namespace with it. */
+static void ns_release(struct rt_instance *in)
+{
+	struct rt_ns_init *ns = in->ns;
+
+	if (ns == NULL)
+		return;
+	in->ns = NULL;
+	ns->in = NULL;
+	if (ns->pidfd >= 0)
+		close(ns->pidfd);
+	ns->pidfd = -1;
+	kill(ns->pid, SIGKILL); /* not reaped yet: still its pid */
+}
+
+pid_t rt_instance_init(const struct rt_instance *in)
+{
+	return in->ns != NULL ? in->ns->pid : 0;
+}
+
+/* Forgets a reaped init. */
+static void ns_reaped(struct rt_ns_init *ns)
+{
+	if (ns->in != NULL) {
+		ns->in->ns = NULL;
+		ns->in = NULL;
+	}
+	if (ns->pidfd >= 0)
+		close(ns->pidfd);
+	rt_sandbox_free_stack(ns->stack);
+	free(ns);
+}
+
 /* Frees a run once its process is reaped and its pipes closed; what is
  * left in its memory group goes with it. */
 static void run_release(struct rt_run *r)
 {
 	struct rt_instance *in = r->in;
 
-	if (!r->reaped || r->nopen > 0 || r->init > 0)
+	if (!r->reaped || r->nopen > 0)
 		return;
 	assert(r->nopen == 0);
 	assert(rt_idmap_get(&r->sup->runs, (uint64_t)r->pid) != r);
 	rt_cgroup_finish(r->sup, r->cgroup);
 	r->cgroup = NULL;
-	rt_sandbox_free_stack(r->init_stack);
-	r->init_stack = NULL;
 	if (in != NULL) {
 		assert(in->runs > 0);
 		in->runs--;
@@ -270,19 +320,10 @@ static void on_output(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 		rt_run_close(r, (uv_pipe_t *)s);
 }
 
-/* Kills a sandbox's init, and with it everything in its pid namespace
- * (a no-op once reaped: the pid may belong to another process then). */
-static void init_kill(struct rt_run *r)
-{
-	if (r->init > 0)
-		kill(r->init, SIGKILL);
-}
-
 /* Kills a run's process and its group (a no-op once reaped: the pid may
- * belong to another process then), and its sandbox. */
+ * belong to another process then). */
 static void run_kill(struct rt_run *r)
 {
-	init_kill(r);
 	if (r->reaped)
 		return;
 	kill(-r->pid, SIGKILL);
@@ -302,11 +343,12 @@ void rt_sup_reap(struct rt_sup *s)
 
 		if (r == NULL) {
 			/* A sandbox's init: its namespace is empty now. */
-			r = rt_idmap_get(&s->inits, (uint64_t)pid);
-			if (r != NULL) {
+			struct rt_ns_init *ns = rt_idmap_get(&s->inits,
+							     (uint64_t)pid);
+
+			if (ns != NULL) {
 				rt_idmap_del(&s->inits, (uint64_t)pid);
-				r->init = 0;
-				run_release(r);
+				ns_reaped(ns);
 			}
 			continue;
 		}
@@ -315,10 +357,14 @@ void rt_sup_reap(struct rt_sup *s)
 		r->reaped = 1;
 		r->code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
 		r->sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-		/* Whatever is left of its process group and its sandbox
-		 * goes with it, and nothing more is written to it. */
+		/* Whatever is left of its process group goes with it (and
+		 * of its cgroups when the run is released), and nothing
+		 * more is written to it. Without cgroups, what left the
+		 * group could stay in the sandbox: the sandbox goes too. */
 		kill(-pid, SIGKILL);
-		init_kill(r);
+		if (r->in != NULL && !r->in->freeing && r->cgroup == NULL &&
+		    !(r->in->run == r && r->in->cgroup != NULL))
+			ns_release(r->in);
 		rt_run_close(r, &r->req);
 		in = r->in;
 		if (r->cold) {
@@ -343,7 +389,7 @@ void rt_sup_kill_runs(struct rt_sup *s)
 	free(v);
 	v = rt_idmap_values(&s->inits, &n);
 	for (i = 0; v != NULL && i < n; i++)
-		init_kill(v[i]);
+		kill(((struct rt_ns_init *)v[i])->pid, SIGKILL);
 	free(v);
 }
 
@@ -662,44 +708,60 @@ struct rt_run *rt_run_spawn(struct rt_instance *in, int calls, const char *tag,
 				 &sb };
 	sigfillset(&all);
 	sigprocmask(SIG_SETMASK, &all, &old);
-	/* A sandbox: its pid namespace and init first, then the function's
-	 * own process, forked into that namespace as our child. */
-	if (sb.isolate && (init = rt_sandbox_start_init(&stack)) < 0) {
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		rt_log(RT_LOG_WARN, "%s: sandbox init: %s", in->id,
-		       strerror((int)-init));
-		*why = "cannot start the sandbox's init";
-		goto out;
+	/* A sandbox: its pid namespace and init first (the instance's own,
+	 * kept from its last run, or a new one), then the function's own
+	 * process, forked into that namespace as our child. */
+	if (sb.isolate && in->ns != NULL &&
+	    rt_sandbox_enter_pidns(in->ns->pidfd) < 0)
+		ns_release(in); /* its init is gone: a new one */
+	if (sb.isolate && in->ns == NULL) {
+		struct rt_ns_init *ns = calloc(1, sizeof(*ns));
+
+		init = ns != NULL ? rt_sandbox_start_init(&stack) : -ENOMEM;
+		if (init < 0) {
+			sigprocmask(SIG_SETMASK, &old, NULL);
+			free(ns);
+			rt_log(RT_LOG_WARN, "%s: sandbox init: %s", in->id,
+			       strerror((int)-init));
+			*why = "cannot start the sandbox's init";
+			goto out;
+		}
+		ns->pid = init;
+		ns->stack = stack;
+		ns->pidfd = rt_sandbox_pidfd(init);
+		ns->in = in;
+		if (ns->pidfd < 0 ||
+		    rt_idmap_put(&s->inits, (uint64_t)init, ns) < 0) {
+			/* Not kept (it could not be entered or reaped by
+			 * SIGCHLD): it serves this run and goes. */
+			rt_sandbox_leave_pidns();
+			sigprocmask(SIG_SETMASK, &old, NULL);
+			kill(init, SIGKILL);
+			waitpid(init, NULL, 0);
+			ns->in = NULL;
+			ns_reaped(ns);
+			*why = "cannot keep the sandbox's init";
+			goto out;
+		}
+		in->ns = ns;
 	}
 	pid = fork();
 	if (pid == 0)
 		child(&a);
-	if (init > 0 && rt_sandbox_leave_pidns() < 0)
+	if (sb.isolate && rt_sandbox_leave_pidns() < 0)
 		rt_log(RT_LOG_ERROR,
 		       "cannot leave a sandbox's pid namespace: %s",
 		       strerror(errno));
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	if (pid < 0) {
-		*why = init > 0 ? "cannot fork into the sandbox"
-				: "cannot fork";
-		if (init > 0) {
-			kill(init, SIGKILL);
-			waitpid(init, NULL, 0);
-		}
-		rt_sandbox_free_stack(stack);
+		*why = sb.isolate ? "cannot fork into the sandbox"
+				  : "cannot fork";
 		goto out;
 	}
-	if (rt_idmap_put(&s->runs, (uint64_t)pid, r) < 0 ||
-	    (init > 0 && rt_idmap_put(&s->inits, (uint64_t)init, r) < 0)) {
+	if (rt_idmap_put(&s->runs, (uint64_t)pid, r) < 0) {
 		/* It could not be reaped by SIGCHLD: end it here. */
-		rt_idmap_del(&s->runs, (uint64_t)pid);
 		kill(pid, SIGKILL);
-		if (init > 0)
-			kill(init, SIGKILL);
 		waitpid(pid, NULL, 0);
-		if (init > 0)
-			waitpid(init, NULL, 0);
-		rt_sandbox_free_stack(stack);
 		rt_cgroup_finish(s, cgroup);
 		cgroup = NULL;
 		*why = "out of memory";
@@ -707,8 +769,6 @@ struct rt_run *rt_run_spawn(struct rt_instance *in, int calls, const char *tag,
 	}
 	r->in = in;
 	r->pid = pid;
-	r->init = init > 0 ? init : 0;
-	r->init_stack = stack;
 	r->sup = s;
 	r->calls = calls;
 	r->cgroup = cgroup;
@@ -1032,13 +1092,11 @@ void rt_sup_free(struct rt_sup *s, int wait_ms)
 	/* Inits not reaped: killed (their namespace dies with them). */
 	v = rt_idmap_values(&s->inits, &n);
 	for (i = 0; v != NULL && i < n; i++) {
-		struct rt_run *r = v[i];
+		struct rt_ns_init *ns = v[i];
 
-		init_kill(r);
-		rt_idmap_del(&s->inits, (uint64_t)r->init);
-		r->init = 0;
-		r->reaped = 1;
-		run_release(r);
+		kill(ns->pid, SIGKILL);
+		rt_idmap_del(&s->inits, (uint64_t)ns->pid);
+		ns_reaped(ns);
 	}
 	free(v);
 	/* The groups, once what is left in them has died. */
@@ -1217,6 +1275,7 @@ void rt_instance_remove(struct rt_instance *in)
 		in->run = NULL;
 		in->pid = 0;
 	}
+	ns_release(in);
 	json_decref(in->spec);
 	in->spec = NULL;
 	rt_cgroup_finish(s, in->cgroup);

@@ -50,6 +50,7 @@ struct rt_exit {
 
 struct rt_sup;
 struct rt_instance;
+struct rt_ns_init;
 struct rt_call;
 
 /* One spawned process of an instance, from spawn until its process has
@@ -59,8 +60,6 @@ struct rt_run {
 	struct rt_instance *in; /* owner; NULL once the instance is gone */
 	struct rt_sup *sup;	/* the supervisor (kept when in is gone) */
 	pid_t pid;		/* the process (the function's own) */
-	pid_t init;		/* its sandbox's init until reaped, or 0 */
-	void *init_stack;	/* the init's stack (sandbox.h), or NULL */
 	uv_pipe_t out;		/* its stderr (and a daemon's stdout): log */
 	uv_pipe_t req;		/* calls: its stdin */
 	uv_pipe_t resp;		/* calls: its stdout */
@@ -104,6 +103,8 @@ struct rt_instance {
 	int oom_pending;       /* killed by RSS sampling for memory */
 	char reason[256];      /* why it is in its state */
 	char *cgroup;	       /* its groups' name (cgroup.h), owned, or NULL */
+	struct rt_ns_init *ns; /* its sandbox's pid namespace and init, kept
+				* across its runs (supervise.c), or NULL */
 	int log_fd;	       /* the open log file, or -1 */
 	char *log_path;	       /* owned */
 	size_t log_size;       /* bytes in the current log file */
@@ -152,10 +153,14 @@ struct rt_sup {
 	struct rt_map instances;  /* id -> struct rt_instance * */
 	struct rt_run *open_runs; /* runs whose pipes are still open */
 	struct rt_idmap runs;	  /* pid -> struct rt_run *, unreaped */
-	struct rt_idmap inits;	  /* init pid -> struct rt_run *, unreaped */
+	struct rt_idmap inits; /* init pid -> struct rt_ns_init *, unreaped */
 };
 
 /* ---- supervise.c: the set */
+
+/* The host pid of the init of `in`'s sandbox, kept across its runs, or
+ * 0 when it has none. */
+pid_t rt_instance_init(const struct rt_instance *in);
 
 /* Prepares `s` on `loop`, reporting through `ev` (not NULL, kept). The
  * caller may set simulate, log_dir and cg afterwards. */

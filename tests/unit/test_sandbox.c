@@ -160,6 +160,13 @@ static int spawned_enough(void)
 	return rec.spawned >= want_spawned;
 }
 
+static struct rt_instance *watched;
+
+static int stopped(void)
+{
+	return watched->state == RT_STOPPED && watched->run == NULL;
+}
+
 /* A sandboxed daemon spec as nobody, cwd the test's directory. */
 static json_t *sb_spec(const char *cmd, const char *policy)
 {
@@ -404,15 +411,17 @@ TEST(sandbox_kill9_restarts)
 {
 	struct rt_instance *in;
 	char path[64], buf[2048], want[64];
-	pid_t first;
+	pid_t first, init;
+	json_t *spec;
 	ssize_t n;
 	int fd;
 
 	if (!can_sandbox())
 		return;
 	setup();
-	in = start("t/n/f/0",
-		   sb_spec("sleep 300 & sleep 300 & exec sleep 301", "always"));
+	spec = sb_spec("sleep 300 & sleep 300 & exec sleep 301", "always");
+	json_object_set_new(spec, "pids", json_integer(64));
+	in = start("t/n/f/0", spec);
 	first = in->pid;
 	CHECK(first > 0);
 	run_for(300);
@@ -425,11 +434,30 @@ TEST(sandbox_kill9_restarts)
 	/* Its host pid, and 2 in its namespace (1 is the init). */
 	snprintf(want, sizeof(want), "NSpid:\t%d\t2\n", (int)first);
 	CHECK(strstr(buf, want) != NULL);
+	init = rt_instance_init(in);
+	CHECK(init > 0);
 	CHECK(kill(first, SIGKILL) == 0);
 	want_spawned = 2;
 	CHECK(run_until(spawned_enough, 3000));
 	CHECK(rec.exited >= 1 && rec.exits[0].signal == SIGKILL);
 	CHECK(in->pid > 0 && in->pid != first && in->state == RT_RUNNING);
+	/* With a group to end what a run leaves behind, the restart forked
+	 * into the same sandbox (same init); without, into a new one. What
+	 * the first run left (two background sleeps) is gone either way:
+	 * only the second run's two are there. */
+	if (rt_cg_has(&sup.cg, RT_CG_PIDS))
+		CHECK(rt_instance_init(in) == init);
+	else
+		CHECK(rt_instance_init(in) != init);
+	run_for(300);
+	CHECK(system("[ \"$(pgrep -c -x -f 'sleep 300')\" = 2 ]") == 0);
+	/* A stop ends the sandbox too. */
+	watched = in;
+	rt_instance_stop(in, 0);
+	CHECK(run_until(stopped, 5000));
+	run_for(200);
+	CHECK(rt_instance_init(in) == 0);
+	CHECK(kill(init, 0) < 0 && errno == ESRCH);
 	teardown();
 	/* No `sleep 300` of it is left anywhere. */
 	CHECK(system("! pgrep -x -f 'sleep 300' >/dev/null") == 0);
@@ -474,11 +502,11 @@ TEST(sandbox_cold_call)
 			"echo cold $(id -u) $(ls /proc | grep -c '^[0-9]') END",
 			"mode", "cold", "uid", NOBODY, "isolation", "sandbox"));
 	r = rt_run_spawn(in, 1, "c1", &why);
-	CHECK(r != NULL && r->init > 0);
+	CHECK(r != NULL && rt_instance_init(in) > 0);
 	if (r == NULL)
 		return;
 	r->cold = 1;
-	init = r->init;
+	init = rt_instance_init(in);
 	rt_run_close(r, &r->req);
 	CHECK(run_until(call_done, 5000));
 	log = log_of(in, "END");
