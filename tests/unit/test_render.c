@@ -7,15 +7,33 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../../sched/sched.h"
 #include "unit.h"
 
+static char dir[] = "/tmp/fnfs-unit-render.XXXXXX";
+
 static const char *tmpdir(void)
 {
-	static char dir[] = "/tmp/fnfs-unit-render.XXXXXX";
-
+	memcpy(dir + sizeof(dir) - 7, "XXXXXX", 6);
 	return mkdtemp(dir);
+}
+
+/* Closes the tree and removes its data directory. */
+static void done(struct sched *s)
+{
+	static const char *const files[] = { "fnfs.db", "fnfs.db-wal",
+					     "fnfs.db-shm", "fnfs.db-journal" };
+	char path[sizeof(dir) + 32];
+	size_t i;
+
+	sched_close(s);
+	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+		unlink(path);
+	}
+	CHECK(rmdir(dir) == 0);
 }
 
 /* A tree of 3 tenants x 2 namespaces x 30 functions. */
@@ -98,7 +116,7 @@ TEST(render_pieces_are_the_whole_rendering)
 		}
 		rt_buf_free(&whole);
 	}
-	sched_close(s);
+	done(s);
 }
 
 TEST(render_order_is_by_path)
@@ -118,7 +136,7 @@ TEST(render_order_is_by_path)
 	CHECK(a != NULL && b != NULL && c != NULL && a < b && b < c);
 	CHECK(strncmp(out.data, "FUNCTION", 8) == 0);
 	rt_buf_free(&out);
-	sched_close(s);
+	done(s);
 }
 
 TEST(render_functions_removed_or_created_midway)
@@ -169,7 +187,7 @@ TEST(render_functions_removed_or_created_midway)
 	free(copy);
 	CHECK(seen_early == 1);
 	rt_buf_free(&out);
-	sched_close(s);
+	done(s);
 }
 
 TEST(render_cursor_only_for_large_files)
@@ -182,5 +200,5 @@ TEST(render_cursor_only_for_large_files)
 	CHECK(sched_cursor_open(s, SCHED_FN_STATS, NULL, &c) == -EINVAL);
 	CHECK(c == NULL);
 	sched_cursor_close(NULL);
-	sched_close(s);
+	done(s);
 }
