@@ -724,6 +724,20 @@ int sched_parse_digits(const char *v, size_t len, long long *out)
 	return 0;
 }
 
+/* Puts the `n` strings `v` in place of `*field` when `rc` is 0, else
+ * frees them. Returns `rc`. */
+static int strv_take(char ***field, int *nfield, char **v, int n, int rc)
+{
+	if (rc == 0) {
+		strv_free(*field, *nfield);
+		*field = v;
+		*nfield = n;
+	} else {
+		strv_free(v, n);
+	}
+	return rc;
+}
+
 static int parse_env_text(struct sched_spec *s, const char *v, size_t len,
 			  struct rt_buf *why)
 {
@@ -740,14 +754,7 @@ static int parse_env_text(struct sched_spec *s, const char *v, size_t len,
 			rc = strv_push(&env, &n, v + i, l);
 		i += l + 1;
 	}
-	if (rc == 0) {
-		strv_free(s->env, s->nenv);
-		s->env = env;
-		s->nenv = n;
-	} else {
-		strv_free(env, n);
-	}
-	return rc;
+	return strv_take(&s->env, &s->nenv, env, n, rc);
 }
 
 static int parse_tags_text(struct sched_spec *s, const char *v, size_t len,
@@ -772,14 +779,7 @@ static int parse_tags_text(struct sched_spec *s, const char *v, size_t len,
 		rc = add_tag(&tags, &n, v + i, j - i, why);
 		i = j;
 	}
-	if (rc == 0) {
-		strv_free(s->tags, s->ntags);
-		s->tags = tags;
-		s->ntags = n;
-	} else {
-		strv_free(tags, n);
-	}
-	return rc;
+	return strv_take(&s->tags, &s->ntags, tags, n, rc);
 }
 
 static int parse_mounts_text(struct sched_spec *s, const char *v, size_t len,
@@ -797,14 +797,7 @@ static int parse_mounts_text(struct sched_spec *s, const char *v, size_t len,
 			rc = add_mount(&mounts, &n, v + i, l, 1, why);
 		i += l + 1;
 	}
-	if (rc == 0) {
-		strv_free(s->mounts, s->nmounts);
-		s->mounts = mounts;
-		s->nmounts = n;
-	} else {
-		strv_free(mounts, n);
-	}
-	return rc;
+	return strv_take(&s->mounts, &s->nmounts, mounts, n, rc);
 }
 
 static int spec_from_json(struct sched_spec *s, const char *buf, size_t len,
