@@ -15,7 +15,7 @@ DOCDIR ?= $(PREFIX)/share/doc/fnfs
 # systemd reads /usr/local/lib/systemd/system and /usr/lib/systemd/system.
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 CC ?= cc
-PKGS := fuse3 libuv sqlite3 jansson
+PKGS := fuse3 libuv sqlite3 jansson libssl libcrypto
 
 WARN := -Wall -Wextra -Wshadow -Wformat=2 -Wstrict-prototypes
 CFLAGS ?= -O2 -g

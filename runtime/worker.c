@@ -601,7 +601,7 @@ static void on_signal(uv_signal_t *s, int signum)
 static const char worker_usage[] =
 	"usage: fnfs worker --connect SOCKET --id ID --memory MB\n"
 	"                   [--tags a,b] [--namespaces tenant/ns,...]\n"
-	"                   [--orphan-timeout S] [--simulate]\n";
+	"                   [--orphan-timeout S] [--data DIR] [--simulate]\n";
 
 /* Splits "a,b" into a JSON array, checking each item with `valid`. */
 static json_t *split_list(const char *s, int ns)
@@ -659,13 +659,15 @@ int rt_worker_main(int argc, char **argv)
 		{ "namespaces", required_argument, NULL, 'n' },
 		{ "orphan-timeout", required_argument, NULL, 'o' },
 		{ "simulate", no_argument, NULL, 's' },
+		{ "data", required_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static const int signums[3] = { SIGTERM, SIGINT, SIGHUP };
 	struct rt_worker w;
 	uv_loop_t loop;
-	struct rt_buf dir = { 0 };
+	struct rt_buf dir = { 0 }, data = { 0 };
+	const char *data_opt = NULL;
 	int c, i, rc, orphan_s = ORPHAN_TIMEOUT_DEFAULT_S, simulate = 0;
 	char *slash;
 
@@ -709,6 +711,7 @@ int rt_worker_main(int argc, char **argv)
 			}
 			break;
 		case 's': simulate = 1; break;
+		case 'd': data_opt = optarg; break;
 		case 'h':
 			fputs(worker_usage, stdout);
 			rc = 0;
@@ -733,6 +736,25 @@ int rt_worker_main(int argc, char **argv)
 		rc = 2;
 		goto done;
 	}
+	/* Its files (logs of instances) go in --data, by default next to
+	 * the socket, in the controller's data directory. */
+	if (data_opt != NULL) {
+		rt_buf_puts(&data, data_opt);
+	} else {
+		rt_buf_puts(&data, w.sock_path);
+		slash = strrchr(data.data, '/');
+		data.len = slash ? (size_t)(slash - data.data) : 0;
+		data.data[data.len] = '\0';
+		if (data.len == 0)
+			rt_buf_puts(&data, ".");
+	}
+	if (mkdir(data.data, 0700) < 0 && errno != EEXIST) {
+		fprintf(stderr, "fnfs worker: cannot create %s: %s\n",
+			data.data, strerror(errno));
+		rt_buf_free(&data);
+		rc = 1;
+		goto done;
+	}
 	w.orphan_timeout_ms = orphan_s * 1000;
 	signal(SIGPIPE, SIG_IGN);
 	rt_close_fds(-1);
@@ -741,12 +763,8 @@ int rt_worker_main(int argc, char **argv)
 	rt_sup_init(&w.sup, &loop, &events, &w);
 	w.sup.simulate = simulate;
 
-	/* Logs of instances go next to the socket, in the data directory. */
-	rt_buf_puts(&dir, w.sock_path);
-	slash = strrchr(dir.data, '/');
-	dir.len = slash ? (size_t)(slash - dir.data) : 0;
-	dir.data[dir.len] = '\0';
-	rt_buf_printf(&dir, "%slogs", dir.len ? "/" : "");
+	w.data_dir = data.data;
+	rt_buf_printf(&dir, "%s/logs", data.data);
 	mkdir(dir.data, 0700);
 	rt_buf_printf(&dir, "/%s", w.id);
 	mkdir(dir.data, 0700);
@@ -800,6 +818,7 @@ int rt_worker_main(int argc, char **argv)
 	rt_buf_free(&w.out.pending);
 	json_decref(w.tags);
 	json_decref(w.namespaces);
+	rt_buf_free(&data);
 	rt_log(RT_LOG_INFO, "worker %s: exited", w.id);
 	return w.exit_code;
 done:

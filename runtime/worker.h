@@ -39,6 +39,9 @@ struct rt_worker {
 	struct rt_sup sup; /* its instances; sup.arg is the worker */
 	uv_loop_t *loop;
 	const char *sock_path; /* the controller's socket */
+	const char *data_dir;  /* its own files: logs/, code cache; owned
+				  by main (--data, default the socket's
+				  directory) */
 	const char *id;
 	int memory_mb;
 	json_t *tags;	       /* array of strings, owned */

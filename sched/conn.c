@@ -37,6 +37,14 @@ void sched__conn_send_body(struct conn *c, json_t *header, const void *body,
 	rt_wire_out_send(&c->out, header, body, len);
 }
 
+size_t sched__conn_backlog(const struct conn *c)
+{
+	if (c == NULL || c->closing)
+		return 0;
+	return c->out.pending.len +
+	       uv_stream_get_write_queue_size((uv_stream_t *)&c->pipe);
+}
+
 void sched__conn_send(struct conn *c, json_t *header)
 {
 	sched__conn_send_body(c, header, NULL, 0);

@@ -54,6 +54,11 @@ void sched__conn_send_body(struct conn *c, json_t *header, const void *body,
  * the header. */
 void sched__conn_send(struct conn *c, json_t *header);
 
+/* Bytes queued on `c` and not yet handed to the kernel (frames, and
+ * what the transport has yet to write): senders of bulk data (code
+ * chunks) keep it bounded so that calls are not stuck behind them. */
+size_t sched__conn_backlog(const struct conn *c);
+
 /* Closes `c`; its worker, if any, is gone (on_gone). Idempotent. */
 void sched__conn_close(struct conn *c, const char *why);
 
