@@ -104,8 +104,9 @@ void rt_code_asm_free(struct rt_code_asm *a);
 struct rt_worker;
 struct rt_instance;
 
-/* Prepares the worker's code cache in DATA/cache/ID/code (what a former
- * run left there is removed). Returns 0 or -errno. */
+/* Prepares the worker's code cache in DATA/cache/ID/code, once the
+ * controller accepted this worker under its id (what a former run left
+ * there is removed). Returns 0 or -errno (starts with code then fail). */
 int rt_code_init(struct rt_worker *w);
 
 /* Frees the cache's memory at exit (trees stay on disk until the next
@@ -129,6 +130,9 @@ void rt_code_release(struct rt_worker *w, const char *id);
 
 /* The controller's code messages (code.chunk, code.error). */
 void rt_code_on_message(struct rt_worker *w, const struct rt_msg *m);
+
+/* The worker registered again: downloads under way start over. */
+void rt_code_reconnected(struct rt_worker *w);
 
 /* Once a second: downloads silent too long fail. */
 void rt_code_tick(struct rt_worker *w);
