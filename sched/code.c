@@ -100,6 +100,8 @@ static const char *const q_sql[Q_COUNT] = {
 };
 
 struct sched_code_state {
+	char *root;    /* DATA/code, owned */
+	int made;      /* root, objects and tmp exist */
 	char *objects; /* DATA/code/objects, owned */
 	char *tmp;     /* DATA/code/tmp, owned */
 	char empty[65];
@@ -117,6 +119,8 @@ struct sched_code_state {
 	uint64_t seq; /* names of staging and temporary files */
 	sqlite3_stmt *q[Q_COUNT];
 };
+
+static int make_dirs(struct sched_code_state *c);
 
 static struct sched_code_state *st_of(struct sched *s)
 {
@@ -781,8 +785,10 @@ static int copy_fd(int from, int to)
 static int tmp_file(struct sched_code_state *c, const char *what, char **path)
 {
 	struct rt_buf p = { 0 };
-	int fd;
+	int fd = make_dirs(c);
 
+	if (fd < 0)
+		return fd;
 	rt_buf_printf(&p, "%s/%s-%llu", c->tmp, what,
 		      (unsigned long long)++c->seq);
 	if (p.data == NULL)
@@ -1335,6 +1341,8 @@ static int make_revision(struct sched *s, struct code_fn *f)
 		goto out;
 	if (hash[0])
 		rc = object_put(c, hash, -1, text.data, text.len);
+	if (rc == 0 && hash[0]) /* what an empty file's download reads */
+		rc = object_put(c, c->empty, -1, NULL, 0);
 	if (rc == 0)
 		rc = sync_objects(c);
 	if (rc == 0)
@@ -1670,6 +1678,25 @@ static void clear_tmp(const char *dir)
 	rt_buf_free(&p);
 }
 
+/* Makes DATA/code, its objects/ and tmp/ (0700) unless they are there:
+ * a data directory whose functions never had code has none. */
+static int make_dirs(struct sched_code_state *c)
+{
+	const char *const v[3] = { c->root, c->objects, c->tmp };
+	int i;
+
+	if (c->made)
+		return 0;
+	for (i = 0; i < 3; i++)
+		if (mkdir(v[i], 0700) < 0 && errno != EEXIST) {
+			rt_log(RT_LOG_ERROR, "code: cannot make %s: %s", v[i],
+			       strerror(errno));
+			return errno_io();
+		}
+	c->made = 1;
+	return 0;
+}
+
 int sched__code_open(struct sched *s)
 {
 	struct sched_code_state *c = calloc(1, sizeof(*c));
@@ -1682,30 +1709,19 @@ int sched__code_open(struct sched *s)
 		return -ENOMEM;
 	s->code = c;
 	rt_buf_printf(&p, "%s/code", s->datadir);
-	if (p.data == NULL)
-		goto out;
-	if (mkdir(p.data, 0700) < 0 && errno != EEXIST) {
-		rc = -errno;
-		goto fail;
-	}
+	c->root = p.data ? strdup(p.data) : NULL;
 	rt_buf_printf(&p, "/objects");
 	c->objects = p.data ? strdup(p.data) : NULL;
 	p.len -= strlen("/objects");
 	rt_buf_printf(&p, "/tmp");
 	c->tmp = p.data ? strdup(p.data) : NULL;
-	if (c->objects == NULL || c->tmp == NULL)
-		goto out;
-	if ((mkdir(c->objects, 0700) < 0 && errno != EEXIST) ||
-	    (mkdir(c->tmp, 0700) < 0 && errno != EEXIST)) {
-		rc = -errno;
-		goto fail;
-	}
+	rt_buf_free(&p);
+	if (c->root == NULL || c->objects == NULL || c->tmp == NULL)
+		return -ENOMEM;
 	clear_tmp(c->tmp);
 	rc = rt_sha256_hex("", 0, c->empty);
-	if (rc == 0)
-		rc = object_put(c, c->empty, -1, NULL, 0);
 	if (rc < 0)
-		goto out;
+		return rc;
 	ref_add(c, c->empty); /* kept: every empty file's */
 	rc = load(s,
 		  "SELECT tenant, namespace, function, path, mode, size, hash, "
@@ -1718,18 +1734,12 @@ int sched__code_open(struct sched *s)
 			  "files FROM code_revisions",
 			  load_revision);
 	if (rc < 0)
-		goto out;
+		return rc;
 	v = rt_idmap_values(&c->fns, &n);
 	for (i = 0; v != NULL && i < n; i++)
 		check_dirty(v[i]);
 	free(v);
-	rt_buf_free(&p);
 	return 0;
-fail:
-	rt_log(RT_LOG_ERROR, "code: cannot make %s: %s", p.data, strerror(-rc));
-out:
-	rt_buf_free(&p);
-	return rc;
 }
 
 void sched__code_start(struct sched *s)
@@ -1800,6 +1810,7 @@ void sched__code_close(struct sched *s)
 	rt_map_free(&c->refs);
 	rt_map_free(&c->unsynced);
 	free(c->garbage);
+	free(c->root);
 	free(c->objects);
 	free(c->tmp);
 	free(c);

@@ -86,7 +86,7 @@ static const char schema_v4[] =
  * object's SHA-256, directories) and its revision of code (the
  * manifest's hash). */
 static const char schema_v6[] =
-	"CREATE TABLE code_files("
+	"CREATE TABLE IF NOT EXISTS code_files("
 	"  tenant TEXT NOT NULL,"
 	"  namespace TEXT NOT NULL,"
 	"  function TEXT NOT NULL,"
@@ -96,7 +96,7 @@ static const char schema_v6[] =
 	"  hash TEXT NOT NULL,"
 	"  mtime_ms INTEGER NOT NULL,"
 	"  PRIMARY KEY(tenant, namespace, function, path));"
-	"CREATE TABLE code_revisions("
+	"CREATE TABLE IF NOT EXISTS code_revisions("
 	"  tenant TEXT NOT NULL,"
 	"  namespace TEXT NOT NULL,"
 	"  function TEXT NOT NULL,"
