@@ -126,6 +126,66 @@ check_fails_with "one more directory too" "quota" mkdir "$C/more"
 rm -r "$C/many"
 check "rm -r of thousands of files" test ! -e "$C/many"
 
+# ---- isolation none: the same read-only code as cwd
+N=$T0/bare
+mkdir -p "$N"
+cp -r "$A"/. "$N/code"/
+write "$N/isolation" none
+write "$N/mode" hot
+write "$N/command" ./run.sh
+check "isolation none runs from its code too" wait_until 15 running_all "$N" 1
+out=$("$FNFS" invoke acme/prod/bare --mount "$MNT" <<<q)
+check "with isolation none, the cwd is the code and read-only" eval '[[ "$out" == "bonjour q $DATA/cache/local-1/code/trees/"*"/t read-only" ]]'
+npid=$(pid_of "$N/instances/0")
+check "it runs as the function's user, not root" eval '[ "$(stat -c %u "/proc/$npid")" != 0 ]'
+check_fails_with "another user cannot reach the tree by its path" "Permission denied" \
+	setpriv --reuid=nobody --regid=nogroup --clear-groups cat "$(echo "$out" | cut -d" " -f3)/lib/greeting"
+
+# ---- cwd set: the function runs there, not in its code
+cat >"$N/config" <<JSON
+{"command": "while read -r l; do pwd; done", "mode": "hot", "cwd": "/var/tmp",
+ "isolation": "none"}
+JSON
+check "with cwd set, the function runs there, not in its code" \
+	wait_until 15 eval '[ "$("$FNFS" invoke acme/prod/bare --mount "$MNT" <<<c 2>/dev/null)" = /var/tmp ]'
+rmdir "$N"
+
+# ---- a larger code arrives in many chunks while calls go on
+B=$T0/big
+mkdir -p "$B"
+head -c $((12 << 20)) /dev/urandom >"$T/blob"
+mkdir "$B/code/data"
+cp "$T/blob" "$B/code/data/blob"
+printf '#!/bin/sh\nwhile read -r l; do sha256sum data/blob | cut -c1-64; done\n' >"$B/code/sum.sh"
+chmod +x "$B/code/sum.sh"
+write "$B/mode" hot
+write "$B/command" ./sum.sh
+calls_ok=0
+for i in $(seq 1 20); do
+	[ "$(echo p | inv app | cut -d' ' -f1)" = bonjour ] && calls_ok=$((calls_ok + 1))
+done
+check_eq "calls to another function answer meanwhile" "$calls_ok" 20
+check "12 MiB of code reach the worker" wait_until 30 running_all "$B" 1
+check_eq "the function reads its 12 MiB intact" "$(echo s | inv big)" "$(sha256sum <"$T/blob" | cut -c1-64)"
+write "$B/mode" daemon
+write "$B/parallelism" 0
+rm -r "${B:?}/code/"*
+rmdir "$B"
+
+# ---- a download that fails fails the start, with the reason
+D=$T0/broken
+mkdir -p "$D"
+echo 'echo never' >"$D/code/x.sh"
+settled "$D" 2
+h=$(sha256sum <"$D/code/x.sh" | cut -c1-64)
+rm "$DATA/code/objects/${h:0:2}/${h:2}" # what a lost disk block does
+write "$D/command" "sh x.sh"
+check "the instance fails" wait_until 15 state_is "$D/instances/0/state" failed
+check "its reason says the code did not arrive" grep -q "code: the controller: the object is gone" "$D/instances/0/status"
+write "$D/parallelism" 0
+rm "$D/code/x.sh"
+rmdir "$D"
+
 # ---- kill -9 of the controller keeps code and revision
 settled "$F" "$(rev)"
 rkeep=$(rev)
