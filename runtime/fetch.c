@@ -500,16 +500,21 @@ static void send_want(struct rt_worker *w, struct tree *t)
 		NULL, 0);
 }
 
+/* Collects the distinct file objects of a manifest. */
+struct need_ctx {
+	struct tree *t;
+	struct rt_map seen;
+};
+
 static int need_cb(const struct rt_code_entry *e, void *arg)
 {
-	struct tree *t = arg;
-	size_t i;
+	struct need_ctx *x = arg;
+	struct tree *t = x->t;
 
-	if (e->dir)
+	if (e->dir || rt_map_get(&x->seen, e->hash) != NULL)
 		return 0;
-	for (i = 0; i < t->nobjs; i++) /* small manifests: fine */
-		if (strcmp(t->objs[i], e->hash) == 0)
-			return 0;
+	if (rt_map_put(&x->seen, e->hash, (void *)1) < 0)
+		return -ENOMEM;
 	memcpy(t->objs[t->nobjs++], e->hash, 65);
 	return 0;
 }
@@ -536,9 +541,13 @@ static int got_manifest(struct rt_worker *w, struct tree *t)
 	if (rc == 0 && ((t->objs = calloc(n + 1, sizeof(*t->objs))) == NULL ||
 			(t->need = calloc(n + 1, sizeof(*t->need))) == NULL))
 		rc = -ENOMEM;
-	if (rc == 0)
+	if (rc == 0) {
+		struct need_ctx x = { t, { 0 } };
+
 		rc = rt_code_manifest_parse(t->man.data, t->man.len, FILES_MAX,
-					    need_cb, t, &why);
+					    need_cb, &x, &why);
+		rt_map_free(&x.seen);
+	}
 	if (rc < 0) {
 		snprintf(t->why, sizeof(t->why), "code: bad manifest: %s",
 			 why.data ? why.data : strerror(-rc));

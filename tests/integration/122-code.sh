@@ -136,6 +136,7 @@ write "$N/command" ./run.sh
 check "isolation none runs from its code too" wait_until 15 running_all "$N" 1
 out=$("$FNFS" invoke acme/prod/bare --mount "$MNT" <<<q)
 check "with isolation none, the cwd is the code and read-only" eval '[[ "$out" == "bonjour q $DATA/cache/local-1/code/trees/"*"/t read-only" ]]'
+# shellcheck disable=SC2034 # read in the eval below
 npid=$(pid_of "$N/instances/0")
 check "it runs as the function's user, not root" eval '[ "$(stat -c %u "/proc/$npid")" != 0 ]'
 check_fails_with "another user cannot reach the tree by its path" "Permission denied" \
@@ -205,6 +206,7 @@ check "a function without code runs" wait_until 15 running_all "$P" 1
 check_eq "it answers as before, in /" "$(echo a | inv plain)" "plain a /"
 
 # ---- the worker's cache goes once no instance uses a tree
+# shellcheck disable=SC2034 # read in the evals below
 trees=$DATA/cache/local-1/code/trees
 check "the tree is in the cache" eval '[ -n "$(ls -A "$trees")" ]'
 write "$F/parallelism" 0
