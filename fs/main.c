@@ -91,6 +91,8 @@ static const char help_text[] =
 	"    invoke                       hot, cold: write a request, read "
 	"the\n"
 	"                                 response (a transaction file)\n"
+	"    code/                        the function's files (cp -r, tar -x):\n"
+	"                                 its instances' read-only cwd\n"
 	"    instances/N/                 state restart status stats pid log,\n"
 	"                                 worker -> "
 	"../../../../../../workers/W\n"
