@@ -832,7 +832,7 @@ int sched_code_open_write(struct sched *s, struct sched_code_node *n, int trunc)
 			if (from >= 0)
 				close(from);
 		}
-		if (rc == 0 && n->size == 0) {
+		if (rc == 0 && (trunc || n->size == 0)) {
 			g->seq = EVP_MD_CTX_new();
 			if (g->seq == NULL ||
 			    EVP_DigestInit_ex(g->seq, EVP_sha256(), NULL) != 1)

@@ -109,6 +109,9 @@ rm -r "${C:?}"/*
 tar -C "$A" -cf "$T/app.tar" .
 check "tar -x into code/ succeeds" tar -x -C "$C" -f "$T/app.tar"
 check "tar's tree reads back identical" diff -r "$A" "$C"
+touch -d 2020-01-02T03:04:05Z "$A/lib/greeting"
+check "cp -rp (chown, times) succeeds" cp -rp "$A"/. "$C"/
+check_eq "cp -p keeps the mtime" "$(stat -c %Y "$C/lib/greeting")" "$(stat -c %Y "$A/lib/greeting")"
 
 # ---- limits: 64 MiB and 10,000 files, EDQUOT, named in error
 check_fails_with "a file over 64 MiB in all is refused (EDQUOT)" "quota" truncate -s 65M "$C/big"
