@@ -836,6 +836,8 @@ int rt_code_start(struct rt_worker *w, struct rt_instance *in, json_t **spec,
 	struct wait *q;
 
 	rt_code_cancel(w, in->id); /* a start replaces the one waiting */
+	/* Where code runs is the worker's to say, never the message's. */
+	json_object_del(*spec, "code_dir");
 	if (code == NULL) {
 		rt_code_release(w, in->id);
 		*spec = json_incref(*spec);
