@@ -226,6 +226,14 @@ void fs_code_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		       FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW)) &&
 	    !may_change(req, &n))
 		rc = -EACCES;
+	if (rc == 0 && (to_set & FUSE_SET_ATTR_SIZE) && fi != NULL &&
+	    ((struct code_handle *)(uintptr_t)fi->fh)->write &&
+	    c->stage != NULL) {
+		/* ftruncate of a descriptor open for writing: part of what
+		 * its close applies. */
+		rc = sched_code_truncate(fs->sched, c, (uint64_t)attr->st_size);
+		to_set &= ~FUSE_SET_ATTR_SIZE;
+	}
 	if (rc == 0 && (to_set & FUSE_SET_ATTR_SIZE)) {
 		if (S_ISDIR(c->mode))
 			rc = -EISDIR;
