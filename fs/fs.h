@@ -65,6 +65,8 @@ enum fs_kind {
 	FS_FN_STATS,
 	FS_FN_INVOKE,	  /* the transaction file of calls */
 	FS_TENANT_EVENTS, /* a tenant's part of the journal */
+	FS_CODE_DIR,	  /* a function's code/ (code.c) */
+	FS_CODE_NODE,	  /* a file or directory below it: id is the node's */
 	FS_FN_ATTR,	  /* + enum sched_attr */
 	FS_KIND_COUNT = FS_FN_ATTR + SCHED_ATTR_COUNT
 };
@@ -72,7 +74,8 @@ enum fs_kind {
 /* A resolved inode. */
 struct fs_node {
 	enum fs_kind kind;
-	struct sched_obj *obj; /* the object it belongs to, never NULL */
+	struct sched_obj *obj;	      /* the object it belongs to, never NULL */
+	struct sched_code_node *code; /* FS_CODE_NODE: the node; else NULL */
 };
 
 /* The mounted filesystem and its loop. One per process. */
@@ -218,6 +221,55 @@ void fs_stream_free(struct fs_stream *st);
  * -EINVAL/-ENOMEM. */
 int fs_stream_size(struct fs *fs, const struct fs_node *n,
 		   const struct sched_caller *who, size_t *size);
+
+/* ================================================================== code
+ *
+ * A function's code/ (code.c): ops.c hands every request about a code
+ * inode to these, which reply. */
+
+/* Whether `ino` is code/ or a node below it. */
+int fs_code_owns(fuse_ino_t ino);
+
+/* Resolves code node `id`. Returns 0 or -ENOENT. */
+int fs_code_resolve(struct fs *fs, uint64_t id, struct fs_node *out);
+
+/* Fills `st` for code/ or a node below it. */
+void fs_code_stat(struct fs *fs, const struct fs_node *n, struct stat *st);
+
+/* The owner, group and mode of code node `n` (FS_CODE_NODE): the
+ * tenant's owner and group, and its own type and bits. */
+void fs_code_owner(struct fs *fs, const struct fs_node *n, uid_t *uid,
+		   gid_t *gid, mode_t *mode);
+
+void fs_code_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
+void fs_code_getattr(fuse_req_t req, fuse_ino_t ino);
+void fs_code_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
+		     int to_set, struct fuse_file_info *fi);
+void fs_code_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
+		   mode_t mode);
+void fs_code_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+		   mode_t mode, dev_t rdev);
+void fs_code_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
+		     const char *name);
+void fs_code_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+		    mode_t mode, struct fuse_file_info *fi);
+void fs_code_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
+void fs_code_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
+void fs_code_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+		    fuse_ino_t newparent, const char *newname,
+		    unsigned int flags);
+void fs_code_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_code_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		  struct fuse_file_info *fi);
+void fs_code_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
+		   off_t off, struct fuse_file_info *fi);
+void fs_code_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_code_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_code_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void fs_code_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		     struct fuse_file_info *fi, int plus);
+void fs_code_releasedir(fuse_req_t req, fuse_ino_t ino,
+			struct fuse_file_info *fi);
 
 /* The low-level operations table. */
 extern const struct fuse_lowlevel_ops fs_ops;

@@ -108,6 +108,10 @@ static const struct {
 			   -1, NODE_NOSIZE },
 	[FS_TENANT_EVENTS] = { "events", FS_TENANT_DIR, S_IFREG | 0444,
 			       SCHED_TENANT, -1, 0 },
+	[FS_CODE_DIR] = { "code", FS_FN_DIR, S_IFDIR | 0755, SCHED_FUNCTION, -1,
+			  0 },
+	[FS_CODE_NODE] = { NULL, FS_CODE_DIR, S_IFREG | 0644, SCHED_FUNCTION,
+			   -1, 0 },
 };
 
 static int is_attr(enum fs_kind k)
@@ -188,6 +192,10 @@ void fs_node_owner(struct fs *fs, const struct fs_node *n, uid_t *uid,
 	struct sched_owner w;
 	mode_t base = kind_mode(n->kind);
 
+	if (n->kind == FS_CODE_NODE) {
+		fs_code_owner(fs, n, uid, gid, mode);
+		return;
+	}
 	*uid = fs->uid;
 	*gid = fs->gid;
 	*mode = base;
@@ -223,6 +231,9 @@ int fs_resolve(struct fs *fs, fuse_ino_t ino, struct fs_node *out)
 
 	if (kind == FS_NONE || kind >= FS_KIND_COUNT)
 		return -ENOENT;
+	out->code = NULL;
+	if (kind == FS_CODE_NODE)
+		return fs_code_resolve(fs, id, out);
 	o = sched_find(fs->sched, id);
 	if (o == NULL || o->type != kind_type(kind))
 		return -ENOENT;
@@ -289,6 +300,7 @@ int fs_child(struct fs *fs, const struct fs_node *dir, const char *name,
 		    strcmp(kn, name) == 0) {
 			out->kind = (enum fs_kind)k;
 			out->obj = fixed_obj(fs, dir, (enum fs_kind)k);
+			out->code = NULL;
 			return fixed_present(out) ? 0 : -ENOENT;
 		}
 	}
@@ -298,6 +310,7 @@ int fs_child(struct fs *fs, const struct fs_node *dir, const char *name,
 		return -ENOENT;
 	out->kind = ck;
 	out->obj = o;
+	out->code = NULL;
 	return 0;
 }
 
@@ -310,7 +323,7 @@ struct each_ctx {
 static int each_obj(const char *key, void *value, void *arg)
 {
 	struct each_ctx *c = arg;
-	struct fs_node n = { c->kind, value };
+	struct fs_node n = { c->kind, value, NULL };
 
 	return c->fn(key, &n, c->arg);
 }
@@ -324,7 +337,7 @@ int fs_children(struct fs *fs, const struct fs_node *dir,
 	int k, rc;
 
 	for (k = FS_README; k < FS_KIND_COUNT; k++) {
-		struct fs_node n;
+		struct fs_node n = { FS_NONE, NULL, NULL };
 
 		if (kind_parent((enum fs_kind)k) != dir->kind ||
 		    kind_name((enum fs_kind)k) == NULL)
@@ -354,7 +367,7 @@ int fs_node_multiline(const struct fs_node *n)
 
 struct fs_node fs_parent(struct fs *fs, const struct fs_node *n)
 {
-	struct fs_node up = { kind_parent(n->kind), n->obj };
+	struct fs_node up = { kind_parent(n->kind), n->obj, NULL };
 
 	switch (n->kind) {
 	case FS_ROOT_DIR: up = *n; break;
@@ -422,6 +435,10 @@ void fs_stat(struct fs *fs, const struct fs_node *n,
 	struct rt_buf b = { 0 };
 	struct sched_wait *w = NULL;
 
+	if (n->kind == FS_CODE_DIR || n->kind == FS_CODE_NODE) {
+		fs_code_stat(fs, n, st);
+		return;
+	}
 	memset(st, 0, sizeof(*st));
 	st->st_ino = fs_ino(n->obj->id, n->kind);
 	fs_node_owner(fs, n, &st->st_uid, &st->st_gid, &st->st_mode);

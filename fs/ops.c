@@ -90,6 +90,11 @@ static void op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct fs_caller c;
 	int rc = fs_resolve(fs, parent, &dir);
 
+	if (fs_code_owns(parent)) {
+		fs_code_lookup(req, parent, name);
+		return;
+	}
+
 	if (rc == 0)
 		rc = fs_child(fs, &dir, name, &n);
 	if (rc == 0 && n.kind == FS_ASSIGN_LINK) {
@@ -112,6 +117,11 @@ static void op_getattr(fuse_req_t req, fuse_ino_t ino,
 	struct fs_node n;
 	struct stat st;
 	int rc = fs_resolve(fs, ino, &n);
+
+	if (fs_code_owns(ino)) {
+		fs_code_getattr(req, ino);
+		return;
+	}
 
 	(void)fi;
 	if (rc < 0) {
@@ -179,6 +189,11 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	struct stat st;
 	int owner = 0, rc = fs_resolve(fs, ino, &n);
 
+	if (fs_code_owns(ino)) {
+		fs_code_setattr(req, ino, attr, to_set, fi);
+		return;
+	}
+
 	(void)fi;
 	fs_caller_init(&c, req);
 	if (rc < 0)
@@ -222,6 +237,11 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct fs_caller c;
 	int rc = fs_resolve(fs, parent, &dir);
 
+	if (fs_code_owns(parent)) {
+		fs_code_mkdir(req, parent, name, mode);
+		return;
+	}
+
 	(void)mode;
 	fs_caller_init(&c, req);
 	if (rc < 0)
@@ -262,6 +282,11 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct fs_caller c;
 	int rc = fs_resolve(fs, parent, &dir);
 
+	if (fs_code_owns(parent)) {
+		fs_code_rmdir(req, parent, name);
+		return;
+	}
+
 	fs_caller_init(&c, req);
 	if (rc == 0)
 		rc = fs_child(fs, &dir, name, &n);
@@ -280,6 +305,10 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
  * objects are directories made with mkdir, and their files are fixed. */
 static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
+	if (fs_code_owns(parent)) {
+		fs_code_unlink(req, parent, name);
+		return;
+	}
 	(void)parent;
 	(void)name;
 	fuse_reply_err(req, EPERM);
@@ -288,6 +317,10 @@ static void op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		      mode_t mode, struct fuse_file_info *fi)
 {
+	if (fs_code_owns(parent)) {
+		fs_code_create(req, parent, name, mode, fi);
+		return;
+	}
 	(void)parent;
 	(void)name;
 	(void)mode;
@@ -298,6 +331,10 @@ static void op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 		     mode_t mode, dev_t rdev)
 {
+	if (fs_code_owns(parent)) {
+		fs_code_mknod(req, parent, name, mode, rdev);
+		return;
+	}
 	(void)parent;
 	(void)name;
 	(void)mode;
@@ -308,6 +345,10 @@ static void op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 static void op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
 		       const char *name)
 {
+	if (fs_code_owns(parent)) {
+		fs_code_symlink(req, link, parent, name);
+		return;
+	}
 	(void)link;
 	(void)parent;
 	(void)name;
@@ -327,6 +368,10 @@ static void op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		      fuse_ino_t newparent, const char *newname,
 		      unsigned int flags)
 {
+	if (fs_code_owns(parent)) {
+		fs_code_rename(req, parent, name, newparent, newname, flags);
+		return;
+	}
 	(void)parent;
 	(void)name;
 	(void)newparent;
@@ -388,6 +433,11 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct fs_caller c;
 	mode_t mode;
 	int acc = fi->flags & O_ACCMODE, rc = fs_resolve(fs, ino, &n);
+
+	if (fs_code_owns(ino)) {
+		fs_code_open(req, ino, fi);
+		return;
+	}
 
 	fs_caller_init(&c, req);
 	if (rc < 0)
@@ -861,6 +911,11 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct pending *p;
 	int rc;
 
+	if (fs_code_owns(ino)) {
+		fs_code_read(req, ino, size, off, fi);
+		return;
+	}
+
 	(void)ino;
 	if (sched_find(fs->sched, h->id) != h->node.obj) {
 		fuse_reply_err(req, ENOENT);
@@ -920,6 +975,11 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 	struct pending *p;
 	int rc;
 
+	if (fs_code_owns(ino)) {
+		fs_code_write(req, ino, buf, size, off, fi);
+		return;
+	}
+
 	(void)ino;
 	if (sched_find(fs->sched, h->id) != h->node.obj) {
 		rc = -ENOENT;
@@ -969,6 +1029,11 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct handle *h = fh_handle(fi);
 	int rc = 0;
 
+	if (fs_code_owns(ino)) {
+		fs_code_flush(req, ino, fi);
+		return;
+	}
+
 	(void)ino;
 	if (!h->attr)
 		rc = 0;
@@ -987,8 +1052,13 @@ static void op_release(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi)
 {
 	struct handle *h = fh_handle(fi);
-	int alive = sched_find(h->fs->sched, h->id) == h->node.obj;
+	int alive;
 
+	if (fs_code_owns(ino)) {
+		fs_code_release(req, ino, fi);
+		return;
+	}
+	alive = sched_find(h->fs->sched, h->id) == h->node.obj;
 	(void)ino;
 	if (fs_node_transaction(&h->node) && alive)
 		invoke_release(h);
@@ -1087,6 +1157,11 @@ static void op_opendir(fuse_req_t req, fuse_ino_t ino,
 	struct fs_caller c;
 	int rc = fs_resolve(fs, ino, &n);
 
+	if (fs_code_owns(ino)) {
+		fs_code_opendir(req, ino, fi);
+		return;
+	}
+
 	fs_caller_init(&c, req);
 	if (rc < 0)
 		goto out;
@@ -1138,7 +1213,7 @@ static void readdir_common(fuse_req_t req, size_t size, off_t off,
 	}
 	for (i = (size_t)off; i < d->n; i++) {
 		struct dirent_snap *e = &d->ents[i];
-		struct fs_node node;
+		struct fs_node node = { FS_NONE, NULL, NULL };
 		size_t len;
 
 		/* An object removed since opendir is skipped. */
@@ -1171,6 +1246,10 @@ static void readdir_common(fuse_req_t req, size_t size, off_t off,
 static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		       struct fuse_file_info *fi)
 {
+	if (fs_code_owns(ino)) {
+		fs_code_readdir(req, ino, size, off, fi, 0);
+		return;
+	}
 	(void)ino;
 	readdir_common(req, size, off, fi, 0);
 }
@@ -1178,6 +1257,10 @@ static void op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 static void op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
 			   off_t off, struct fuse_file_info *fi)
 {
+	if (fs_code_owns(ino)) {
+		fs_code_readdir(req, ino, size, off, fi, 1);
+		return;
+	}
 	(void)ino;
 	readdir_common(req, size, off, fi, 1);
 }
@@ -1186,6 +1269,11 @@ static void op_releasedir(fuse_req_t req, fuse_ino_t ino,
 			  struct fuse_file_info *fi)
 {
 	struct dir_handle *d = (struct dir_handle *)(uintptr_t)fi->fh;
+
+	if (fs_code_owns(ino)) {
+		fs_code_releasedir(req, ino, fi);
+		return;
+	}
 
 	(void)ino;
 	free(d->ents);

@@ -58,6 +58,8 @@ const char fs_readme[] =
 	"  error           read-only: the last error, with its time\n"
 	"  state restart status log stats   what runs, and how\n"
 	"  invoke          hot and cold: write a request, read the response\n"
+	"  code/           the program's files (cp -r, tar -x): one revision\n"
+	"                  0.5 s after a burst, the instances' read-only cwd\n"
 	"\n"
 	"Call a hot function:\n"
 	"\n"

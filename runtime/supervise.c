@@ -494,6 +494,7 @@ struct child_args {
 	pid_t worker;
 	int in, out, err;
 	const char *cwd;
+	int code_cwd; /* cwd is the code's tree: opened before the drop */
 	char **argv, **env;
 	char **paths; /* where argv[0] may be, in order, or NULL */
 	const struct rt_cg_plan *cg;
@@ -508,7 +509,7 @@ static void child(const struct child_args *a)
 {
 	const char *failed = "?";
 	sigset_t none;
-	int null, sig, rc;
+	int null, sig, rc, code = -1;
 
 	/* The worker's handlers (libuv's) must not run here: a signal meant
 	 * for this process would reach the worker's own signal pipe. Signals
@@ -535,10 +536,17 @@ static void child(const struct child_args *a)
 	if (null < 0 || dup2(null, 0) < 0 || dup2(a->out, 1) < 0 ||
 	    dup2(a->err, 2) < 0)
 		_exit(127);
+	/* The code's tree is under the worker's private directory: the
+	 * worker opens it, the function enters it by that descriptor. */
+	if (a->code_cwd &&
+	    (code = open(a->cwd, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		dprintf(2, "fnfs: code %s: %s\n", a->cwd, strerror(errno));
+		_exit(127);
+	}
 	if (rt_sandbox_drop(a->sb, 2) < 0)
 		_exit(127);
 	/* As the function's user: its permissions apply. */
-	if (chdir(a->cwd) < 0) {
+	if (code >= 0 ? fchdir(code) < 0 : chdir(a->cwd) < 0) {
 		dprintf(2, "fnfs: cwd %s: %s\n", a->cwd, strerror(errno));
 		_exit(127);
 	}
@@ -641,6 +649,8 @@ struct rt_run *rt_run_spawn(struct rt_instance *in, int calls, const char *tag,
 	const char *cmd = json_string_value(
 		json_object_get(in->spec, "command"));
 	const char *cwd = json_string_value(json_object_get(in->spec, "cwd"));
+	const char *code_dir = json_string_value(
+		json_object_get(in->spec, "code_dir"));
 	struct rt_buf script = { 0 };
 	char *shell[4] = { "/bin/sh", "-c", NULL, NULL };
 	char **argv = shell, **words = NULL, **env = NULL, **paths = NULL;
@@ -700,7 +710,11 @@ struct rt_run *rt_run_spawn(struct rt_instance *in, int calls, const char *tag,
 				 ip[0],
 				 calls ? op[1] : err[1],
 				 err[1],
-				 cwd != NULL && cwd[0] != '\0' ? cwd : "/",
+				 cwd != NULL && cwd[0] != '\0' ? cwd
+				 : code_dir != NULL	       ? code_dir
+							       : "/",
+				 (cwd == NULL || cwd[0] == '\0') &&
+					 code_dir != NULL,
 				 argv,
 				 env,
 				 paths,
@@ -1216,6 +1230,18 @@ int rt_instance_stop(struct rt_instance *in, int forget)
 	if (forget)
 		rt_instance_remove(in);
 	return 1;
+}
+
+void rt_instance_fail(struct rt_instance *in, const char *why)
+{
+	assert(!in->freeing);
+	if (in->run != NULL) {
+		set_state(in, in->state, "%s", why);
+		return;
+	}
+	in->desired_run = 0;
+	uv_timer_stop(in->timer);
+	set_state(in, RT_FAILED, "%s", why);
 }
 
 int rt_instance_restart(struct rt_instance *in)

@@ -220,6 +220,11 @@ int rt_instance_start(struct rt_instance *in, json_t *spec, long long revision);
  * may be read until the loop runs again. */
 int rt_instance_stop(struct rt_instance *in, int forget);
 
+/* A start of `in` could not happen (its code did not arrive): with no
+ * process, it is failed for `why`; a process of an older revision goes
+ * on, with `why` as its reason. */
+void rt_instance_fail(struct rt_instance *in, const char *why);
+
 /* Restarts `in` now: stop, then start at once. Clears `failed` and the
  * backoff. Returns 0 (`spawned` follows, possibly before this returns),
  * or -ENOENT when it was never started. */

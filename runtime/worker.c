@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "code.h"
 #include "worker.h"
 
 #define RETRY_FIRST_MS		 100
@@ -195,6 +196,8 @@ static void ev_removed(struct rt_instance *in)
 	struct rt_worker *w = rt_worker_of(in);
 
 	rt_call_abort(in, "the instance is gone");
+	rt_code_cancel(w, in->id);
+	rt_code_release(w, in->id);
 	answer(w, in->id, 0, ECANCELED, -1);
 	answer(w, in->id, 1, 0, -1);
 	assert(waits_get(w, in->id) == NULL);
@@ -224,11 +227,23 @@ static void start_instance(struct rt_worker *w, struct rt_instance *in,
 		answer(w, in->id, 0, 0, (int)in->pid); /* it runs already */
 }
 
+void rt_worker_start(struct rt_worker *w, struct rt_instance *in, json_t *spec,
+		     long long revision, long long seq)
+{
+	start_instance(w, in, spec, revision, seq);
+}
+
+void rt_worker_reply(struct rt_worker *w, long long seq, int err)
+{
+	reply(w, seq, err, NULL);
+}
+
 /* stop: answered once its process has exited (at once if none runs). */
 static void stop_instance(struct rt_worker *w, struct rt_instance *in,
 			  long long seq, int forget)
 {
 	rt_call_abort(in, "the instance is stopping");
+	rt_code_cancel(w, in->id);
 	answer(w, in->id, 0, ECANCELED, -1);
 	if (wait_for(w, in->id, seq, 1) < 0)
 		reply(w, seq, ENOMEM, NULL);
@@ -386,9 +401,12 @@ static void handle(struct rt_worker *w, const struct rt_msg *m)
 			/* Accepted: the groups under our name are ours to
 			 * clean (a duplicate would have been refused). */
 			rt_sup_sweep(&w->sup);
+		if (!w->registered_once && !w->sup.simulate)
+			rt_code_init(w); /* and so is the code cache */
 		w->registered_once = 1;
 		/* A controller that starts over learns everything it runs. */
 		report_all(w);
+		rt_code_reconnected(w);
 		w->lost_mono = 0;
 	} else if (strcmp(m->type, "refused") == 0) {
 		const char *why = rt_msg_str(m, "reason");
@@ -410,9 +428,13 @@ static void handle(struct rt_worker *w, const struct rt_msg *m)
 			in = rt_instance_new(&w->sup, id);
 		if (in == NULL)
 			reply(w, seq, ENOMEM, NULL);
-		else
+		else if (rt_code_start(w, in, &spec,
+				       rt_msg_int(m, "revision", 0),
+				       seq) == 0) {
 			start_instance(w, in, spec,
 				       rt_msg_int(m, "revision", 0), seq);
+			json_decref(spec); /* rt_code_start's reference */
+		}
 	} else if (strcmp(m->type, "stop") == 0) {
 		if (in == NULL)
 			reply(w, seq, 0, NULL);
@@ -439,6 +461,8 @@ static void handle(struct rt_worker *w, const struct rt_msg *m)
 		rt_buf_free(&tail);
 	} else if (strcmp(m->type, "call") == 0) {
 		rt_call_start(w, in, m);
+	} else if (strncmp(m->type, "code.", 5) == 0) {
+		rt_code_on_message(w, m);
 	} else if (strcmp(m->type, "shutdown") == 0) {
 		shutdown_all(w, "asked by the controller");
 	} else {
@@ -567,6 +591,7 @@ static void on_tick(uv_timer_t *t)
 
 	rt_map_each(&w->sup.instances, sample_cb, samples);
 	rt_sup_collect(&w->sup);
+	rt_code_tick(w);
 	if (w->connected)
 		rt_worker_send(w,
 			       json_pack("{s:s, s:o}", "type", "heartbeat",
@@ -814,6 +839,7 @@ int rt_worker_main(int argc, char **argv)
 	rt_sup_free(&w.sup, RT_CGROUP_WAIT_MS);
 	assert(w.waits.count == 0);
 	rt_map_free(&w.waits);
+	rt_code_close(&w);
 	rt_buf_free(&w.in);
 	rt_buf_free(&w.out.pending);
 	json_decref(w.tags);

@@ -66,6 +66,7 @@ struct rt_worker {
 	int64_t reap_wait_mono; /* shutting down: since when only unreaped
 				   processes are left, or 0 */
 	int closed;		/* its handles are closing: the loop ends */
+	void *code;		/* the code cache (fetch.c), or NULL */
 	int exit_code;
 };
 

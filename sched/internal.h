@@ -91,6 +91,7 @@ struct sched {
 	void (*shutdown_done)(void *arg);
 	void *shutdown_arg;
 	uv_timer_t shutdown_timer;
+	struct sched_code_state *code; /* functions' code/ (code.c) */
 };
 
 /* A call from its start to its end. */

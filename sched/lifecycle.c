@@ -197,6 +197,7 @@ int sched_start(struct sched *s, struct uv_loop_s *loop,
 	uv_timer_init(loop, &s->tick);
 	s->tick.data = s;
 	uv_timer_start(&s->tick, on_tick, 1000, 1000);
+	sched__code_start(s);
 	sched__pool_check(s);
 	sched__reconcile_all(s);
 	return 0;
@@ -248,6 +249,7 @@ static void finish_shutdown(struct sched *s)
 	uv_close((uv_handle_t *)&s->shutdown_timer, close_noop);
 	uv_timer_stop(&s->tick);
 	uv_close((uv_handle_t *)&s->tick, close_noop);
+	sched__code_stop(s);
 	uv_close((uv_handle_t *)&s->server, close_noop);
 	unlink(s->sock_path);
 	rt_map_each(&s->pool.children, close_conn_cb, NULL);

@@ -91,8 +91,10 @@ int sched__send_start(struct sched *s, struct sched_instance *in,
 		      struct sched_wait *wait)
 {
 	char *id = sched__instance_id(in);
+	json_t *spec = run_spec(s, in);
 	int rc;
 
+	sched__code_add_spec(s, sched__fn_of(in), spec);
 	in->sent_revision = sched__fn_of(in)->run_revision;
 	in->sent_stop = 0;
 	rc = sched__request(
@@ -100,7 +102,7 @@ int sched__send_start(struct sched *s, struct sched_instance *in,
 		json_pack("{s:s, s:s, s:I, s:o}", "type", "start", "instance",
 			  id, "revision",
 			  (json_int_t)sched__fn_of(in)->run_revision, "spec",
-			  run_spec(s, in)),
+			  spec),
 		wait, 0, in->obj.id);
 	free(id);
 	return rc;

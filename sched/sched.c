@@ -88,6 +88,8 @@ void sched__obj_drop(struct sched *s, struct sched_obj *o)
 {
 	if (o->type == SCHED_FUNCTION)
 		sched__calls_free(s, (struct sched_function *)o);
+	if (o->type == SCHED_FUNCTION)
+		sched__code_drop(s, (struct sched_function *)o);
 	rt_map_del(&o->parent->children, o->name);
 	rt_idmap_del(&s->index, o->id);
 	obj_free(o);
@@ -313,6 +315,8 @@ int sched_open(struct sched **out, const char *datadir)
 	rc = store_open(&s->store, path.data);
 	if (rc == 0)
 		rc = store_load(s->store, load_row, s);
+	if (rc == 0)
+		rc = sched__code_open(s);
 	/* Instances and workers are loaded by sched_start. */
 out:
 	rt_buf_free(&path);
@@ -343,6 +347,7 @@ void sched_close(struct sched *s)
 	rt_idmap_free(&s->scaled);
 	rt_idmap_free(&s->failing);
 	free(s->stats);
+	sched__code_close(s);
 	store_close(s->store);
 	events_close(&s->events);
 	free(s);
@@ -501,6 +506,8 @@ int sched_remove(struct sched *s, struct sched_obj *parent, const char *name,
 	rc = store_begin(s->store);
 	if (rc == 0 && o->type == SCHED_FUNCTION)
 		rc = sched__instances_unstore(s, (struct sched_function *)o);
+	if (rc == 0 && o->type == SCHED_FUNCTION)
+		rc = sched__code_unstore(s, (struct sched_function *)o);
 	if (rc == 0)
 		rc = store_child_change(s, parent, &r, 0, now);
 	if (rc == 0)

@@ -609,4 +609,7 @@ int64_t sched_tenant_events_mtime(const struct sched_obj *t);
 void sched_event(struct sched *s, const char *kind, const char *object,
 		 const char *kvs);
 
+/* code/ of functions: code.h. */
+#include "code.h"
+
 #endif

@@ -82,6 +82,29 @@ static const char schema_v4[] =
 	"ALTER TABLE tenants ADD COLUMN gid INTEGER NOT NULL DEFAULT 0;"
 	"ALTER TABLE tenants ADD COLUMN mode INTEGER NOT NULL DEFAULT 488;";
 
+/* Version 6: the code/ of functions: the tree of each (files with their
+ * object's SHA-256, directories) and its revision of code (the
+ * manifest's hash). */
+static const char schema_v6[] =
+	"CREATE TABLE IF NOT EXISTS code_files("
+	"  tenant TEXT NOT NULL,"
+	"  namespace TEXT NOT NULL,"
+	"  function TEXT NOT NULL,"
+	"  path TEXT NOT NULL,"
+	"  mode INTEGER NOT NULL,"
+	"  size INTEGER NOT NULL,"
+	"  hash TEXT NOT NULL,"
+	"  mtime_ms INTEGER NOT NULL,"
+	"  PRIMARY KEY(tenant, namespace, function, path));"
+	"CREATE TABLE IF NOT EXISTS code_revisions("
+	"  tenant TEXT NOT NULL,"
+	"  namespace TEXT NOT NULL,"
+	"  function TEXT NOT NULL,"
+	"  hash TEXT NOT NULL,"
+	"  bytes INTEGER NOT NULL,"
+	"  files INTEGER NOT NULL,"
+	"  PRIMARY KEY(tenant, namespace, function));";
+
 /* Version 1 of the schema. Later versions add migrations after it. */
 static const char schema_v1[] = "CREATE TABLE tenants("
 				"  name TEXT PRIMARY KEY,"
@@ -219,6 +242,8 @@ static int migrate(struct store *st)
 		rc = exec(st, schema_v3);
 	if (rc == 0 && v < 4)
 		rc = exec(st, schema_v4);
+	if (rc == 0 && v < 6)
+		rc = exec(st, schema_v6);
 	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d",
 		 STORE_SCHEMA_VERSION);
 	if (rc == 0)
@@ -667,4 +692,9 @@ int store_setting_get(struct store *st, const char *key, char *out, size_t n)
 	}
 	sqlite3_finalize(q);
 	return rc;
+}
+
+sqlite3 *store_db(struct store *st)
+{
+	return st->db;
 }

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 /* The schema version this code writes, kept in PRAGMA user_version. */
-#define STORE_SCHEMA_VERSION 4
+#define STORE_SCHEMA_VERSION 6
 
 enum store_kind { STORE_TENANT, STORE_NAMESPACE, STORE_FUNCTION };
 
@@ -125,6 +125,10 @@ int store_setting_delete(struct store *st, const char *key);
 /* For tests: the write statement after the next `after` ones (commits
  * included) fails with `err` (a negative errno), once; -1 turns it off. */
 void store_inject_failure(struct store *st, int after, int err);
+
+/* The SQLite connection, for the tables of modules that keep their own
+ * statements (code.c); transactions still go through store_begin. */
+struct sqlite3 *store_db(struct store *st);
 
 /* Reads a setting into `out` (n bytes). Returns 0, -ENOENT or -EIO. */
 int store_setting_get(struct store *st, const char *key, char *out, size_t n);

@@ -218,6 +218,8 @@ void sched__on_message(struct sched *s, struct sched_worker *w,
 			sched__worker_lost(s, w, 0);
 			sched__reconcile_all(s);
 		}
+	} else if (strncmp(m->type, "code.", 5) == 0) {
+		sched__code_on_message(s, w, m);
 	} else if (strcmp(m->type, "reply") == 0) {
 		long long seq = rt_msg_int(m, "seq", 0);
 		struct sched_request *r = seq > 0 ? rt_idmap_get(&s->requests,

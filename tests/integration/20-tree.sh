@@ -10,13 +10,13 @@ check_eq "ls tenants" "$(ls "$MNT/tenants")" "acme"
 check_eq "ls tenant" "$(ls "$MNT/tenants/acme" | tr '\n' ' ')" "events prod "
 check_eq "ls namespace" "$(ls "$MNT/tenants/acme/prod")" "thumb"
 check_eq "ls function" "$(ls "$F" | tr '\n' ' ')" \
-	"command config cpu cwd env error format idle_timeout instances invoke isolation log max_instances memory mode mounts network parallelism pids restart restart_policy revision state stats status tags tags_policy timeout "
+	"code command config cpu cwd env error format idle_timeout instances invoke isolation log max_instances memory mode mounts network parallelism pids restart restart_policy revision state stats status tags tags_policy timeout "
 check_eq "ls -l shows directories as directories, of the tenant's mode" "$(ls -ld "$MNT/tenants/acme" | cut -c1-10)" "drwxr-x---"
 check_eq "attribute files are 0640 in a 0750 tenant" "$(stat -c %A "$F/memory")" "-rw-r-----"
 check_eq "read-only files are 0440 in a 0750 tenant" "$(stat -c '%A' "$F/revision" "$F/error" | tr '\n' ' ')" "-r--r----- -r--r----- "
 check_eq "env and config are 0600" "$(stat -c '%a' "$F/env" "$F/config" | tr '\n' ' ')" "600 600 "
 check_eq "find sees every level" "$(find "$MNT/tenants" -type d | tr '\n' ' ')" \
-	"$MNT/tenants $MNT/tenants/acme $MNT/tenants/acme/prod $MNT/tenants/acme/prod/thumb $MNT/tenants/acme/prod/thumb/instances "
+	"$MNT/tenants $MNT/tenants/acme $MNT/tenants/acme/prod $MNT/tenants/acme/prod/thumb $MNT/tenants/acme/prod/thumb/instances $MNT/tenants/acme/prod/thumb/code "
 check_eq "a file's size is its content's length" "$(stat -c %s "$F/memory")" "4"
 now=$(date +%s)
 mt=$(stat -c %Y "$F")
