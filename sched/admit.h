@@ -30,6 +30,27 @@ int sched__admit_id(struct sched *s, const char *id,
 int sched__admit_record(struct sched *s, const char *id,
 			const struct sched_peer *p);
 
+/* Before peer `p` registers as `id`: when it proves, by its certificate,
+ * to be the worker `id` that is connected, the old connection is closed
+ * (a partition the controller has not noticed yet leaves it open). */
+void sched__admit_replace(struct sched *s, const char *id,
+			  const struct sched_peer *p);
+
+/* `echo revoke > workers/ID/state`: refuses the certificate `w` last
+ * registered with and every certificate of its id issued until now, for
+ * good (the store's revoked table), marks it revoked (also refusing it
+ * without a certificate), journals worker.revoked and closes its
+ * connection. Returns 0, -EINVAL (a local worker) or -EIO/-ENOSPC. */
+int sched__revoke(struct sched *s, struct sched_worker *w);
+
+/* `echo resume > workers/ID/state` of a revoked worker: lets its id
+ * register again without a certificate (its revoked certificates stay
+ * refused). Returns 0 or -EIO. */
+int sched__unrevoke(struct sched *s, struct sched_worker *w);
+
+/* Whether worker `id` is marked revoked in the store. */
+int sched__revoked_of(struct sched *s, const char *id);
+
 /* Forgets the process registered as `id` (its worker is removed). */
 void sched__admit_forget(struct sched *s, const char *id);
 

@@ -78,6 +78,7 @@ void sched__on_register(struct sched *s, struct conn *c, const struct rt_msg *m)
 		sched__conn_close(c, "reserved id");
 		return;
 	}
+	sched__admit_replace(s, id, peer);
 	o = sched_child(&s->pool, id);
 	w = (struct sched_worker *)o;
 	if (sched__admit_id(s, id, w, peer, &kvs) < 0) {
@@ -100,8 +101,11 @@ void sched__on_register(struct sched *s, struct conn *c, const struct rt_msg *m)
 	w->tags = join(json_object_get(m->header, "tags"));
 	w->namespaces = join(json_object_get(m->header, "namespaces"));
 	w->memory_mb = (int)mem;
-	/* The pid the kernel vouches for, in the controller's view. */
-	w->pid = (int)peer->proc.pid;
+	/* The pid the kernel vouches for, in the controller's view; over
+	 * TCP, the one the worker reports (on its machine). */
+	w->pid = peer->transport == SCHED_UNIX ? (int)peer->proc.pid
+					       : (int)rt_msg_int(m, "pid", 0);
+	w->revoked = 0; /* admitted: not, or no longer */
 	w->cgroups = json_is_true(json_object_get(m->header, "cgroups"));
 	w->local = sched__local_of(s, id) != NULL || w->local;
 	/* A drain is kept by id, across every kind of restart. */
@@ -184,6 +188,7 @@ static int known_cb(const struct store_worker *r, void *arg)
 		w->namespaces = join(n);
 		w->local = r->local;
 		w->draining = r->drained || sched__drained(s, r->id);
+		w->revoked = sched__revoked_of(s, r->id);
 		w->since_ms = now;
 	}
 	json_decref(t);
@@ -273,8 +278,15 @@ int sched__cluster_write(struct sched *s, struct sched_obj *o,
 	case SCHED_WORKER_STATE:
 		if (l == 5 && memcmp(buf, "drain", 5) == 0)
 			rc = sched__drain(s, (struct sched_worker *)o);
+		else if (l == 6 && memcmp(buf, "resume", 6) == 0 &&
+			 ((struct sched_worker *)o)->revoked &&
+			 (rc = sched__unrevoke(s, (struct sched_worker *)o)) <
+				 0)
+			return rc;
 		else if (l == 6 && memcmp(buf, "resume", 6) == 0)
 			rc = sched__resume(s, (struct sched_worker *)o);
+		else if (l == 6 && memcmp(buf, "revoke", 6) == 0)
+			rc = sched__revoke(s, (struct sched_worker *)o);
 		else
 			rc = -EINVAL;
 		return rc;
@@ -286,7 +298,7 @@ static const char *worker_state(const struct sched *s,
 				const struct sched_worker *w)
 {
 	if (!w->online)
-		return "offline";
+		return w->revoked ? "revoked" : "offline";
 	if (w->leaving || w->draining)
 		return w->assignments.count > 0 ? "draining" : "drained";
 	if (rt_mono_ms() - w->heartbeat_mono > s->heartbeat_timeout / 2)
@@ -319,6 +331,7 @@ int sched__worker_render(struct sched *s, struct sched_obj *o,
 {
 	struct sched_worker *w = (struct sched_worker *)o;
 	struct sums t = { 0, 0, 0 };
+	int rc;
 
 	if (f == SCHED_POOL_SIZE)
 		return rt_buf_printf(out, "%d\n", s->pool_size);
@@ -348,7 +361,7 @@ int sched__worker_render(struct sched *s, struct sched_obj *o,
 			       : 0;
 	case SCHED_WORKER_STATUS:
 		rt_map_each(&w->assignments, sum_cb, &t);
-		return rt_buf_printf(
+		rc = rt_buf_printf(
 			out,
 			"state %s\nsince_ms %lld\nheartbeat_age_ms %lld\n"
 			"instances %zu\nrunning %d\nmemory_mb %d\nused_mb %d\n"
@@ -361,6 +374,7 @@ int sched__worker_render(struct sched *s, struct sched_obj *o,
 			w->used_mb, w->memory_mb - w->used_mb,
 			w->local ? "yes" : "no", w->cgroups ? "yes" : "no",
 			w->online ? w->pid : 0);
+		return rc < 0 ? rc : sched__conn_status(w, out);
 	case SCHED_WORKER_STATS:
 		rt_map_each(&w->assignments, sum_cb, &t);
 		return rt_buf_printf(out,
