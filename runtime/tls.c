@@ -304,7 +304,9 @@ int rt_tls_feed(struct rt_tls *t, const void *data, size_t n,
 	/* Handshake answers, tickets, key updates. */
 	if (rt_tls_flush(t) < 0 && rc == 0)
 		rc = -EPIPE;
-	if (rc < 0)
+	/* A peer that ends its handshake and closes at once is still
+	 * checked: t->closed tells the caller it is gone. */
+	if (rc < 0 && !(rc == -EPIPE && ended))
 		return rc;
 	return ended;
 }

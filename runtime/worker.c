@@ -512,6 +512,8 @@ static void tls_read(struct rt_worker *w, const char *data, size_t n)
 		frames(w, w->plain.data, w->plain.len);
 		rt_buf_reset(&w->plain);
 	}
+	if (w->tls.closed)
+		conn_lost(w, "closed");
 out:
 	rt_buf_free(&why);
 }

@@ -246,11 +246,13 @@ static void tls_read(struct conn *c, const char *data, size_t n)
 			goto out;
 	}
 	if (c->plain.len > 0 && c->admitted) {
-		/* Taken out first: handling may close and free nothing,
-		 * but may send, which does not touch `plain`. */
+		/* Handling may close `c` (freed later, by libuv's close
+		 * callback) and send, which does not touch `plain`. */
 		frames(c, c->plain.data, c->plain.len);
 		rt_buf_reset(&c->plain);
 	}
+	if (c->tls->closed && !c->closing)
+		sched__conn_close(c, "connection closed");
 out:
 	rt_buf_free(&why);
 }
