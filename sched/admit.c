@@ -38,7 +38,8 @@ static int refuse(struct sched *s, const char *id, const struct sched_peer *p,
 	struct rt_buf kvs = { 0 };
 	char v[32];
 
-	rt_buf_kv(&kvs, "transport", sched_transport_name(p->transport));
+	/* On the Unix socket: pid and uid, as ever; over TCP, how and
+	 * from where. */
 	if (p->transport == SCHED_UNIX) {
 		snprintf(v, sizeof(v), "%d", (int)p->proc.pid);
 		rt_buf_kv(&kvs, "pid", v);
@@ -46,6 +47,8 @@ static int refuse(struct sched *s, const char *id, const struct sched_peer *p,
 			 p->uid == (uid_t)-1 ? -1LL : (long long)p->uid);
 		rt_buf_kv(&kvs, "uid", v);
 	} else {
+		rt_buf_kv(&kvs, "transport",
+			  sched_transport_name(p->transport));
 		rt_buf_kv(&kvs, "address", p->addr);
 	}
 	if (p->cert.cn[0]) {
