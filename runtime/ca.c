@@ -22,8 +22,8 @@
 #include "ca.h"
 #include "private.h"
 
-#define CA_DAYS		(3650) /* the CA and the controller's certificate */
-#define CA_BACKDATE_S	(300)  /* the controller's, for skewed clocks */
+#define CA_DAYS	      (3650) /* the CA and the controller's certificate */
+#define CA_BACKDATE_S (300)  /* the controller's, for skewed clocks */
 
 /* Appends OpenSSL's last error to `why` after `what`. Returns -EIO. */
 static int ossl_fail(struct rt_buf *why, const char *what)
@@ -197,8 +197,7 @@ static int issue(const struct rt_cred *ca, const char *cn, const char *role,
 	out->key = new_key();
 	if (out->key == NULL)
 		return ossl_fail(why, "cannot make a key");
-	rc = make_cert(ca, out->key, cn, role, days, backdate, &out->cert,
-		       why);
+	rc = make_cert(ca, out->key, cn, role, days, backdate, &out->cert, why);
 	if (rc < 0)
 		rt_cred_free(out);
 	return rc;

@@ -12,8 +12,8 @@
 #include <sys/socket.h>
 #include <uv.h>
 
-#define RT_NET_ADDR_MAX	      64 /* "[v6]:port" and its NUL */
-#define RT_NET_KEEPALIVE_S    15 /* idle seconds before TCP probes */
+#define RT_NET_ADDR_MAX	   64 /* "[v6]:port" and its NUL */
+#define RT_NET_KEEPALIVE_S 15 /* idle seconds before TCP probes */
 
 /* Parses "IP:PORT" or "[IPv6]:PORT" (port 0 to 65535, 0 only when
  * `any_port`). Returns 0 or -EINVAL. Pure. */

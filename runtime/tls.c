@@ -48,8 +48,8 @@ static int accept_any(int ok, X509_STORE_CTX *ctx)
 	return 1;
 }
 
-static void free_session(void *parent, void *ptr, CRYPTO_EX_DATA *ad,
-			 int idx, long argl, void *argp)
+static void free_session(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx,
+			 long argl, void *argp)
 {
 	(void)parent;
 	(void)ad;
@@ -125,8 +125,7 @@ int rt_tls_ctx_new(SSL_CTX **out, int server, X509 *ca,
 		SSL_CTX_set_num_tickets(ctx, 2);
 		if (ticket_keys != NULL &&
 		    SSL_CTX_set_tlsext_ticket_keys(ctx, (void *)ticket_keys,
-						   RT_CA_TICKET_KEY_LEN) !=
-			    1) {
+						   RT_CA_TICKET_KEY_LEN) != 1) {
 			rc = ossl_fail(why, "cannot set the ticket keys");
 			goto out;
 		}
@@ -148,8 +147,7 @@ out:
 	return rc;
 }
 
-static int read_keys(const char *path, unsigned char *keys,
-		     struct rt_buf *why)
+static int read_keys(const char *path, unsigned char *keys, struct rt_buf *why)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	ssize_t n;
@@ -395,8 +393,7 @@ int rt_tls_peer_check(const struct rt_tls *t, const char *role,
 	}
 	v = SSL_get_verify_result(t->ssl);
 	if (v == X509_V_ERR_CERT_HAS_EXPIRED) {
-		rt_buf_printf(why, "the certificate of %s has expired",
-			      ci->cn);
+		rt_buf_printf(why, "the certificate of %s has expired", ci->cn);
 		return -EPERM;
 	}
 	if (v != X509_V_OK) {
@@ -409,15 +406,13 @@ int rt_tls_peer_check(const struct rt_tls *t, const char *role,
 	/* A resumed session was verified when it began: it may have
 	 * expired since. */
 	if (X509_cmp_current_time(X509_get0_notAfter(x)) <= 0) {
-		rt_buf_printf(why, "the certificate of %s has expired",
-			      ci->cn);
+		rt_buf_printf(why, "the certificate of %s has expired", ci->cn);
 		return -EPERM;
 	}
 	if (strcmp(ci->role, role) != 0) {
-		rt_buf_printf(why,
-			      "the certificate of %s is for a %s, not a %s",
-			      ci->cn, ci->role[0] ? ci->role : "(no role)",
-			      role);
+		rt_buf_printf(
+			why, "the certificate of %s is for a %s, not a %s",
+			ci->cn, ci->role[0] ? ci->role : "(no role)", role);
 		return -EPERM;
 	}
 	return 0;

@@ -504,9 +504,10 @@ static void tls_read(struct rt_worker *w, const char *data, size_t n)
 			conn_lost(w, "not the controller");
 			goto out;
 		}
-		rt_log(RT_LOG_INFO, "worker %s: TLS session with %s %s",
-		       w->id, w->sock_path,
-		       rt_tls_resumed(&w->tls) ? "resumed" : "new (not resumed)");
+		rt_log(RT_LOG_INFO, "worker %s: TLS session with %s %s", w->id,
+		       w->sock_path,
+		       rt_tls_resumed(&w->tls) ? "resumed"
+					       : "new (not resumed)");
 	}
 	if (w->plain.len > 0) {
 		frames(w, w->plain.data, w->plain.len);
@@ -762,13 +763,14 @@ static int setup_transport(struct rt_worker *w, const char *ca,
 		return 2;
 	}
 	if (w->tcp && data_opt == NULL) {
-		fprintf(stderr, "fnfs worker: --connect %s needs --data DIR "
-				"(where instance logs go on this machine)\n",
+		fprintf(stderr,
+			"fnfs worker: --connect %s needs --data DIR "
+			"(where instance logs go on this machine)\n",
 			w->sock_path);
 		return 2;
 	}
-	if (tls && rt_tls_ctx_files(&w->tls_ctx, 0, ca, cert, key, NULL,
-				    &why) < 0) {
+	if (tls &&
+	    rt_tls_ctx_files(&w->tls_ctx, 0, ca, cert, key, NULL, &why) < 0) {
 		fprintf(stderr, "fnfs worker: %s\n",
 			why.data ? why.data : "no TLS");
 		rc = 1;

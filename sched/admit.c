@@ -116,8 +116,7 @@ static int admit_tcp(struct sched *s, const struct sched_peer *p,
 		else
 			rt_buf_puts(why, "the store cannot say whether the "
 					 "certificate is revoked");
-		return refuse(s, p->cert.cn, p, r > 0 ? EPERM : EIO,
-			      why->data);
+		return refuse(s, p->cert.cn, p, r > 0 ? EPERM : EIO, why->data);
 	}
 	return 0;
 }
@@ -267,8 +266,8 @@ int sched__admit_record(struct sched *s, const char *id,
 void sched__admit_replace(struct sched *s, const char *id,
 			  const struct sched_peer *p)
 {
-	struct sched_worker *w =
-		(struct sched_worker *)sched_child(&s->pool, id);
+	struct sched_worker *w = (struct sched_worker *)sched_child(&s->pool,
+								    id);
 	struct rt_buf why = { 0 };
 
 	if (p->transport != SCHED_TLS || strcmp(p->cert.cn, id) != 0 ||

@@ -238,8 +238,8 @@ static void tls_read(struct conn *c, const char *data, size_t n)
 	if (rc == 1) {
 		c->peer.resumed = rt_tls_resumed(c->tls);
 		rt_buf_reset(&why);
-		if (rt_tls_peer_check(c->tls, RT_CA_ROLE_WORKER,
-				      &c->peer.cert, &why) < 0)
+		if (rt_tls_peer_check(c->tls, RT_CA_ROLE_WORKER, &c->peer.cert,
+				      &why) < 0)
 			snprintf(c->peer.tls_error, sizeof(c->peer.tls_error),
 				 "%s", why.data ? why.data : "refused");
 		if (admit(c) < 0)

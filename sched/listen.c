@@ -66,8 +66,8 @@ int sched__listen_start(struct sched *s, const char *hostport, int insecure)
 	rt_ca_path(&cert, s->datadir, "controller.pem");
 	rt_ca_path(&key, s->datadir, "controller.key");
 	rt_ca_path(&tk, s->datadir, "ticket.key");
-	rc = rt_tls_ctx_files(&l->tls, 1, ca.data, cert.data, key.data,
-			      tk.data, &why);
+	rc = rt_tls_ctx_files(&l->tls, 1, ca.data, cert.data, key.data, tk.data,
+			      &why);
 	if (rc < 0) {
 		rt_log(RT_LOG_ERROR, "--listen: %s",
 		       why.data ? why.data : "no TLS");

@@ -533,9 +533,9 @@ struct sched_options {
 	uint32_t run_as_uid;   /* root-owned tenants' functions run as */
 	uint32_t run_as_gid;   /* (--run-as; 0 only with
 				* --allow-root-functions) */
-	const char *listen; /* --listen IP:PORT for workers over TCP, or
-			       NULL (then only DATA/ctl.sock) */
-	int insecure;	    /* --insecure: plain TCP admitted on it too */
+	const char *listen;    /* --listen IP:PORT for workers over TCP, or
+				  NULL (then only DATA/ctl.sock) */
+	int insecure;	       /* --insecure: plain TCP admitted on it too */
 };
 
 /* Whether DATA/ca holds what --listen needs (`fnfs ca init`). Returns 0,

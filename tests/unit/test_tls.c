@@ -10,7 +10,9 @@
 #include <unistd.h>
 
 #include "../../runtime/ca.h"
+#include "../../runtime/net.h"
 #include "../../runtime/tls.h"
+#include "../../runtime/wire.h"
 #include "unit.h"
 
 /* A CA, the controller's credentials and a worker's. */
@@ -322,4 +324,78 @@ TEST(ca_files_and_modes)
 	CHECK(system(path.data) == 0);
 	rt_buf_free(&msg);
 	rt_buf_free(&path);
+}
+
+TEST(net_addr_parse)
+{
+	struct sockaddr_storage ss;
+	char s[RT_NET_ADDR_MAX];
+
+	CHECK(rt_addr_parse("127.0.0.1:7443", 0, &ss) == 0);
+	rt_addr_format((struct sockaddr *)&ss, s, sizeof(s));
+	CHECK_STR(s, "127.0.0.1:7443");
+	CHECK(rt_addr_parse("[::1]:80", 0, &ss) == 0);
+	rt_addr_format((struct sockaddr *)&ss, s, sizeof(s));
+	CHECK_STR(s, "[::1]:80");
+	CHECK(rt_addr_parse("0.0.0.0:0", 1, &ss) == 0);
+	CHECK(rt_addr_parse("0.0.0.0:0", 0, &ss) == -EINVAL);
+	CHECK(rt_addr_parse("localhost:80", 0, &ss) == -EINVAL);
+	CHECK(rt_addr_parse("10.0.0.1", 0, &ss) == -EINVAL);
+	CHECK(rt_addr_parse("10.0.0.1:", 0, &ss) == -EINVAL);
+	CHECK(rt_addr_parse("10.0.0.1:65536", 0, &ss) == -EINVAL);
+	CHECK(rt_addr_parse("10.0.0.1:8x", 0, &ss) == -EINVAL);
+	CHECK(rt_addr_parse("::1:80", 0, &ss) == -EINVAL);
+	CHECK(rt_addr_parse("[::1:80", 0, &ss) == -EINVAL);
+	CHECK(rt_addr_parse(":80", 0, &ss) == -EINVAL);
+}
+
+TEST(net_backoff_full_jitter)
+{
+	uint64_t rng = 42;
+	int i, d, lo = 1 << 30, hi = -1;
+
+	for (i = 0; i < 10000; i++) {
+		d = rt_backoff_delay(2000, &rng);
+		CHECK(d >= 0 && d <= 2000);
+		lo = d < lo ? d : lo;
+		hi = d > hi ? d : hi;
+	}
+	/* Spread over the whole range, not bunched. */
+	CHECK(lo < 100 && hi > 1900);
+	CHECK(rt_backoff_delay(0, &rng) == 0);
+	rng = 0; /* a zero state still moves */
+	CHECK(rt_backoff_delay(100, &rng) <= 100 && rng != 0);
+}
+
+static int hook_calls;
+static struct rt_buf hook_got;
+
+static int hook(void *arg, const void *data, size_t len)
+{
+	CHECK(arg == &hook_got);
+	hook_calls++;
+	return rt_buf_append(&hook_got, data, len);
+}
+
+TEST(wire_out_transport_hook)
+{
+	struct rt_wire_out o;
+	struct rt_msg m;
+	size_t used;
+	uv_pipe_t fake; /* never written: the hook takes the bytes */
+
+	memset(&fake, 0, sizeof(fake));
+	rt_wire_out_init(&o, NULL, (uv_stream_t *)&fake);
+	rt_wire_out_transport(&o, hook, &hook_got);
+	CHECK(rt_wire_out_send(&o, json_pack("{s:s}", "type", "ping"), "ab",
+			       2) == 0);
+	CHECK(hook_calls == 1);
+	CHECK(rt_wire_decode(hook_got.data, hook_got.len, &m, &used, NULL) ==
+	      1);
+	CHECK_STR(m.type, "ping");
+	CHECK(m.body_len == 2 && memcmp(m.body, "ab", 2) == 0);
+	CHECK(used == hook_got.len);
+	rt_msg_free(&m);
+	rt_wire_out_close(&o);
+	rt_buf_free(&hook_got);
 }
