@@ -24,6 +24,10 @@
 #include "listen.h"
 #include "pool.h"
 
+/* A TLS worker's old connection silent this long (a heartbeat goes every
+ * second) gives way to a new one with its certificate. */
+#define ADMIT_REPLACE_SILENT_MS 1500
+
 /* The settings key of the process registered as `id`. */
 static void key_of(const char *id, char *key, size_t n)
 {
@@ -270,10 +274,21 @@ void sched__admit_replace(struct sched *s, const char *id,
 								    id);
 	struct rt_buf why = { 0 };
 
+	int64_t silent;
+
 	if (p->transport != SCHED_TLS || strcmp(p->cert.cn, id) != 0 ||
 	    w == NULL || !w->online || w->conn == NULL)
 		return;
-	rt_buf_printf(&why, "replaced by a new connection from %s", p->addr);
+	/* A worker that still speaks on its connection is another copy
+	 * with the same certificate: refused, as on the Unix socket, so two
+	 * copies do not take the id from each other in turn. */
+	silent = rt_mono_ms() - w->heartbeat_mono;
+	if (silent < ADMIT_REPLACE_SILENT_MS)
+		return;
+	rt_buf_printf(&why,
+		      "replaced by a new connection from %s (silent for "
+		      "%lld ms)",
+		      p->addr, (long long)silent);
 	rt_log(RT_LOG_INFO, "worker %s: %s", id, why.data);
 	sched__conn_close(w->conn, why.data);
 	rt_buf_free(&why);

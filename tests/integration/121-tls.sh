@@ -172,7 +172,7 @@ check "the revoked worker is refused when it comes back, and exits" wait_until 1
 check "revoked: worker.refused" refused_event 'worker\.refused w1 .*reason="the certificate of w1 \(serial [0-9A-F]+\) is revoked"'
 
 crash_fnfs
-start_fnfs --workers 0 --listen "127.0.0.1:$PORT" --insecure 2>>"$T/mount.log" || exit 1
+start_fnfs --workers 0 --listen "127.0.0.1:$PORT" --insecure --heartbeat-timeout 10000 2>>"$T/mount.log" || exit 1
 check "--insecure warns loudly" grep -q "WARNING: --insecure: plain TCP workers on 127.0.0.1:$PORT are neither authenticated nor encrypted" "$T/mount.log"
 check "and logs it" grep -q "plain TCP, unauthenticated and unencrypted" "$T/mount.log"
 check "w2 comes back" wait_until 15 state_is "$W/w2/state" healthy
@@ -187,6 +187,21 @@ plainpid=$!
 check "with --insecure, a plain TCP worker registers" wait_until 10 state_is "$W/plain/state" healthy
 check_eq "status: transport tcp, its pid" "$(stat_of "$W/plain/status" transport) $(cat "$W/plain/pid")" "tcp $plainpid"
 check_eq "no TLS lines" "$(grep -c tls_resumed "$W/plain/status")" "0"
+
+# ---- one certificate, two processes
+check_eq "a second process with w2's certificate, while w2 speaks: exits 1" "$(refused_run w2 w2)" "1"
+check "duplicate: worker.refused" refused_event 'worker\.refused w2 .*reason="a worker with id w2 is already registered"'
+# A worker whose old connection went silent (a partition the controller
+# has not noticed yet) comes back on a new one, which replaces it.
+old=${WPID[w2]}
+kill -STOP "$old"
+silent() { [ "$(stat_of "$W/w2/status" heartbeat_age_ms)" -gt 1600 ]; }
+check "w2 goes silent, still online" wait_until 5 eval 'silent && ! state_is "$W/w2/state" offline'
+tls_worker w2 w2
+check "a new connection with its certificate replaces the silent one" wait_until 10 eval '[ "$(cat "$W/w2/pid")" = "${WPID[w2]}" ] && state_is "$W/w2/state" healthy'
+check "the replacement is journalled" grep -q 'worker\.offline w2 reason="replaced by a new connection from 127\.0\.0\.1:[0-9]* (silent for [0-9]* ms)"' "$MNT/events"
+kill -9 "$old"
+wait "$old" 2>/dev/null
 
 # ---- a new certificate lets w1 back in
 # At least a second after the revoke: certificates have 1 s resolution.
