@@ -234,6 +234,12 @@ static void name_entry(X509_NAME *n, int nid, char *out, size_t size)
 		return; /* too long, or a NUL inside: no name at all */
 	memcpy(out, ASN1_STRING_get0_data(s), len);
 	out[len] = '\0';
+	/* A peer's certificate may come from anyone: what it says is shown
+	 * in logs and events, so only printable ASCII is kept. */
+	for (i = 0; out[i]; i++)
+		if ((unsigned char)out[i] < 0x20 ||
+		    (unsigned char)out[i] > 0x7e)
+			out[i] = '?';
 }
 
 int rt_cert_info_of(X509 *x, struct rt_cert_info *ci)

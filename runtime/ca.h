@@ -55,8 +55,9 @@ int rt_ca_make(struct rt_cred *ca, int days, struct rt_buf *why);
 int rt_ca_issue(const struct rt_cred *ca, const char *cn, const char *role,
 		int days, struct rt_cred *out, struct rt_buf *why);
 
-/* Reads the CN, OU, serial and validity of `x`. Returns 0, or -EINVAL
- * when it has no CN. Pure. */
+/* Reads the CN, OU, serial and validity of `x` (bytes of the names
+ * outside printable ASCII read as '?'). Returns 0, or -EINVAL when it has
+ * no CN. Pure. */
 int rt_cert_info_of(X509 *x, struct rt_cert_info *ci);
 
 /* `fnfs ca init`: creates DATA/ca with a new CA, the controller's key and

@@ -254,9 +254,9 @@ static int encrypt(struct rt_tls *t, const void *data, size_t len,
 	size_t done = 0, n;
 	int r;
 
+	ERR_clear_error();
 	while (done < len) {
 		n = len - done > (1u << 30) ? (1u << 30) : len - done;
-		ERR_clear_error();
 		r = SSL_write(t->ssl, (const char *)data + done, (int)n);
 		if (r <= 0) {
 			r = ssl_error(t, r, "TLS write", why);
@@ -275,8 +275,8 @@ int rt_tls_feed(struct rt_tls *t, const void *data, size_t n,
 
 	if (n > 0 && BIO_write(t->net_in, data, (int)n) != (int)n)
 		return -ENOMEM;
+	ERR_clear_error();
 	if (!t->done) {
-		ERR_clear_error();
 		r = SSL_do_handshake(t->ssl);
 		if (r == 1) {
 			t->done = ended = 1;
@@ -290,7 +290,6 @@ int rt_tls_feed(struct rt_tls *t, const void *data, size_t n,
 		}
 	}
 	while (rc == 0 && t->done) {
-		ERR_clear_error();
 		r = SSL_read(t->ssl, chunk, sizeof(chunk));
 		if (r <= 0) {
 			rc = ssl_error(t, r, "TLS read", why);
@@ -298,6 +297,10 @@ int rt_tls_feed(struct rt_tls *t, const void *data, size_t n,
 		}
 		if (rt_buf_append(plain, chunk, (size_t)r) < 0)
 			rc = -ENOMEM;
+		/* Not another call only to hear that nothing is left. */
+		if (BIO_ctrl_pending(t->net_in) == 0 &&
+		    SSL_pending(t->ssl) == 0)
+			break;
 	}
 	/* Handshake answers, tickets, key updates. */
 	if (rt_tls_flush(t) < 0 && rc == 0)

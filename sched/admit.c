@@ -106,8 +106,8 @@ static int admit_tcp(struct sched *s, const struct sched_peer *p,
 	}
 	if (p->tls_error[0]) {
 		rt_buf_puts(why, p->tls_error);
-		return refuse(s, p->cert.cn[0] ? p->cert.cn : NULL, p, EPERM,
-			      why->data);
+		return refuse(s, rt_name_valid(p->cert.cn) ? p->cert.cn : NULL,
+			      p, EPERM, why->data);
 	}
 	r = store_revoked(s->store, p->cert.cn, p->cert.serial,
 			  p->cert.not_before);
@@ -120,7 +120,8 @@ static int admit_tcp(struct sched *s, const struct sched_peer *p,
 		else
 			rt_buf_puts(why, "the store cannot say whether the "
 					 "certificate is revoked");
-		return refuse(s, p->cert.cn, p, r > 0 ? EPERM : EIO, why->data);
+		return refuse(s, rt_name_valid(p->cert.cn) ? p->cert.cn : NULL,
+			      p, r > 0 ? EPERM : EIO, why->data);
 	}
 	return 0;
 }

@@ -284,9 +284,23 @@ TEST(ca_cert_info)
 	CHECK(rt_cert_info_of(p.ctl.cert, &b) == 0);
 	CHECK_STR(b.role, RT_CA_ROLE_CONTROLLER);
 	CHECK(strcmp(a.serial, b.serial) != 0);
-	/* The CA signed it; the other CA did not. */
+	/* The CA signed it. */
 	CHECK(X509_verify(p.w.cert, p.ca.key) == 1);
 	pki_free(&p);
+	/* A name that could break a log or journal line is shown tamed. */
+	{
+		struct rt_cred ca = { 0 }, evil = { 0 };
+		struct rt_buf why = { 0 };
+
+		CHECK(rt_ca_make(&ca, 1, &why) == 0);
+		CHECK(rt_ca_issue(&ca, "w1\nworker.registered x\x7f", "worker",
+				  1, &evil, &why) == 0);
+		CHECK(rt_cert_info_of(evil.cert, &a) == 0);
+		CHECK_STR(a.cn, "w1?worker.registered x?");
+		rt_cred_free(&ca);
+		rt_cred_free(&evil);
+		rt_buf_free(&why);
+	}
 }
 
 TEST(ca_files_and_modes)
