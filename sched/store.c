@@ -86,7 +86,7 @@ static const char schema_v4[] =
  * means"): a row refuses the certificate with `serial`, and every
  * certificate of `worker` issued (notBefore) at or before `revoked_ms`.
  * `serial` is '' when no certificate of the worker was seen. */
-static const char schema_v5[] = "CREATE TABLE revoked("
+static const char schema_v5[] = "CREATE TABLE IF NOT EXISTS revoked("
 				"  worker TEXT NOT NULL,"
 				"  serial TEXT NOT NULL,"
 				"  revoked_ms INTEGER NOT NULL,"

@@ -40,6 +40,10 @@ refused_run() {
 	echo $?
 }
 
+# past: the clock is past the second t0.
+t0=0
+past() { [ "$(date +%s)" -gt "$t0" ]; }
+
 # refused_event PATTERN: a worker.refused event matches PATTERN (grep -E).
 refused_event() {
 	grep 'worker\.refused' "$MNT/events" | grep -qE "$1"
@@ -188,6 +192,28 @@ check "with --insecure, a plain TCP worker registers" wait_until 10 state_is "$W
 check_eq "status: transport tcp, its pid" "$(stat_of "$W/plain/status" transport) $(cat "$W/plain/pid")" "tcp $plainpid"
 check_eq "no TLS lines" "$(grep -c tls_resumed "$W/plain/status")" "0"
 
+# ---- revoke without a certificate seen, and resume
+"$FNFS" ca issue --data "$DATA" plain --out "$CERTS" >/dev/null
+t0=$(date +%s)
+wait_until 3 past
+echo revoke >"$W/plain/state"
+check "a plain TCP worker can be revoked too" wait_until 5 state_is "$W/plain/state" revoked
+check "it is refused without a certificate when it comes back, and exits" wait_until 15 eval '! alive "$plainpid"'
+check "revoked id: worker.refused" refused_event 'worker\.refused plain .*reason="worker plain is revoked'
+check_eq "a certificate of its id issued before the revoke is refused" "$(refused_run plain plain)" "1"
+check "revoked by time: worker.refused" refused_event 'worker\.refused plain transport=tls .*is revoked"'
+echo resume >"$W/plain/state"
+check_eq "resume lifts the refusal without a certificate" "$(cat "$W/plain/state")" "offline"
+"$FNFS" worker --connect "tcp://127.0.0.1:$PORT" --insecure --id plain --memory 512 --data "$T/w-plain" 2>>"$T/plain.log" &
+BGPIDS+=("$!")
+check "the plain worker is back" wait_until 10 state_is "$W/plain/state" healthy
+check_eq "but not the certificate revoked before" "$(refused_run plain plain)" "1"
+echo 1 >"$W/pool_size"
+check "a local worker starts" wait_until 10 state_is "$W/local-1/state" healthy
+check_fails_with "a local worker cannot be revoked" "Invalid argument" write "$W/local-1/state" revoke
+check "the refusal is journalled" grep -q 'worker\.rejected local-1 op=revoke errno=EINVAL' "$MNT/events"
+echo 0 >"$W/pool_size"
+
 # ---- one certificate, two processes
 check_eq "a second process with w2's certificate, while w2 speaks: exits 1" "$(refused_run w2 w2)" "1"
 check "duplicate: worker.refused" refused_event 'worker\.refused w2 .*reason="a worker with id w2 is already registered"'
@@ -206,7 +232,6 @@ wait "$old" 2>/dev/null
 # ---- a new certificate lets w1 back in
 # At least a second after the revoke: certificates have 1 s resolution.
 t0=$(date +%s)
-past() { [ "$(date +%s)" -gt "$t0" ]; }
 wait_until 3 past
 rm -f "$CERTS/w1.pem" "$CERTS/w1.key"
 "$FNFS" ca issue --data "$DATA" w1 --out "$CERTS" >/dev/null

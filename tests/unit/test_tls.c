@@ -13,6 +13,7 @@
 #include "../../runtime/net.h"
 #include "../../runtime/tls.h"
 #include "../../runtime/wire.h"
+#include "../../sched/store.h"
 #include "unit.h"
 
 /* A CA, the controller's credentials and a worker's. */
@@ -412,4 +413,36 @@ TEST(wire_out_transport_hook)
 	rt_msg_free(&m);
 	rt_wire_out_close(&o);
 	rt_buf_free(&hook_got);
+}
+
+TEST(store_revocation_rules)
+{
+	char tmpl[] = "/tmp/fnfs-revoke-XXXXXX", path[128], cmd[160];
+	char *dir = mkdtemp(tmpl);
+	struct store *st = NULL;
+
+	CHECK(dir != NULL);
+	snprintf(path, sizeof(path), "%s/fnfs.db", dir);
+	CHECK(store_open(&st, path) == 0);
+	if (st == NULL)
+		return;
+	CHECK(store_revoked(st, "w1", "AA", 1000) == 0);
+	/* w1 revoked at 2000 s, last seen with serial AA. */
+	CHECK(store_revoke(st, "w1", "AA", 2000000) == 0);
+	CHECK(store_revoked(st, "w1", "AA", 5000) == 1); /* by serial */
+	CHECK(store_revoked(st, "w1", "BB", 1999) == 1); /* issued before */
+	CHECK(store_revoked(st, "w1", "BB", 2000) == 1); /* the same second */
+	CHECK(store_revoked(st, "w1", "BB", 2001) == 0); /* a new one */
+	CHECK(store_revoked(st, "w2", "CC", 10) == 0);	 /* another id */
+	/* A worker never seen with a certificate: every one until then. */
+	CHECK(store_revoke(st, "w2", "", 3000000) == 0);
+	CHECK(store_revoked(st, "w2", "CC", 10) == 1);
+	CHECK(store_revoked(st, "w3", "", 10) == 0); /* '' is no serial */
+	/* Kept across a reopen. */
+	store_close(st);
+	CHECK(store_open(&st, path) == 0);
+	CHECK(store_revoked(st, "w1", "AA", 99999) == 1);
+	store_close(st);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	CHECK(system(cmd) == 0);
 }
