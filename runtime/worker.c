@@ -21,8 +21,11 @@
 
 /* Reconnection: full jitter under a ceiling that doubles from
  * RETRY_FIRST_MS to RETRY_MAX_MS (rt_backoff_delay). */
-#define RETRY_FIRST_MS		 100
-#define RETRY_MAX_MS		 2000
+#define RETRY_FIRST_MS 100
+#define RETRY_MAX_MS   2000
+/* A connection not registered this long after it was started (a connect
+ * or a TLS handshake with no answer) is given up and tried again. */
+#define CONNECT_TIMEOUT_MS	 5000
 #define ORPHAN_TIMEOUT_DEFAULT_S 60
 
 static void conn_lost(struct rt_worker *w, const char *why);
@@ -609,6 +612,18 @@ static void on_connect(uv_connect_t *req, int status)
 	send_register(w); /* over TLS: sent once the handshake is over */
 }
 
+static void on_connect_timeout(uv_timer_t *t)
+{
+	struct rt_worker *w = t->data;
+
+	if (!w->connecting || w->connected)
+		return;
+	rt_log(RT_LOG_WARN,
+	       "worker %s: no answer from %s within %d ms; trying again", w->id,
+	       w->sock_path, CONNECT_TIMEOUT_MS);
+	conn_lost(w, "no answer within the connect timeout");
+}
+
 static void try_connect(struct rt_worker *w)
 {
 	int rc;
@@ -617,6 +632,9 @@ static void try_connect(struct rt_worker *w)
 		return;
 	w->connect_req.data = w;
 	w->connecting = 1;
+	/* The retry timer is idle while connecting: it bounds the attempt
+	 * (conn_closed starts it again for the next one). */
+	uv_timer_start(&w->retry, on_connect_timeout, CONNECT_TIMEOUT_MS, 0);
 	if (w->tcp) {
 		uv_tcp_init(w->loop, &w->conn.tcp);
 		w->conn.tcp.data = w;

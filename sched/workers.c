@@ -278,14 +278,15 @@ int sched__cluster_write(struct sched *s, struct sched_obj *o,
 	case SCHED_WORKER_STATE:
 		if (l == 5 && memcmp(buf, "drain", 5) == 0)
 			rc = sched__drain(s, (struct sched_worker *)o);
-		else if (l == 6 && memcmp(buf, "resume", 6) == 0 &&
-			 ((struct sched_worker *)o)->revoked &&
-			 (rc = sched__unrevoke(s, (struct sched_worker *)o)) <
-				 0)
-			return rc;
-		else if (l == 6 && memcmp(buf, "resume", 6) == 0)
-			rc = sched__resume(s, (struct sched_worker *)o);
-		else if (l == 6 && memcmp(buf, "revoke", 6) == 0)
+		else if (l == 6 && memcmp(buf, "resume", 6) == 0) {
+			/* Lifts a revocation's refusal of the id without a
+			 * certificate, and a drain. */
+			if (((struct sched_worker *)o)->revoked)
+				rc = sched__unrevoke(s,
+						     (struct sched_worker *)o);
+			if (rc == 0)
+				rc = sched__resume(s, (struct sched_worker *)o);
+		} else if (l == 6 && memcmp(buf, "revoke", 6) == 0)
 			rc = sched__revoke(s, (struct sched_worker *)o);
 		else
 			rc = -EINVAL;

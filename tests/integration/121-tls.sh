@@ -111,6 +111,28 @@ check_eq "a 300 KB call and its answer cross TLS whole" "$(printf '%s' "$big" | 
 out=$(for i in $(seq 20); do echo "c$i" | "$FNFS" invoke acme/prod/up --mount "$MNT"; done | tr '\n' ' ')
 check_eq "20 calls in a row" "$out" "$(for i in $(seq 20); do printf 'C%s ' "$i"; done)"
 
+# A "controller" that accepts and never answers: the worker gives the
+# attempt up within its connect timeout (5 s) and tries again.
+SILENT=$(free_port)
+python3 -c 'import socket, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", '"$SILENT"')); s.listen(8); c = []
+end = time.time() + 30
+while time.time() < end:
+    s.settimeout(1)
+    try: c.append(s.accept()[0])
+    except OSError: pass' &
+BGPIDS+=("$!")
+silentpid=$!
+wait_until 5 eval 'ss -ltn | grep -q "127.0.0.1:$SILENT "'
+"$FNFS" worker --connect "tls://127.0.0.1:$SILENT" --id w9 --memory 512 --ca "$CA" \
+	--cert "$CERTS/w2.pem" --key "$CERTS/w2.key" --data "$T/w-w9" 2>"$T/w9.log" &
+BGPIDS+=("$!")
+w9=$!
+check "a handshake with no answer is given up within the connect timeout, and tried again" \
+	wait_until 14 eval '[ "$(grep -c "no answer from tls://127.0.0.1:$SILENT within 5000 ms; trying again" "$T/w9.log")" -ge 2 ]'
+kill "$w9" "$silentpid" 2>/dev/null
+
 # ---- refusals, each journalled with its reason
 python3 - "$PORT" >"$T/nocert.out" 2>&1 <<'PY'
 import socket, ssl, struct, sys
@@ -227,7 +249,7 @@ tls_worker w2 w2
 check "a new connection with its certificate replaces the silent one" wait_until 10 eval '[ "$(cat "$W/w2/pid")" = "${WPID[w2]}" ] && state_is "$W/w2/state" healthy'
 check "the replacement is journalled" grep -q 'worker\.offline w2 reason="replaced by a new connection from 127\.0\.0\.1:[0-9]* (silent for [0-9]* ms)"' "$MNT/events"
 kill -9 "$old"
-wait "$old" 2>/dev/null
+{ wait "$old"; } 2>/dev/null
 
 # ---- a new certificate lets w1 back in
 # At least a second after the revoke: certificates have 1 s resolution.
