@@ -58,6 +58,8 @@ static int refuse(struct sched *s, const char *id, const struct sched_peer *p,
 	if (p->cert.cn[0]) {
 		rt_buf_kv(&kvs, "cn", p->cert.cn);
 		rt_buf_kv(&kvs, "serial", p->cert.serial);
+		/* Checked after a resumed handshake as after a full one. */
+		rt_buf_kv(&kvs, "resumed", p->resumed ? "yes" : "no");
 	}
 	rt_buf_kv(&kvs, "reason", reason);
 	sched_event(s, "worker.refused", id ? id : "workers", kvs.data);

@@ -31,6 +31,7 @@ struct conn {
 	struct rt_buf plain;	     /* TLS: decrypted, not yet decoded */
 	uv_timer_t admit_timer;	     /* TCP: bounds the time to admission */
 	int handles;		     /* open handles: freed at 0 */
+	struct conn *next, **pprev;  /* in s->conns until closing */
 	int sniffed;		     /* TCP: its first byte was seen */
 	int admitted;		     /* it may speak (on_accept said so) */
 	int closing;
@@ -105,9 +106,26 @@ static void conn_closed(uv_handle_t *h)
 	free(c);
 }
 
+static void conn_link(struct conn *c)
+{
+	struct sched *s = c->s;
+
+	c->next = s->conns;
+	if (s->conns != NULL)
+		s->conns->pprev = &c->next;
+	s->conns = c;
+	c->pprev = &s->conns;
+}
+
 /* Writes what is queued, says goodbye (TLS) and closes the handle. */
 static void conn_end(struct conn *c)
 {
+	if (c->pprev != NULL) {
+		*c->pprev = c->next;
+		if (c->next != NULL)
+			c->next->pprev = c->pprev;
+		c->pprev = NULL;
+	}
 	rt_wire_out_close(&c->out);
 	if (c->tls != NULL)
 		rt_tls_shutdown(c->tls);
@@ -310,10 +328,12 @@ void sched__on_connection(uv_stream_t *server, int status)
 	uv_pipe_init(s->loop, &c->h.pipe, 0);
 	c->h.pipe.data = c;
 	c->handles = 1;
+	conn_link(c);
 	c->peer.transport = SCHED_UNIX;
 	rt_wire_out_init(&c->out, &s->flusher, &c->h.stream);
 	if (uv_accept(server, &c->h.stream) < 0) {
-		uv_close(&c->h.handle, conn_closed);
+		c->closing = 1;
+		conn_end(c);
 		return;
 	}
 	if (admit(c) < 0)
@@ -352,6 +372,7 @@ void sched__on_tcp_connection(uv_stream_t *server, int status)
 	uv_timer_init(s->loop, &c->admit_timer);
 	c->admit_timer.data = c;
 	c->handles = 2;
+	conn_link(c);
 	c->peer.transport = SCHED_TCP; /* until its first byte says TLS */
 	c->peer.uid = (uid_t)-1;
 	c->peer.gid = (gid_t)-1;
@@ -397,6 +418,17 @@ void sched__conn_detach(struct conn *c)
 {
 	if (c != NULL)
 		c->worker = NULL;
+}
+
+void sched__conn_close_all(struct sched *s)
+{
+	struct conn *c;
+
+	while ((c = s->conns) != NULL) {
+		c->worker = NULL; /* told no one */
+		c->closing = 1;
+		conn_end(c); /* unlinks it */
+	}
 }
 
 void sched__conn_drop(struct sched_worker *w)

@@ -98,6 +98,11 @@ void sched__conn_bind(struct conn *c, struct sched_worker *w);
 /* Unties connection `c` (may be NULL) from its worker (being freed). */
 void sched__conn_detach(struct conn *c);
 
+/* At shutdown, after sched__conn_drop of every worker: closes the
+ * connections left (peers that never registered) without telling
+ * anyone, so that none keeps the loop alive. */
+void sched__conn_close_all(struct sched *s);
+
 /* At shutdown: closes the connection of worker `w` (if any) without
  * telling anyone, and marks the worker offline. */
 void sched__conn_drop(struct sched_worker *w);

@@ -259,6 +259,7 @@ static void finish_shutdown(struct sched *s)
 	sched__listen_close(s);
 	unlink(s->sock_path);
 	rt_map_each(&s->pool.children, close_conn_cb, NULL);
+	sched__conn_close_all(s);
 	rt_wire_flusher_stop(&s->flusher);
 	sched__requests_end_all(s);
 	for (i = 0; i < SCHED_POOL_MAX; i++) {

@@ -195,7 +195,7 @@ check "revoke: w1 is revoked" wait_until 5 state_is "$W/w1/state" revoked
 check "worker.revoked is journalled with the serial" grep -q "worker\.revoked w1 serial=$s1 " "$MNT/events"
 check "its instances move elsewhere" wait_until 15 eval 'running_all "$F" 1 && [ "$(where "$F/instances/0")" = w2 ]'
 check "the revoked worker is refused when it comes back, and exits" wait_until 15 eval '! alive "${WPID[w1]}"'
-check "revoked: worker.refused" refused_event 'worker\.refused w1 .*reason="the certificate of w1 \(serial [0-9A-F]+\) is revoked"'
+check "revoked: worker.refused, on a resumed TLS session" refused_event 'worker\.refused w1 .*resumed=yes reason="the certificate of w1 \(serial [0-9A-F]+\) is revoked"'
 
 crash_fnfs
 start_fnfs --workers 0 --listen "127.0.0.1:$PORT" --insecure --heartbeat-timeout 10000 2>>"$T/mount.log" || exit 1
@@ -260,5 +260,21 @@ rm -f "$CERTS/w1.pem" "$CERTS/w1.key"
 tls_worker w1 w1
 check "a new certificate of w1 is admitted" wait_until 10 state_is "$W/w1/state" healthy
 check "with a new serial" eval '[ -n "$(stat_of "$W/w1/status" cert_serial)" ] && [ "$(stat_of "$W/w1/status" cert_serial)" != "$s1" ]'
+
+# ---- an unmount is not held up by a peer that never registers
+python3 -c 'import socket, sys, time
+s = socket.create_connection(("127.0.0.1", '"$PORT"'))
+s.sendall(b"\0")
+open(sys.argv[1], "w").close()
+time.sleep(60)' "$T/idle.ready" &
+BGPIDS+=("$!")
+idle=$!
+wait_until 5 test -e "$T/idle.ready"
+# A turn of the controller's loop after the connection came: it is
+# accepted and read.
+cat "$W/status" >/dev/null
+fusermount3 -u "$MNT"
+check "the controller exits at unmount with an idle connection open" wait_until 9 eval '! alive "$PID"'
+kill "$idle" 2>/dev/null
 
 done_testing
