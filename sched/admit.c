@@ -128,6 +128,12 @@ static int admit_tcp(struct sched *s, const struct sched_peer *p,
 	return 0;
 }
 
+void sched__admit_refused(struct sched *s, const struct sched_peer *p,
+			  const char *reason)
+{
+	refuse(s, NULL, p, EPERM, reason);
+}
+
 int sched__admit_peer(struct sched *s, const struct sched_peer *p,
 		      struct rt_buf *why)
 {

@@ -16,6 +16,12 @@
 int sched__admit_peer(struct sched *s, const struct sched_peer *p,
 		      struct rt_buf *why);
 
+/* Journals and logs (worker.refused) that peer `p` was refused before
+ * it had an id: its registration was malformed, or claimed a reserved
+ * name. */
+void sched__admit_refused(struct sched *s, const struct sched_peer *p,
+			  const char *reason);
+
 /* Whether peer `p` may register as worker `id` (`w`: the worker known
  * under that id, or NULL); see docs/decisions.md ("Who may take a worker
  * id"). Returns 0, or -EBUSY/-EPERM with the reason in `why`, journalled

@@ -65,6 +65,7 @@ void sched__on_register(struct sched *s, struct conn *c, const struct rt_msg *m)
 	int64_t now = rt_now_ms();
 
 	if (id == NULL || !rt_name_valid(id) || mem <= 0 || mem > (1LL << 30)) {
+		sched__admit_refused(s, peer, "bad registration");
 		sched__conn_send(c, json_pack("{s:s, s:s}", "type", "refused",
 					      "reason", "bad registration"));
 		sched__conn_close(c, "bad registration");
@@ -72,6 +73,7 @@ void sched__on_register(struct sched *s, struct conn *c, const struct rt_msg *m)
 	}
 	if (strcmp(id, "pool_size") == 0 || strcmp(id, "strategy") == 0 ||
 	    strcmp(id, "rebalance") == 0 || strcmp(id, "status") == 0) {
+		sched__admit_refused(s, peer, "that id is a file of workers/");
 		sched__conn_send(c, json_pack("{s:s, s:s}", "type", "refused",
 					      "reason",
 					      "that id is a file of workers/"));

@@ -213,6 +213,9 @@ plainpid=$!
 check "with --insecure, a plain TCP worker registers" wait_until 10 state_is "$W/plain/state" healthy
 check_eq "status: transport tcp, its pid" "$(stat_of "$W/plain/status" transport) $(cat "$W/plain/pid")" "tcp $plainpid"
 check_eq "no TLS lines" "$(grep -c tls_resumed "$W/plain/status")" "0"
+timeout 20 "$FNFS" worker --connect "tcp://127.0.0.1:$PORT" --insecure --id status --memory 512 --data "$T/w-status" >/dev/null 2>&1
+check_eq "a reserved id is refused (exit 1)" "$?" "1"
+check "reserved id: worker.refused" refused_event 'worker\.refused workers transport=tcp address=127\.0\.0\.1:[0-9]+ reason="that id is a file of workers/"'
 
 # ---- revoke without a certificate seen, and resume
 "$FNFS" ca issue --data "$DATA" plain --out "$CERTS" >/dev/null
