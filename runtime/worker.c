@@ -395,6 +395,14 @@ static void handle(struct rt_worker *w, const struct rt_msg *m)
 		/* A controller that starts over learns everything it runs. */
 		report_all(w);
 		w->lost_mono = 0;
+	} else if (strcmp(m->type, "refused") == 0 &&
+		   json_is_true(json_object_get(m->header, "retry"))) {
+		/* Its id is busy, maybe with its own old connection that
+		 * the controller has not seen lost yet: again, later. */
+		rt_log(RT_LOG_WARN,
+		       "worker %s: refused for now: %s; trying again", w->id,
+		       rt_msg_str(m, "reason") ? rt_msg_str(m, "reason") : "?");
+		conn_lost(w, "refused for now");
 	} else if (strcmp(m->type, "refused") == 0) {
 		const char *why = rt_msg_str(m, "reason");
 

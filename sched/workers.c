@@ -63,6 +63,7 @@ void sched__on_register(struct sched *s, struct conn *c, const struct rt_msg *m)
 	struct rt_buf kvs = { 0 };
 	char v[32];
 	int64_t now = rt_now_ms();
+	int rc;
 
 	if (id == NULL || !rt_name_valid(id) || mem <= 0 || mem > (1LL << 30)) {
 		sched__admit_refused(s, peer, "bad registration");
@@ -83,9 +84,15 @@ void sched__on_register(struct sched *s, struct conn *c, const struct rt_msg *m)
 	sched__admit_replace(s, id, peer);
 	o = sched_child(&s->pool, id);
 	w = (struct sched_worker *)o;
-	if (sched__admit_id(s, id, w, peer, &kvs) < 0) {
-		sched__conn_send(c, json_pack("{s:s, s:s}", "type", "refused",
-					      "reason", kvs.data));
+	rc = sched__admit_id(s, id, w, peer, &kvs);
+	if (rc < 0) {
+		/* Over TCP, a busy id may be the worker's own connection,
+		 * not yet seen lost: it may try again. */
+		sched__conn_send(c,
+				 json_pack("{s:s, s:s, s:b}", "type", "refused",
+					   "reason", kvs.data, "retry",
+					   rc == -EBUSY && peer->transport !=
+								   SCHED_UNIX));
 		rt_buf_free(&kvs);
 		sched__conn_close(c, "refused");
 		return;
