@@ -26,7 +26,7 @@
 
 /* A TLS worker's old connection silent this long (a heartbeat goes every
  * second) gives way to a new one with its certificate. */
-#define ADMIT_REPLACE_SILENT_MS 1500
+#define ADMIT_REPLACE_SILENT_MS 2500
 
 /* The settings key of the process registered as `id`. */
 static void key_of(const char *id, char *key, size_t n)

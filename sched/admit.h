@@ -38,7 +38,7 @@ int sched__admit_record(struct sched *s, const char *id,
 
 /* Before peer `p` registers as `id`: when it proves, by its certificate,
  * to be the worker `id` that is connected, and that connection has been
- * silent for more than a heartbeat and a half, the old connection is
+ * silent for more than two heartbeats and a half, the old connection is
  * closed (a partition the controller has not noticed yet leaves it
  * open); else the registration is refused as a duplicate. */
 void sched__admit_replace(struct sched *s, const char *id,

@@ -31,7 +31,10 @@ struct conn {
 	struct rt_buf plain;	     /* TLS: decrypted, not yet decoded */
 	uv_timer_t admit_timer;	     /* TCP: bounds the time to admission */
 	int handles;		     /* open handles: freed at 0 */
-	struct conn *next, **pprev;  /* in s->conns until closing */
+	struct conn *next, **pprev;  /* in s->conns until its handles close */
+	uv_shutdown_t shut_req;	     /* TCP: our end, when lingering */
+	int lingering;		     /* closing: waits for the peer's end */
+	int ended;		     /* its handles are closing */
 	int sniffed;		     /* TCP: its first byte was seen */
 	int admitted;		     /* it may speak (on_accept said so) */
 	int closing;
@@ -39,6 +42,8 @@ struct conn {
 
 /* A TCP peer has this long to finish its TLS handshake. */
 #define CONN_ADMIT_MS 10000
+/* A closed TCP connection waits this long for the peer to close too. */
+#define CONN_LINGER_MS 2000
 
 const char *sched_transport_name(enum sched_transport t)
 {
@@ -117,23 +122,56 @@ static void conn_link(struct conn *c)
 	c->pprev = &s->conns;
 }
 
-/* Writes what is queued, says goodbye (TLS) and closes the handle. */
-static void conn_end(struct conn *c)
+/* Closes the handles now (idempotent). */
+static void close_now(struct conn *c)
 {
+	if (c->ended)
+		return;
+	c->ended = 1;
 	if (c->pprev != NULL) {
 		*c->pprev = c->next;
 		if (c->next != NULL)
 			c->next->pprev = c->pprev;
 		c->pprev = NULL;
 	}
-	rt_wire_out_close(&c->out);
-	if (c->tls != NULL)
-		rt_tls_shutdown(c->tls);
 	if (c->h.handle.type == UV_TCP) {
 		uv_timer_stop(&c->admit_timer);
 		uv_close((uv_handle_t *)&c->admit_timer, conn_closed);
 	}
 	uv_close(&c->h.handle, conn_closed);
+}
+
+static void on_linger_timeout(uv_timer_t *t)
+{
+	close_now(t->data);
+}
+
+static void on_shut(uv_shutdown_t *req, int status)
+{
+	(void)req;
+	(void)status; /* the peer's end of file, or the timeout, closes */
+}
+
+/* Writes what is queued and says goodbye (TLS). With `linger`, a TCP
+ * connection then ends its side (FIN after the queued bytes) and is
+ * closed when the peer closes its own, or after CONN_LINGER_MS: closed
+ * at once with bytes of the peer unread, it would be reset, and a reset
+ * can destroy the last frame (a refusal and its reason) before the peer
+ * reads it. Else, and on the Unix socket, it is closed at once. */
+static void conn_end(struct conn *c, int linger)
+{
+	rt_wire_out_close(&c->out);
+	if (c->tls != NULL)
+		rt_tls_shutdown(c->tls);
+	if (linger && c->h.handle.type == UV_TCP && !c->ended &&
+	    uv_shutdown(&c->shut_req, &c->h.stream, on_shut) == 0) {
+		c->lingering = 1;
+		uv_timer_stop(&c->admit_timer);
+		uv_timer_start(&c->admit_timer, on_linger_timeout,
+			       CONN_LINGER_MS, 0);
+		return;
+	}
+	close_now(c);
 }
 
 void sched__conn_close(struct conn *c, const char *why)
@@ -146,7 +184,7 @@ void sched__conn_close(struct conn *c, const char *why)
 	c->worker = NULL;
 	if (w != NULL)
 		c->s->conn_ops->on_gone(c->s, w, why);
-	conn_end(c);
+	conn_end(c, 1);
 }
 
 static int handle_cb(const struct rt_msg *m, void *arg)
@@ -203,6 +241,12 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
 {
 	struct conn *c = st->data;
 
+	if (c->lingering) {
+		/* Read and dropped until the peer closes its end. */
+		if (n < 0)
+			close_now(c);
+		return;
+	}
 	if (n < 0) {
 		if (c->tls != NULL && !c->admitted && !c->closing) {
 			/* Gone during the handshake. */
@@ -333,7 +377,7 @@ void sched__on_connection(uv_stream_t *server, int status)
 	rt_wire_out_init(&c->out, &s->flusher, &c->h.stream);
 	if (uv_accept(server, &c->h.stream) < 0) {
 		c->closing = 1;
-		conn_end(c);
+		conn_end(c, 0);
 		return;
 	}
 	if (admit(c) < 0)
@@ -379,7 +423,7 @@ void sched__on_tcp_connection(uv_stream_t *server, int status)
 	rt_wire_out_init(&c->out, &s->flusher, &c->h.stream);
 	if (uv_accept(server, &c->h.stream) < 0) {
 		c->closing = 1;
-		conn_end(c);
+		conn_end(c, 0);
 		return;
 	}
 	rt_tcp_tune(&c->h.tcp);
@@ -426,8 +470,12 @@ void sched__conn_close_all(struct sched *s)
 
 	while ((c = s->conns) != NULL) {
 		c->worker = NULL; /* told no one */
-		c->closing = 1;
-		conn_end(c); /* unlinks it */
+		if (!c->closing) {
+			c->closing = 1;
+			conn_end(c, 0); /* unlinks it */
+		} else {
+			close_now(c); /* lingering: unlinks it */
+		}
 	}
 }
 
@@ -441,7 +489,7 @@ void sched__conn_drop(struct sched_worker *w)
 		w->online = 0;
 		if (!c->closing) {
 			c->closing = 1;
-			conn_end(c);
+			conn_end(c, 0);
 		}
 	}
 }

@@ -292,7 +292,7 @@ kill "$dup"
 # has not noticed yet) comes back on a new one, which replaces it.
 old=${WPID[w2]}
 kill -STOP "$old"
-silent() { [ "$(stat_of "$W/w2/status" heartbeat_age_ms)" -gt 1600 ]; }
+silent() { [ "$(stat_of "$W/w2/status" heartbeat_age_ms)" -gt 2600 ]; }
 check "w2 goes silent, still online" wait_until 5 eval 'silent && ! state_is "$W/w2/state" offline'
 tls_worker w2 w2
 check "a new connection with its certificate replaces the silent one" wait_until 10 eval '[ "$(cat "$W/w2/pid")" = "${WPID[w2]}" ] && state_is "$W/w2/state" healthy'
