@@ -96,10 +96,11 @@ check_eq "status: the serial of its certificate" "$(stat_of "$W/w1/status" cert_
 F=$MNT/tenants/acme/prod/up
 mkdir -p "$F"
 write "$F/mode" hot
-write "$F/command" 'while read -r l; do echo "$l" | tr a-z A-Z; done'
+write "$F/command" 'while read -r l; do echo "seen $l" >&2; echo "$l" | tr a-z A-Z; done'
 check "an instance runs on the TLS worker" wait_until 10 running_all "$F" 1
 check_eq "placed on w1" "$(where "$F/instances/0")" "w1"
 check_eq "a hot call over TLS" "$(echo 'hello tls' | "$FNFS" invoke acme/prod/up --mount "$MNT")" "HELLO TLS"
+check "its log comes over TLS from the worker" wait_until 5 grep -q "seen hello tls" "$F/instances/0/log"
 J=$MNT/tenants/acme/prod/json
 mkdir -p "$J"
 cat >"$J/config" <<JSON
