@@ -286,6 +286,8 @@ struct fs_options {
 	int starts_per_minute;	/* --worker-starts N a minute, or 0 */
 	unsigned run_as_uid;	/* --run-as: root's tenants' functions */
 	unsigned run_as_gid;
+	const char *listen; /* --listen IP:PORT, or NULL */
+	int insecure;	    /* --insecure */
 };
 
 /* Runs `fnfs mount`: mounts, serves until unmounted or signalled, unmounts.

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../runtime/ca.h"
+#include "../runtime/net.h"
 #include "../runtime/worker.h"
 #include "fs.h"
 
@@ -15,9 +17,14 @@ static const char usage_text[] =
 	"usage:\n"
 	"  fnfs mount [-f] [--data DIR] [--workers N] [--worker-memory MB]\n"
 	"             [--heartbeat-timeout MS] [--worker-starts N]\n"
-	"             [--run-as USER] [--allow-root-functions] MOUNTPOINT\n"
-	"  fnfs worker --connect SOCKET --id ID --memory MB [--tags a,b]\n"
-	"              [--namespaces tenant/ns,...] [--orphan-timeout S]\n"
+	"             [--run-as USER] [--allow-root-functions]\n"
+	"             [--listen IP:PORT [--insecure]] MOUNTPOINT\n"
+	"  fnfs worker --connect SOCKET|tls://IP:PORT|tcp://IP:PORT --id ID\n"
+	"              --memory MB [--tags a,b] [--namespaces tenant/ns,...]\n"
+	"              [--orphan-timeout S] [--data DIR]\n"
+	"              [--ca CA.pem --cert ID.pem --key ID.key] [--insecure]\n"
+	"  fnfs ca init [--data DIR]\n"
+	"  fnfs ca issue [--data DIR] [--out DIR] [--days N] ID\n"
 	"  fnfs invoke TENANT/NAMESPACE/FUNCTION [--mount MOUNTPOINT] < "
 	"request\n"
 	"  fnfs version\n"
@@ -28,7 +35,8 @@ static const char help_text[] =
 	"\n"
 	"  fnfs mount [-f] [--data DIR] [--workers N] [--worker-memory MB]\n"
 	"             [--heartbeat-timeout MS] [--worker-starts N]\n"
-	"             [--run-as USER] [--allow-root-functions] MOUNTPOINT\n"
+	"             [--run-as USER] [--allow-root-functions]\n"
+	"             [--listen IP:PORT [--insecure]] MOUNTPOINT\n"
 	"      Mounts the control tree at MOUNTPOINT (created when missing)\n"
 	"      and returns once it is ready; -f stays in the foreground, logs\n"
 	"      to stderr and exits 0 on Ctrl-C. State lives in DIR/fnfs.db\n"
@@ -44,6 +52,10 @@ static const char help_text[] =
 	"      in a sandbox; root's tenants run as --run-as USER (default\n"
 	"      nobody). Running them as root (--run-as root) needs\n"
 	"      --allow-root-functions.\n"
+	"      --listen IP:PORT also accepts workers of other machines over\n"
+	"      TCP with TLS 1.3 and certificates of the cluster CA (fnfs ca\n"
+	"      init first). --insecure admits plain TCP too, with no\n"
+	"      authentication: for tests and loopback only.\n"
 	"      SIGTERM, SIGINT or `fusermount3 -u MOUNTPOINT` unmount it and\n"
 	"      stop every instance and local worker. A dead mount left by a\n"
 	"      crash is cleaned up first; after a crash the workers, which\n"
@@ -56,6 +68,19 @@ static const char help_text[] =
 	"      Runs a worker by hand: it registers and runs the instances\n"
 	"      placed on it. Without a controller for S seconds (default 60)\n"
 	"      it stops them and exits.\n"
+	"  fnfs worker --connect tls://IP:PORT --id ID --memory MB\n"
+	"              --ca CA.pem --cert ID.pem --key ID.key --data DIR\n"
+	"      The same on another machine, over TLS 1.3 to a controller's\n"
+	"      --listen: ID.pem must name ID; the controller's certificate\n"
+	"      must come from CA.pem. tcp://IP:PORT --insecure: plain TCP,\n"
+	"      to a controller started with --insecure (tests only).\n"
+	"  fnfs ca init [--data DIR]\n"
+	"      Creates the cluster CA in DIR/ca (ca.key 0600) and the\n"
+	"      controller's certificate for --listen.\n"
+	"  fnfs ca issue [--data DIR] [--out DIR] [--days N] ID\n"
+	"      Writes ID.key (0600) and ID.pem, worker ID's certificate for N\n"
+	"      days (default 365; 0: already expired, for tests), in --out\n"
+	"      (default .).\n"
 	"  fnfs invoke TENANT/NAMESPACE/FUNCTION [--mount MOUNTPOINT] < "
 	"request\n"
 	"      Calls a hot or cold function through the mount (default: the\n"
@@ -101,8 +126,8 @@ static const char help_text[] =
 	"  workers/strategy               spread | pack | random\n"
 	"  workers/rebalance              write 1: even out the instances\n"
 	"  workers/status                 the pool: started, registering, ...\n"
-	"  workers/W/                     state (write drain | resume), "
-	"memory,\n"
+	"  workers/W/                     state (write drain | resume |\n"
+	"                                 revoke), memory,\n"
 	"                                 free, tags, namespaces, pid, "
 	"status,\n"
 	"                                 stats, assignments/\n"
@@ -186,6 +211,42 @@ static int resolve_run_as(const char *user, int allow_root,
 	return 0;
 }
 
+/* --listen wants an address and the cluster CA; --insecure wants
+ * --listen. Returns 0, or -1 having said why. */
+static int check_listen(const struct fs_options *opt)
+{
+	struct sockaddr_storage ss;
+	struct rt_buf why = { 0 };
+	int rc = 0;
+
+	if (opt->insecure && opt->listen == NULL) {
+		fprintf(stderr, "fnfs mount: --insecure goes with --listen\n");
+		return -1;
+	}
+	if (opt->listen == NULL)
+		return 0;
+	if (rt_addr_parse(opt->listen, 1, &ss) < 0) {
+		fprintf(stderr,
+			"fnfs mount: --listen wants IP:PORT or [IPv6]:PORT, "
+			"not \"%s\"\n",
+			opt->listen);
+		return -1;
+	}
+	if (sched_listen_check(opt->datadir, &why) < 0) {
+		fprintf(stderr, "fnfs mount: %s\n", why.data);
+		rc = -1;
+	}
+	if (rc == 0 && opt->insecure)
+		fprintf(stderr,
+			"fnfs mount: WARNING: --insecure: plain TCP workers "
+			"on %s are neither authenticated nor encrypted; any "
+			"peer may register under any id. Use it for tests "
+			"and loopback only.\n",
+			opt->listen);
+	rt_buf_free(&why);
+	return rc;
+}
+
 static int cmd_mount(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -197,6 +258,8 @@ static int cmd_mount(int argc, char **argv)
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "run-as", required_argument, NULL, 'u' },
 		{ "allow-root-functions", no_argument, NULL, 'R' },
+		{ "listen", required_argument, NULL, 'l' },
+		{ "insecure", no_argument, NULL, 'I' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -249,6 +312,8 @@ static int cmd_mount(int argc, char **argv)
 			break;
 		case 'u': run_as = optarg; break;
 		case 'R': allow_root = 1; break;
+		case 'l': opt.listen = optarg; break;
+		case 'I': opt.insecure = 1; break;
 		case 'h': fputs(help_text, stdout); return 0;
 		default: fputs(usage_text, stderr); return 2;
 		}
@@ -266,6 +331,10 @@ static int cmd_mount(int argc, char **argv)
 		make_parents(owned);
 		opt.datadir = owned;
 	}
+	if (check_listen(&opt) < 0) {
+		free(owned);
+		return 2;
+	}
 	rc = fs_mount_main(&opt);
 	free(owned);
 	return rc;
@@ -274,6 +343,7 @@ static int cmd_mount(int argc, char **argv)
 int main(int argc, char **argv)
 {
 	const char *cmd = argc > 1 ? argv[1] : "";
+	int rc;
 
 	if (strcmp(cmd, "mount") == 0)
 		return cmd_mount(argc - 1, argv + 1);
@@ -281,6 +351,13 @@ int main(int argc, char **argv)
 		return rt_worker_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "invoke") == 0)
 		return fs_invoke_main(argc - 1, argv + 1);
+	if (strcmp(cmd, "ca") == 0) {
+		char *data = default_datadir();
+
+		rc = rt_ca_main(argc - 1, argv + 1, data);
+		free(data);
+		return rc;
+	}
 	if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
 		printf("fnfs %s\n", FNFS_VERSION);
 		return 0;

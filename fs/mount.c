@@ -471,7 +471,8 @@ static int serve(const char *mp, const char *datadir, int ready,
 	struct sched_options so = {
 		opt->workers,	 opt->worker_memory,	 NULL,
 		logpath,	 opt->heartbeat_timeout, opt->starts_per_minute,
-		opt->run_as_uid, opt->run_as_gid
+		opt->run_as_uid, opt->run_as_gid,	 opt->listen,
+		opt->insecure
 	};
 	char self[PATH_MAX];
 	ssize_t n;

@@ -225,8 +225,10 @@ int rt_wire_out_flush(struct rt_wire_out *o)
 
 	out_unlink(o);
 	if (o->pending.len > 0 && o->stream != NULL)
-		rc = rt_stream_write(o->stream, o->pending.data,
-				     o->pending.len);
+		rc = o->write ? o->write(o->write_arg, o->pending.data,
+					 o->pending.len)
+			      : rt_stream_write(o->stream, o->pending.data,
+						o->pending.len);
 	o->pending.len = 0;
 	/* A large body's room is not kept. */
 	if (o->pending.cap > 65536)
@@ -290,6 +292,13 @@ void rt_wire_out_init(struct rt_wire_out *o, struct rt_wire_flusher *f,
 	memset(o, 0, sizeof(*o));
 	o->f = f;
 	o->stream = stream;
+}
+
+void rt_wire_out_transport(struct rt_wire_out *o, rt_wire_write_fn fn,
+			   void *arg)
+{
+	o->write = fn;
+	o->write_arg = arg;
 }
 
 int rt_wire_out_send(struct rt_wire_out *o, json_t *header, const void *body,

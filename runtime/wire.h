@@ -71,10 +71,17 @@ struct rt_wire_flusher {
 	int started;
 };
 
+/* Writes `len` bytes of frames to the transport: a hook for one that
+ * transforms them first (TLS encrypts, then writes to the stream).
+ * Returns 0 or -errno. */
+typedef int (*rt_wire_write_fn)(void *arg, const void *data, size_t len);
+
 /* The frames queued for one stream. */
 struct rt_wire_out {
 	struct rt_wire_flusher *f; /* NULL or stopped: frames go at once */
 	uv_stream_t *stream;
+	rt_wire_write_fn write; /* NULL: rt_stream_write to `stream` */
+	void *write_arg;
 	struct rt_buf pending;
 	struct rt_wire_out *next, **pprev; /* in f's list while pending */
 };
@@ -89,6 +96,11 @@ void rt_wire_flusher_stop(struct rt_wire_flusher *f);
 /* Sets up `o` for `stream`, batched by `f` (may be NULL). */
 void rt_wire_out_init(struct rt_wire_out *o, struct rt_wire_flusher *f,
 		      uv_stream_t *stream);
+
+/* Makes `o` write through `fn(arg, ...)` (NULL: straight to its
+ * stream), e.g. rt_tls_send. Frames already queued go the new way. */
+void rt_wire_out_transport(struct rt_wire_out *o, rt_wire_write_fn fn,
+			   void *arg);
 
 /* Encodes a message into `o`'s batch; the header reference is consumed.
  * Returns 0 or -errno (-EINVAL, -ENOMEM, or a write error when the frame

@@ -20,8 +20,13 @@
 #include "code.h"
 #include "worker.h"
 
-#define RETRY_FIRST_MS		 100
-#define RETRY_MAX_MS		 2000
+/* Reconnection: full jitter under a ceiling that doubles from
+ * RETRY_FIRST_MS to RETRY_MAX_MS (rt_backoff_delay). */
+#define RETRY_FIRST_MS 100
+#define RETRY_MAX_MS   2000
+/* A connection not registered this long after it was started (a connect
+ * or a TLS handshake with no answer) is given up and tried again. */
+#define CONNECT_TIMEOUT_MS	 5000
 #define ORPHAN_TIMEOUT_DEFAULT_S 60
 
 static void conn_lost(struct rt_worker *w, const char *why);
@@ -408,6 +413,14 @@ static void handle(struct rt_worker *w, const struct rt_msg *m)
 		report_all(w);
 		rt_code_reconnected(w);
 		w->lost_mono = 0;
+	} else if (strcmp(m->type, "refused") == 0 &&
+		   json_is_true(json_object_get(m->header, "retry"))) {
+		/* Its id is busy, maybe with its own old connection that
+		 * the controller has not seen lost yet: again, later. */
+		rt_log(RT_LOG_WARN,
+		       "worker %s: refused for now: %s; trying again", w->id,
+		       rt_msg_str(m, "reason") ? rt_msg_str(m, "reason") : "?");
+		conn_lost(w, "refused for now");
 	} else if (strcmp(m->type, "refused") == 0) {
 		const char *why = rt_msg_str(m, "reason");
 
@@ -481,17 +494,13 @@ static int handle_cb(const struct rt_msg *m, void *arg)
 	return !w->connected && !w->connecting;
 }
 
-static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+/* Decodes `n` bytes of frames and handles them. */
+static void frames(struct rt_worker *w, const char *data, size_t n)
 {
-	struct rt_worker *w = s->data;
 	struct rt_buf why = { 0 };
 	int rc;
 
-	if (n < 0) {
-		conn_lost(w, n == UV_EOF ? "closed" : uv_strerror((int)n));
-		return;
-	}
-	rc = rt_wire_feed(&w->in, buf->base, (size_t)n, handle_cb, w, &why);
+	rc = rt_wire_feed(&w->in, data, n, handle_cb, w, &why);
 	if (rc < 0) {
 		rt_log(RT_LOG_ERROR,
 		       "worker %s: bad message from the controller: %s", w->id,
@@ -499,6 +508,64 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 		conn_lost(w, "protocol error");
 	}
 	rt_buf_free(&why);
+}
+
+/* Bytes of a TLS connection: the handshake, at whose end the controller's
+ * certificate is checked (chain to --ca by OpenSSL, role here), then
+ * frames. */
+static void tls_read(struct rt_worker *w, const char *data, size_t n)
+{
+	struct rt_buf why = { 0 };
+	struct rt_cert_info ci;
+	int rc;
+
+	rc = rt_tls_feed(&w->tls, data, n, &w->plain, &why);
+	if (rc < 0) {
+		if (rc != -EPIPE) /* not a close_notify */
+			rt_log(RT_LOG_ERROR, "worker %s: TLS with %s: %s",
+			       w->id, w->sock_path,
+			       why.data ? why.data : "error");
+		conn_lost(w, rc == -EPIPE ? "closed" : "TLS error");
+		goto out;
+	}
+	if (rc == 1) {
+		rt_buf_reset(&why);
+		if (rt_tls_peer_check(&w->tls, RT_CA_ROLE_CONTROLLER, &ci,
+				      &why) < 0) {
+			rt_log(RT_LOG_ERROR,
+			       "worker %s: %s is no controller of this "
+			       "cluster: %s",
+			       w->id, w->sock_path, why.data);
+			conn_lost(w, "not the controller");
+			goto out;
+		}
+		rt_log(RT_LOG_INFO, "worker %s: TLS session with %s %s", w->id,
+		       w->sock_path,
+		       rt_tls_resumed(&w->tls) ? "resumed"
+					       : "new (not resumed)");
+	}
+	if (w->plain.len > 0) {
+		frames(w, w->plain.data, w->plain.len);
+		rt_buf_reset(&w->plain);
+	}
+	if (w->tls.closed)
+		conn_lost(w, "closed");
+out:
+	rt_buf_free(&why);
+}
+
+static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
+{
+	struct rt_worker *w = s->data;
+
+	if (n < 0) {
+		conn_lost(w, n == UV_EOF ? "closed" : uv_strerror((int)n));
+		return;
+	}
+	if (w->tls.ssl != NULL)
+		tls_read(w, buf->base, (size_t)n);
+	else
+		frames(w, buf->base, (size_t)n);
 }
 
 /* ========================================================= connection */
@@ -511,14 +578,20 @@ static void on_retry(uv_timer_t *t)
 static void conn_closed(uv_handle_t *h)
 {
 	struct rt_worker *w = h->data;
+	int delay;
 
+	rt_tls_free(&w->tls);
+	rt_buf_reset(&w->plain);
 	if (w->shutting_down)
 		return;
 	if (rt_mono_ms() - w->lost_mono > w->orphan_timeout_ms) {
 		shutdown_all(w, "no controller within the orphan timeout");
 		return;
 	}
-	uv_timer_start(&w->retry, on_retry, (uint64_t)w->retry_ms, 0);
+	/* Full jitter: workers that lost one controller do not all come
+	 * back in the same instant. */
+	delay = rt_backoff_delay(w->retry_ms, &w->rng);
+	uv_timer_start(&w->retry, on_retry, (uint64_t)delay, 0);
 	w->retry_ms = w->retry_ms * 2 > RETRY_MAX_MS ? RETRY_MAX_MS
 						     : w->retry_ms * 2;
 }
@@ -535,12 +608,15 @@ static void conn_lost(struct rt_worker *w, const char *why)
 	w->connected = w->connecting = 0;
 	rt_buf_reset(&w->in);
 	rt_wire_out_flush(&w->out);
-	uv_close((uv_handle_t *)&w->conn, conn_closed);
+	rt_wire_out_transport(&w->out, NULL, NULL);
+	uv_close(&w->conn.handle, conn_closed);
 }
 
 static void on_connect(uv_connect_t *req, int status)
 {
 	struct rt_worker *w = req->data;
+	SSL_SESSION *last;
+	int rc = 0;
 
 	if (status == UV_ECANCELED)
 		return; /* the handle is being closed already */
@@ -550,19 +626,61 @@ static void on_connect(uv_connect_t *req, int status)
 		conn_lost(w, uv_strerror(status));
 		return;
 	}
-	uv_read_start((uv_stream_t *)&w->conn, rt_read_alloc, on_read);
-	send_register(w);
+	if (w->tcp)
+		rt_tcp_tune(&w->conn.tcp);
+	if (w->tls_ctx != NULL) {
+		/* Offer the last session (a TLS 1.3 ticket) to resume. */
+		last = rt_tls_session(w->tls_ctx);
+		rc = rt_tls_start(&w->tls, w->tls_ctx, 0, last,
+				  &w->conn.stream);
+		SSL_SESSION_free(last);
+		if (rc < 0) {
+			conn_lost(w, "out of memory");
+			return;
+		}
+		rt_wire_out_transport(&w->out, rt_tls_send, &w->tls);
+	}
+	uv_read_start(&w->conn.stream, rt_read_alloc, on_read);
+	send_register(w); /* over TLS: sent once the handshake is over */
+}
+
+static void on_connect_timeout(uv_timer_t *t)
+{
+	struct rt_worker *w = t->data;
+
+	if (!w->connecting || w->connected)
+		return;
+	rt_log(RT_LOG_WARN,
+	       "worker %s: no answer from %s within %d ms; trying again", w->id,
+	       w->sock_path, CONNECT_TIMEOUT_MS);
+	conn_lost(w, "no answer within the connect timeout");
 }
 
 static void try_connect(struct rt_worker *w)
 {
+	int rc;
+
 	if (w->shutting_down)
 		return;
-	uv_pipe_init(w->loop, &w->conn, 0);
-	w->conn.data = w;
 	w->connect_req.data = w;
 	w->connecting = 1;
-	uv_pipe_connect(&w->connect_req, &w->conn, w->sock_path, on_connect);
+	/* The retry timer is idle while connecting: it bounds the attempt
+	 * (conn_closed starts it again for the next one). */
+	uv_timer_start(&w->retry, on_connect_timeout, CONNECT_TIMEOUT_MS, 0);
+	if (w->tcp) {
+		uv_tcp_init(w->loop, &w->conn.tcp);
+		w->conn.tcp.data = w;
+		rc = uv_tcp_connect(&w->connect_req, &w->conn.tcp,
+				    (const struct sockaddr *)&w->addr,
+				    on_connect);
+		if (rc < 0)
+			conn_lost(w, uv_strerror(rc));
+		return;
+	}
+	uv_pipe_init(w->loop, &w->conn.pipe, 0);
+	w->conn.pipe.data = w;
+	uv_pipe_connect(&w->connect_req, &w->conn.pipe, w->sock_path,
+			on_connect);
 }
 
 /* ============================================================== ticks */
@@ -626,7 +744,97 @@ static void on_signal(uv_signal_t *s, int signum)
 static const char worker_usage[] =
 	"usage: fnfs worker --connect SOCKET --id ID --memory MB\n"
 	"                   [--tags a,b] [--namespaces tenant/ns,...]\n"
-	"                   [--orphan-timeout S] [--data DIR] [--simulate]\n";
+	"                   [--orphan-timeout S] [--data DIR] [--simulate]\n"
+	"       fnfs worker --connect tls://IP:PORT --ca CA.pem --cert ID.pem\n"
+	"                   --key ID.key --data DIR --id ID --memory MB ...\n"
+	"       fnfs worker --connect tcp://IP:PORT --insecure --data DIR\n"
+	"                   --id ID --memory MB ...\n";
+
+/* What --connect says: a Unix socket's path, tls://IP:PORT or
+ * tcp://IP:PORT. Fills w->tcp and w->addr; returns 0 (1 for tls://), or
+ * -1 having said why. */
+static int parse_connect(struct rt_worker *w)
+{
+	const char *u = w->sock_path;
+	int tls = strncmp(u, "tls://", 6) == 0;
+
+	if (!tls && strncmp(u, "tcp://", 6) != 0) {
+		if (strstr(u, "://") != NULL) {
+			fprintf(stderr,
+				"fnfs worker: --connect %s: want a socket "
+				"path, tls://IP:PORT or tcp://IP:PORT\n",
+				u);
+			return -1;
+		}
+		return 0;
+	}
+	w->tcp = 1;
+	if (rt_addr_parse(u + 6, 0, &w->addr) < 0) {
+		fprintf(stderr,
+			"fnfs worker: --connect %s: want %s://IP:PORT (or "
+			"[IPv6]:PORT): the controller is named by its "
+			"address\n",
+			u, tls ? "tls" : "tcp");
+		return -1;
+	}
+	return tls;
+}
+
+/* Checks the transport options and makes the TLS context. Returns 0, or
+ * 2 (usage) / 1 (files) having said why. */
+static int setup_transport(struct rt_worker *w, const char *ca,
+			   const char *cert, const char *key, int insecure,
+			   const char *data_opt)
+{
+	struct rt_buf why = { 0 };
+	int tls = parse_connect(w), rc = 0;
+
+	if (tls < 0)
+		return 2;
+	if (tls && (ca == NULL || cert == NULL || key == NULL)) {
+		fprintf(stderr, "fnfs worker: tls:// needs --ca, --cert and "
+				"--key (fnfs ca issue makes them)\n");
+		return 2;
+	}
+	if (!tls && (ca || cert || key)) {
+		fprintf(stderr, "fnfs worker: --ca, --cert and --key go with "
+				"--connect tls://\n");
+		return 2;
+	}
+	if (w->tcp && !tls && !insecure) {
+		fprintf(stderr,
+			"fnfs worker: tcp:// is plain TCP, neither "
+			"authenticated nor encrypted: add --insecure (tests "
+			"and loopback only), or use tls://\n");
+		return 2;
+	}
+	if (insecure && (!w->tcp || tls)) {
+		fprintf(stderr, "fnfs worker: --insecure goes with "
+				"--connect tcp://\n");
+		return 2;
+	}
+	if (w->tcp && data_opt == NULL) {
+		fprintf(stderr,
+			"fnfs worker: --connect %s needs --data DIR "
+			"(where instance logs go on this machine)\n",
+			w->sock_path);
+		return 2;
+	}
+	if (tls &&
+	    rt_tls_ctx_files(&w->tls_ctx, 0, ca, cert, key, NULL, &why) < 0) {
+		fprintf(stderr, "fnfs worker: %s\n",
+			why.data ? why.data : "no TLS");
+		rc = 1;
+	}
+	if (rc == 0 && insecure)
+		fprintf(stderr,
+			"fnfs worker: WARNING: --insecure: plain TCP to %s, "
+			"neither authenticated nor encrypted (tests and "
+			"loopback only)\n",
+			w->sock_path);
+	rt_buf_free(&why);
+	return rc;
+}
 
 /* Splits "a,b" into a JSON array, checking each item with `valid`. */
 static json_t *split_list(const char *s, int ns)
@@ -685,6 +893,10 @@ int rt_worker_main(int argc, char **argv)
 		{ "orphan-timeout", required_argument, NULL, 'o' },
 		{ "simulate", no_argument, NULL, 's' },
 		{ "data", required_argument, NULL, 'd' },
+		{ "ca", required_argument, NULL, 'A' },
+		{ "cert", required_argument, NULL, 'C' },
+		{ "key", required_argument, NULL, 'K' },
+		{ "insecure", no_argument, NULL, 'I' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -692,8 +904,9 @@ int rt_worker_main(int argc, char **argv)
 	struct rt_worker w;
 	uv_loop_t loop;
 	struct rt_buf dir = { 0 }, data = { 0 };
-	const char *data_opt = NULL;
+	const char *data_opt = NULL, *ca = NULL, *cert = NULL, *key = NULL;
 	int c, i, rc, orphan_s = ORPHAN_TIMEOUT_DEFAULT_S, simulate = 0;
+	int insecure = 0;
 	char *slash;
 
 	memset(&w, 0, sizeof(w));
@@ -737,6 +950,10 @@ int rt_worker_main(int argc, char **argv)
 			break;
 		case 's': simulate = 1; break;
 		case 'd': data_opt = optarg; break;
+		case 'A': ca = optarg; break;
+		case 'C': cert = optarg; break;
+		case 'K': key = optarg; break;
+		case 'I': insecure = 1; break;
 		case 'h':
 			fputs(worker_usage, stdout);
 			rc = 0;
@@ -761,8 +978,12 @@ int rt_worker_main(int argc, char **argv)
 		rc = 2;
 		goto done;
 	}
+	rc = setup_transport(&w, ca, cert, key, insecure, data_opt);
+	if (rc != 0)
+		goto done;
 	/* Its files (logs of instances) go in --data, by default next to
-	 * the socket, in the controller's data directory. */
+	 * the socket, in the controller's data directory (over TCP it is
+	 * required: the controller's is on another machine). */
 	if (data_opt != NULL) {
 		rt_buf_puts(&data, data_opt);
 	} else {
@@ -813,6 +1034,8 @@ int rt_worker_main(int argc, char **argv)
 		       w.id);
 
 	w.retry_ms = RETRY_FIRST_MS;
+	w.rng = (uint64_t)rt_mono_ms() * 0x9E3779B97F4A7C15ull ^
+		(uint64_t)getpid() << 32 ^ (uint64_t)rt_now_ms();
 	rt_wire_flusher_start(&w.flusher, &loop);
 	rt_wire_out_init(&w.out, &w.flusher, (uv_stream_t *)&w.conn);
 	uv_timer_init(&loop, &w.tick);
@@ -842,6 +1065,9 @@ int rt_worker_main(int argc, char **argv)
 	rt_code_close(&w);
 	rt_buf_free(&w.in);
 	rt_buf_free(&w.out.pending);
+	rt_tls_free(&w.tls);
+	rt_buf_free(&w.plain);
+	SSL_CTX_free(w.tls_ctx);
 	json_decref(w.tags);
 	json_decref(w.namespaces);
 	rt_buf_free(&data);
@@ -849,6 +1075,7 @@ int rt_worker_main(int argc, char **argv)
 	return w.exit_code;
 done:
 	/* A usage error or --help: nothing was started. */
+	SSL_CTX_free(w.tls_ctx);
 	json_decref(w.tags);
 	json_decref(w.namespaces);
 	return rc;

@@ -11,8 +11,10 @@
 #include <sys/types.h>
 #include <uv.h>
 
+#include "net.h"
 #include "rt.h"
 #include "supervise.h"
+#include "tls.h"
 #include "wire.h"
 
 #define RT_SAMPLE_MS 1000 /* /proc sampling and heartbeat period */
@@ -38,7 +40,8 @@ struct rt_call {
 struct rt_worker {
 	struct rt_sup sup; /* its instances; sup.arg is the worker */
 	uv_loop_t *loop;
-	const char *sock_path; /* the controller's socket */
+	const char *sock_path; /* the controller's socket, or the --connect
+				  URL (tls://IP:PORT, tcp://IP:PORT) */
 	const char *data_dir;  /* its own files: logs/, code cache; owned
 				  by main (--data, default the socket's
 				  directory) */
@@ -48,7 +51,18 @@ struct rt_worker {
 	json_t *namespaces;    /* array of strings, owned */
 	int orphan_timeout_ms; /* without a controller this long: exit */
 	struct rt_map waits;   /* instance id -> struct rt_waits *, owned */
-	uv_pipe_t conn;
+	union {
+		uv_handle_t handle;
+		uv_stream_t stream;
+		uv_pipe_t pipe; /* a Unix socket */
+		uv_tcp_t tcp;	/* tls:// or tcp:// */
+	} conn;
+	int tcp;			/* --connect tls:// or tcp:// */
+	struct sockaddr_storage addr;	/* tcp: the controller's */
+	SSL_CTX *tls_ctx;		/* tls://: owned, keeps the session */
+	struct rt_tls tls;		/* tls://: the current connection's */
+	struct rt_buf plain;		/* tls://: decrypted, not decoded */
+	uint64_t rng;			/* the jitter of reconnections */
 	struct rt_wire_flusher flusher; /* frames, written once per turn */
 	struct rt_wire_out out;		/* the frames for conn */
 	uv_connect_t connect_req;

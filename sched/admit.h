@@ -16,6 +16,12 @@
 int sched__admit_peer(struct sched *s, const struct sched_peer *p,
 		      struct rt_buf *why);
 
+/* Journals and logs (worker.refused) that peer `p` was refused before
+ * it had an id: its registration was malformed, or claimed a reserved
+ * name. */
+void sched__admit_refused(struct sched *s, const struct sched_peer *p,
+			  const char *reason);
+
 /* Whether peer `p` may register as worker `id` (`w`: the worker known
  * under that id, or NULL); see docs/decisions.md ("Who may take a worker
  * id"). Returns 0, or -EBUSY/-EPERM with the reason in `why`, journalled
@@ -29,6 +35,29 @@ int sched__admit_id(struct sched *s, const char *id,
  * -errno. */
 int sched__admit_record(struct sched *s, const char *id,
 			const struct sched_peer *p);
+
+/* Before peer `p` registers as `id`: when it proves, by its certificate,
+ * to be the worker `id` that is connected, and that connection has been
+ * silent for more than two heartbeats and a half, the old connection is
+ * closed (a partition the controller has not noticed yet leaves it
+ * open); else the registration is refused as a duplicate. */
+void sched__admit_replace(struct sched *s, const char *id,
+			  const struct sched_peer *p);
+
+/* `echo revoke > workers/ID/state`: refuses the certificate `w` last
+ * registered with and every certificate of its id issued until now, for
+ * good (the store's revoked table), marks it revoked (also refusing it
+ * without a certificate), journals worker.revoked and closes its
+ * connection. Returns 0, -EINVAL (a local worker) or -EIO/-ENOSPC. */
+int sched__revoke(struct sched *s, struct sched_worker *w);
+
+/* `echo resume > workers/ID/state` of a revoked worker: lets its id
+ * register again without a certificate (its revoked certificates stay
+ * refused). Returns 0 or -EIO. */
+int sched__unrevoke(struct sched *s, struct sched_worker *w);
+
+/* Whether worker `id` is marked revoked in the store. */
+int sched__revoked_of(struct sched *s, const char *id);
 
 /* Forgets the process registered as `id` (its worker is removed). */
 void sched__admit_forget(struct sched *s, const char *id);

@@ -7,18 +7,38 @@
 #ifndef FNFS_SCHED_CONN_H
 #define FNFS_SCHED_CONN_H
 
+#include "../runtime/ca.h"
+#include "../runtime/net.h"
 #include "../runtime/private.h"
 #include "internal.h"
 
 struct conn;
 
-/* Who is at the other end of a connection: SO_PEERCRED, read when it is
- * accepted (the credentials of the process that connected). */
+/* How a worker is connected. */
+enum sched_transport {
+	SCHED_UNIX, /* DATA/ctl.sock */
+	SCHED_TCP,  /* --listen, plain (only with --insecure) */
+	SCHED_TLS,  /* --listen, TLS 1.3 with a certificate of the CA */
+};
+
+/* Who is at the other end of a connection. On the Unix socket:
+ * SO_PEERCRED, read when it is accepted (the credentials of the process
+ * that connected). Over TCP: its address and, with TLS, its certificate,
+ * once the handshake is over. */
 struct sched_peer {
-	uid_t uid;
+	uid_t uid; /* -1 over TCP */
 	gid_t gid;
 	struct rt_proc_id proc; /* pid 0: unknown (it exited already) */
+	enum sched_transport transport;
+	char addr[RT_NET_ADDR_MAX]; /* TCP: "IP:PORT", else "" */
+	struct rt_cert_info cert;   /* TLS: its certificate ("" cn: none) */
+	char tls_error[256];	    /* TLS: why the certificate will not do,
+				       or "" */
+	int resumed;		    /* TLS: the session was resumed */
 };
+
+/* The word of transport `t`: unix, tcp or tls. */
+const char *sched_transport_name(enum sched_transport t);
 
 /* What a connection tells the layers above it. */
 struct sched_conn_ops {
@@ -41,6 +61,16 @@ struct sched_conn_ops {
 /* Accepts a worker's connection on the controller's socket (a libuv
  * connection callback; `server->data` is the struct sched). */
 void sched__on_connection(uv_stream_t *server, int status);
+
+/* Accepts a worker's connection on the --listen TCP socket: TLS when its
+ * first byte starts a TLS record (0x16), else plain TCP (refused unless
+ * --insecure). A libuv connection callback; `server->data` is the struct
+ * sched. */
+void sched__on_tcp_connection(uv_stream_t *server, int status);
+
+/* Appends the transport lines of worker `w`'s connection to its status:
+ * transport, and over TCP address (and tls_resumed, cert_serial). */
+int sched__conn_status(const struct sched_worker *w, struct rt_buf *out);
 
 /* The peer of connection `c`. */
 const struct sched_peer *sched__conn_peer(const struct conn *c);
@@ -67,6 +97,11 @@ void sched__conn_bind(struct conn *c, struct sched_worker *w);
 
 /* Unties connection `c` (may be NULL) from its worker (being freed). */
 void sched__conn_detach(struct conn *c);
+
+/* At shutdown, after sched__conn_drop of every worker: closes the
+ * connections left (peers that never registered) without telling
+ * anyone, so that none keeps the loop alive. */
+void sched__conn_close_all(struct sched *s);
 
 /* At shutdown: closes the connection of worker `w` (if any) without
  * telling anyone, and marks the worker offline. */

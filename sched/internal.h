@@ -60,7 +60,9 @@ struct sched {
 	uv_pipe_t server;		       /* DATA/ctl.sock */
 	const struct sched_conn_ops *conn_ops; /* conn.c's callbacks up */
 	char *sock_path;		       /* owned */
-	uv_timer_t tick; /* once a second: health, pool, pending */
+	struct sched_listen *listen; /* --listen (listen.h), owned, or NULL */
+	struct conn *conns;	     /* every open connection (conn.c) */
+	uv_timer_t tick;	     /* once a second: health, pool, pending */
 	struct rt_wire_flusher flusher; /* frames to workers, per loop turn */
 	struct rt_idmap requests;	/* seq -> struct sched_request * */
 	uint64_t next_seq;

@@ -15,6 +15,7 @@
 #include "admit.h"
 #include "common.h"
 #include "conn.h"
+#include "listen.h"
 #include "pool.h"
 #include "reconcile.h"
 #include "reports.h"
@@ -194,6 +195,12 @@ int sched_start(struct sched *s, struct uv_loop_s *loop,
 		uv_close((uv_handle_t *)&s->server, NULL);
 		return -EIO;
 	}
+	if (opt->listen != NULL &&
+	    sched__listen_start(s, opt->listen, opt->insecure) < 0) {
+		rt_wire_flusher_stop(&s->flusher);
+		uv_close((uv_handle_t *)&s->server, NULL);
+		return -EIO;
+	}
 	uv_timer_init(loop, &s->tick);
 	s->tick.data = s;
 	uv_timer_start(&s->tick, on_tick, 1000, 1000);
@@ -251,8 +258,10 @@ static void finish_shutdown(struct sched *s)
 	uv_close((uv_handle_t *)&s->tick, close_noop);
 	sched__code_stop(s);
 	uv_close((uv_handle_t *)&s->server, close_noop);
+	sched__listen_close(s);
 	unlink(s->sock_path);
 	rt_map_each(&s->pool.children, close_conn_cb, NULL);
+	sched__conn_close_all(s);
 	rt_wire_flusher_stop(&s->flusher);
 	sched__requests_end_all(s);
 	for (i = 0; i < SCHED_POOL_MAX; i++) {

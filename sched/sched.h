@@ -340,6 +340,7 @@ struct sched_worker {
 	int online;		   /* registered and connected */
 	int leaving;		   /* told to shut down */
 	int draining;		   /* echo drain > state (persisted) */
+	int revoked;		   /* echo revoke > state (persisted) */
 	int place_index;	   /* scratch of placement */
 	int cgroups;		   /* enforces memory with cgroups */
 	int64_t since_ms;	   /* of its current state */
@@ -532,7 +533,14 @@ struct sched_options {
 	uint32_t run_as_uid;   /* root-owned tenants' functions run as */
 	uint32_t run_as_gid;   /* (--run-as; 0 only with
 				* --allow-root-functions) */
+	const char *listen;    /* --listen IP:PORT for workers over TCP, or
+				  NULL (then only DATA/ctl.sock) */
+	int insecure;	       /* --insecure: plain TCP admitted on it too */
 };
+
+/* Whether DATA/ca holds what --listen needs (`fnfs ca init`). Returns 0,
+ * or -ENOENT with what is missing in `why`. */
+int sched_listen_check(const char *datadir, struct rt_buf *why);
 
 struct uv_loop_s;
 

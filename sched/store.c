@@ -82,6 +82,16 @@ static const char schema_v4[] =
 	"ALTER TABLE tenants ADD COLUMN gid INTEGER NOT NULL DEFAULT 0;"
 	"ALTER TABLE tenants ADD COLUMN mode INTEGER NOT NULL DEFAULT 488;";
 
+/* Version 5: revoked worker certificates (docs/decisions.md, "What revoke
+ * means"): a row refuses the certificate with `serial`, and every
+ * certificate of `worker` issued (notBefore) at or before `revoked_ms`.
+ * `serial` is '' when no certificate of the worker was seen. */
+static const char schema_v5[] = "CREATE TABLE IF NOT EXISTS revoked("
+				"  worker TEXT NOT NULL,"
+				"  serial TEXT NOT NULL,"
+				"  revoked_ms INTEGER NOT NULL,"
+				"  PRIMARY KEY(worker, serial));";
+
 /* Version 6: the code/ of functions: the tree of each (files with their
  * object's SHA-256, directories) and its revision of code (the
  * manifest's hash). */
@@ -242,6 +252,8 @@ static int migrate(struct store *st)
 		rc = exec(st, schema_v3);
 	if (rc == 0 && v < 4)
 		rc = exec(st, schema_v4);
+	if (rc == 0 && v < 5)
+		rc = exec(st, schema_v5);
 	if (rc == 0 && v < 6)
 		rc = exec(st, schema_v6);
 	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d",
@@ -697,4 +709,38 @@ int store_setting_get(struct store *st, const char *key, char *out, size_t n)
 sqlite3 *store_db(struct store *st)
 {
 	return st->db;
+}
+
+int store_revoke(struct store *st, const char *worker, const char *serial,
+		 int64_t revoked_ms)
+{
+	const char *text[2] = { worker, serial ? serial : "" };
+	long long ints[1] = { revoked_ms };
+
+	return run_sql(st,
+		       "INSERT OR REPLACE INTO revoked(worker, serial, "
+		       "revoked_ms) VALUES(?1, ?2, ?3)",
+		       2, text, 1, ints);
+}
+
+int store_revoked(struct store *st, const char *cn, const char *serial,
+		  int64_t not_before_s)
+{
+	static const char sql[] =
+		"SELECT 1 FROM revoked WHERE (serial <> '' AND serial = ?2) "
+		"OR (worker = ?1 AND ?3 * 1000 <= revoked_ms) LIMIT 1";
+	sqlite3_stmt *q = NULL;
+	int step, rc;
+
+	if (sqlite3_prepare_v2(st->db, sql, -1, &q, NULL) != SQLITE_OK)
+		return db_fail(st, sql);
+	sqlite3_bind_text(q, 1, cn, -1, SQLITE_STATIC);
+	sqlite3_bind_text(q, 2, serial, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(q, 3, not_before_s);
+	step = sqlite3_step(q);
+	rc = step == SQLITE_ROW ? 1 : step == SQLITE_DONE ? 0 : -EIO;
+	if (rc < 0)
+		db_fail(st, sql);
+	sqlite3_finalize(q);
+	return rc;
 }

@@ -133,4 +133,15 @@ struct sqlite3 *store_db(struct store *st);
 /* Reads a setting into `out` (n bytes). Returns 0, -ENOENT or -EIO. */
 int store_setting_get(struct store *st, const char *key, char *out, size_t n);
 
+/* Revokes worker `worker`'s certificates: the one with `serial` (NULL or
+ * "": none known) and every one issued at or before `revoked_ms`.
+ * Returns 0 or -EIO/-ENOSPC. */
+int store_revoke(struct store *st, const char *worker, const char *serial,
+		 int64_t revoked_ms);
+
+/* Whether the certificate of `cn` with `serial`, issued at `not_before_s`
+ * (epoch seconds), is revoked. Returns 1, 0 or -EIO. */
+int store_revoked(struct store *st, const char *cn, const char *serial,
+		  int64_t not_before_s);
+
 #endif

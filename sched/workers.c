@@ -63,8 +63,10 @@ void sched__on_register(struct sched *s, struct conn *c, const struct rt_msg *m)
 	struct rt_buf kvs = { 0 };
 	char v[32];
 	int64_t now = rt_now_ms();
+	int rc;
 
 	if (id == NULL || !rt_name_valid(id) || mem <= 0 || mem > (1LL << 30)) {
+		sched__admit_refused(s, peer, "bad registration");
 		sched__conn_send(c, json_pack("{s:s, s:s}", "type", "refused",
 					      "reason", "bad registration"));
 		sched__conn_close(c, "bad registration");
@@ -72,17 +74,25 @@ void sched__on_register(struct sched *s, struct conn *c, const struct rt_msg *m)
 	}
 	if (strcmp(id, "pool_size") == 0 || strcmp(id, "strategy") == 0 ||
 	    strcmp(id, "rebalance") == 0 || strcmp(id, "status") == 0) {
+		sched__admit_refused(s, peer, "that id is a file of workers/");
 		sched__conn_send(c, json_pack("{s:s, s:s}", "type", "refused",
 					      "reason",
 					      "that id is a file of workers/"));
 		sched__conn_close(c, "reserved id");
 		return;
 	}
+	sched__admit_replace(s, id, peer);
 	o = sched_child(&s->pool, id);
 	w = (struct sched_worker *)o;
-	if (sched__admit_id(s, id, w, peer, &kvs) < 0) {
-		sched__conn_send(c, json_pack("{s:s, s:s}", "type", "refused",
-					      "reason", kvs.data));
+	rc = sched__admit_id(s, id, w, peer, &kvs);
+	if (rc < 0) {
+		/* Over TCP, a busy id may be the worker's own connection,
+		 * not yet seen lost: it may try again. */
+		sched__conn_send(c,
+				 json_pack("{s:s, s:s, s:b}", "type", "refused",
+					   "reason", kvs.data, "retry",
+					   rc == -EBUSY && peer->transport !=
+								   SCHED_UNIX));
 		rt_buf_free(&kvs);
 		sched__conn_close(c, "refused");
 		return;
@@ -100,8 +110,11 @@ void sched__on_register(struct sched *s, struct conn *c, const struct rt_msg *m)
 	w->tags = join(json_object_get(m->header, "tags"));
 	w->namespaces = join(json_object_get(m->header, "namespaces"));
 	w->memory_mb = (int)mem;
-	/* The pid the kernel vouches for, in the controller's view. */
-	w->pid = (int)peer->proc.pid;
+	/* The pid the kernel vouches for, in the controller's view; over
+	 * TCP, the one the worker reports (on its machine). */
+	w->pid = peer->transport == SCHED_UNIX ? (int)peer->proc.pid
+					       : (int)rt_msg_int(m, "pid", 0);
+	w->revoked = 0; /* admitted: not, or no longer */
 	w->cgroups = json_is_true(json_object_get(m->header, "cgroups"));
 	w->local = sched__local_of(s, id) != NULL || w->local;
 	/* A drain is kept by id, across every kind of restart. */
@@ -184,6 +197,7 @@ static int known_cb(const struct store_worker *r, void *arg)
 		w->namespaces = join(n);
 		w->local = r->local;
 		w->draining = r->drained || sched__drained(s, r->id);
+		w->revoked = sched__revoked_of(s, r->id);
 		w->since_ms = now;
 	}
 	json_decref(t);
@@ -275,8 +289,16 @@ int sched__cluster_write(struct sched *s, struct sched_obj *o,
 	case SCHED_WORKER_STATE:
 		if (l == 5 && memcmp(buf, "drain", 5) == 0)
 			rc = sched__drain(s, (struct sched_worker *)o);
-		else if (l == 6 && memcmp(buf, "resume", 6) == 0)
-			rc = sched__resume(s, (struct sched_worker *)o);
+		else if (l == 6 && memcmp(buf, "resume", 6) == 0) {
+			/* Lifts a revocation's refusal of the id without a
+			 * certificate, and a drain. */
+			if (((struct sched_worker *)o)->revoked)
+				rc = sched__unrevoke(s,
+						     (struct sched_worker *)o);
+			if (rc == 0)
+				rc = sched__resume(s, (struct sched_worker *)o);
+		} else if (l == 6 && memcmp(buf, "revoke", 6) == 0)
+			rc = sched__revoke(s, (struct sched_worker *)o);
 		else
 			rc = -EINVAL;
 		return rc;
@@ -288,7 +310,7 @@ static const char *worker_state(const struct sched *s,
 				const struct sched_worker *w)
 {
 	if (!w->online)
-		return "offline";
+		return w->revoked ? "revoked" : "offline";
 	if (w->leaving || w->draining)
 		return w->assignments.count > 0 ? "draining" : "drained";
 	if (rt_mono_ms() - w->heartbeat_mono > s->heartbeat_timeout / 2)
@@ -321,6 +343,7 @@ int sched__worker_render(struct sched *s, struct sched_obj *o,
 {
 	struct sched_worker *w = (struct sched_worker *)o;
 	struct sums t = { 0, 0, 0 };
+	int rc;
 
 	if (f == SCHED_POOL_SIZE)
 		return rt_buf_printf(out, "%d\n", s->pool_size);
@@ -350,7 +373,7 @@ int sched__worker_render(struct sched *s, struct sched_obj *o,
 			       : 0;
 	case SCHED_WORKER_STATUS:
 		rt_map_each(&w->assignments, sum_cb, &t);
-		return rt_buf_printf(
+		rc = rt_buf_printf(
 			out,
 			"state %s\nsince_ms %lld\nheartbeat_age_ms %lld\n"
 			"instances %zu\nrunning %d\nmemory_mb %d\nused_mb %d\n"
@@ -363,6 +386,7 @@ int sched__worker_render(struct sched *s, struct sched_obj *o,
 			w->used_mb, w->memory_mb - w->used_mb,
 			w->local ? "yes" : "no", w->cgroups ? "yes" : "no",
 			w->online ? w->pid : 0);
+		return rc < 0 ? rc : sched__conn_status(w, out);
 	case SCHED_WORKER_STATS:
 		rt_map_each(&w->assignments, sum_cb, &t);
 		return rt_buf_printf(out,
