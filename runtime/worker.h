@@ -12,6 +12,7 @@
 #include <uv.h>
 
 #include "rt.h"
+#include "silence.h"
 #include "supervise.h"
 #include "wire.h"
 
@@ -60,6 +61,7 @@ struct rt_worker {
 	uv_timer_t retry;  /* reconnection */
 	int retry_ms;	   /* the next reconnection delay */
 	int64_t lost_mono; /* when the controller went away, or 0 */
+	struct rt_silence silence; /* the controller's silence (silence.h) */
 	uv_signal_t sig[3];
 	uv_signal_t sigchld;	/* exits of instance processes */
 	int shutting_down;	/* stopping everything, then exit */
