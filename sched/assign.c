@@ -109,7 +109,7 @@ int sched__unassign(struct sched *s, struct sched_instance *in, int persist,
 /* Whether worker `w` takes new instances now. */
 int sched__usable(const struct sched_worker *w)
 {
-	return w->online && !w->leaving && !w->draining && !w->fencing;
+	return w->online && !w->leaving && !w->draining;
 }
 
 /* What placement sees of worker `w`. */
@@ -152,6 +152,11 @@ int sched__view_build(struct sched *s, struct sched_view *v,
 		w->place_index = (int)i;
 		v->ws[i] = w;
 		sched__worker_view(w, &v->w[i]);
+		/* A returning worker stopping stale copies takes no new
+		 * instance until they are stopped (fence.c); what it holds
+		 * stays. */
+		if (w->fencing)
+			v->w[i].usable = 0;
 	}
 	v->n = n;
 	free(all);

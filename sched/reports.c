@@ -255,19 +255,12 @@ void sched__on_heartbeat(struct sched *s, struct sched_worker *w,
 }
 
 /* Whether `in`, assigned nowhere, may be taken back by `w`, which runs
- * it: its own copies are not new work, which a healing worker waits
- * for. */
+ * it (its own copy is not new work: a healing worker takes it). */
 static int free_to_take(struct sched *s, struct sched_instance *in,
 			struct sched_worker *w)
 {
-	int fencing = w->fencing, ok;
-
-	if (in->worker != NULL || !in->desired_run)
-		return 0;
-	w->fencing = 0;
-	ok = sched__may_run_on(s, in, w);
-	w->fencing = fencing;
-	return ok;
+	return in->worker == NULL && in->desired_run &&
+	       sched__may_run_on(s, in, w);
 }
 
 void sched__adopt(struct sched *s, struct sched_worker *w, json_t *running)
