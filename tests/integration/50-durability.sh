@@ -43,5 +43,5 @@ write "$MNT/tenants/acme/dev/job/parallelism" 7
 stop_fnfs
 start_fnfs
 check_eq "a clean remount keeps the spec" "$(cat "$MNT/tenants/acme/dev/job/parallelism")" "7"
-check_eq "the store records its schema version" "$(sqlite3 "$DATA/fnfs.db" 'PRAGMA user_version')" "4"
+check_eq "the store records its schema version" "$(sqlite3 "$DATA/fnfs.db" 'PRAGMA user_version')" "7"
 done_testing
