@@ -18,8 +18,7 @@ void rt_silence_heard(struct rt_silence *c, int64_t now)
 	c->heard_mono = now;
 }
 
-void rt_silence_registered(struct rt_silence *c, int64_t now,
-			   int controller_ms)
+void rt_silence_registered(struct rt_silence *c, int64_t now, int controller_ms)
 {
 	c->controller_ms = controller_ms > 0 ? controller_ms : 0;
 	c->armed = controller_ms > 0;

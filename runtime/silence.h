@@ -16,10 +16,10 @@
 #define RT_HEARTBEAT_TIMEOUT_MS 3000
 
 struct rt_silence {
-	int own_ms;	    /* --heartbeat-timeout, or 0: not given */
-	int controller_ms;  /* what `registered` said, or 0 */
-	int armed;	    /* the controller pings: its silence counts */
-	int64_t heard_mono; /* monotonic ms of the last frame heard, or 0 */
+	int own_ms;	      /* --heartbeat-timeout, or 0: not given */
+	int controller_ms;    /* what `registered` said, or 0 */
+	int armed;	      /* the controller pings: its silence counts */
+	int64_t heard_mono;   /* monotonic ms of the last frame heard, or 0 */
 	int64_t attempt_mono; /* a connection attempt seen since, or 0 */
 };
 

@@ -47,13 +47,13 @@ void rt_worker_send(struct rt_worker *w, json_t *header, const void *body,
 /* Describes `in` as the controller wants to know it. */
 static json_t *describe(const struct rt_instance *in)
 {
-	json_t *o = json_pack(
-		"{s:s, s:s, s:s, s:i, s:I, s:I, s:I, s:s, s:I}", "type",
-		"instance", "instance", in->id, "state",
-		rt_state_name(in->state), "pid", (int)in->pid, "revision",
-		(json_int_t)in->revision, "started_ms",
-		(json_int_t)in->started_ms, "restarts", (json_int_t)in->restarts,
-		"reason", in->reason, "epoch", (json_int_t)in->epoch);
+	json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:I, s:I, s:I, s:s, s:I}",
+			      "type", "instance", "instance", in->id, "state",
+			      rt_state_name(in->state), "pid", (int)in->pid,
+			      "revision", (json_int_t)in->revision,
+			      "started_ms", (json_int_t)in->started_ms,
+			      "restarts", (json_int_t)in->restarts, "reason",
+			      in->reason, "epoch", (json_int_t)in->epoch);
 	json_t *exits = json_array();
 	char what[64];
 	int i;
@@ -271,11 +271,11 @@ static int running_cb(const char *key, void *value, void *arg)
 	if (!in->freeing && in->spec != NULL)
 		json_array_append_new(
 			arg,
-			json_pack("{s:s, s:I, s:i, s:s, s:I, s:I}",
-				  "instance", in->id, "revision",
-				  (json_int_t)in->revision, "pid", (int)in->pid,
-				  "state", rt_state_name(in->state),
-				  "restarts", (json_int_t)in->restarts, "epoch",
+			json_pack("{s:s, s:I, s:i, s:s, s:I, s:I}", "instance",
+				  in->id, "revision", (json_int_t)in->revision,
+				  "pid", (int)in->pid, "state",
+				  rt_state_name(in->state), "restarts",
+				  (json_int_t)in->restarts, "epoch",
 				  (json_int_t)in->epoch));
 	return 0;
 }
@@ -450,10 +450,11 @@ static void handle(struct rt_worker *w, const struct rt_msg *m)
 			       "runs epoch %lld",
 			       w->id, in->id, epoch, in->epoch);
 			reply(w, seq, 0, NULL);
-		} else
+		} else {
 			stop_instance(w, in, seq,
 				      json_is_true(json_object_get(m->header,
 								   "forget")));
+		}
 	} else if (strcmp(m->type, "restart") == 0) {
 		if (in == NULL || w->shutting_down)
 			reply(w, seq, ENOENT, NULL);
@@ -589,7 +590,8 @@ static int sample_cb(const char *key, void *value, void *arg)
 	o = json_pack("{s:s, s:i, s:I, s:I, s:I}", "instance", in->id, "pid",
 		      (int)in->pid, "cpu_ms",
 		      (json_int_t)(in->cpu_seconds * 1000), "rss",
-		      (json_int_t)in->rss_bytes, "epoch", (json_int_t)in->epoch);
+		      (json_int_t)in->rss_bytes, "epoch",
+		      (json_int_t)in->epoch);
 	json_array_append_new(arg, o);
 	return 0;
 }

@@ -61,7 +61,6 @@ struct rt_worker {
 	uv_timer_t retry;  /* reconnection */
 	int retry_ms;	   /* the next reconnection delay */
 	int64_t lost_mono; /* when the controller went away, or 0 */
-	struct rt_silence silence; /* the controller's silence (silence.h) */
 	uv_signal_t sig[3];
 	uv_signal_t sigchld;	/* exits of instance processes */
 	int shutting_down;	/* stopping everything, then exit */
@@ -69,6 +68,9 @@ struct rt_worker {
 				   processes are left, or 0 */
 	int closed;		/* its handles are closing: the loop ends */
 	int exit_code;
+
+	/* The controller's silence (silence.h): heard, armed, timeout. */
+	struct rt_silence silence;
 };
 
 /* The worker that owns instance `in`. */

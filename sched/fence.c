@@ -63,8 +63,8 @@ void sched__fenced(struct sched_worker *w, const char *id, uint64_t reported,
 {
 	w->fenced++;
 	rt_log(RT_LOG_INFO,
-	       "worker %s: %s about %s (epoch %llu) dropped: %s %llu", w->obj.name,
-	       what, id ? id : "?", (unsigned long long)reported,
+	       "worker %s: %s about %s (epoch %llu) dropped: %s %llu",
+	       w->obj.name, what, id ? id : "?", (unsigned long long)reported,
 	       current ? "the assignment's epoch is"
 		       : "not assigned there; epoch",
 	       (unsigned long long)current);
@@ -75,9 +75,9 @@ void sched__fenced(struct sched_worker *w, const char *id, uint64_t reported,
 /* The stops a registering worker must acknowledge before it takes work. */
 struct gate {
 	struct sched *s;
-	uint64_t worker;	/* its object id, or 0 once detached */
+	uint64_t worker;	 /* its object id, or 0 once detached */
 	struct sched_wait *wait; /* valid until done runs */
-	int stops;		/* stops sent */
+	int stops;		 /* stops sent */
 };
 
 static void gate_done(void *arg, int err)
@@ -110,7 +110,8 @@ static void gate_done(void *arg, int err)
 		       "worker %s: %d stale instances not stopped within %d "
 		       "ms; closing it",
 		       w->obj.name, g->wait->remaining, SCHED_FENCE_TIMEOUT_MS);
-		rt_buf_kv(&kvs, "reason", "stale instances not stopped in time");
+		rt_buf_kv(&kvs, "reason",
+			  "stale instances not stopped in time");
 		sched__event(s, &w->obj, "worker.unhealed", kvs.data);
 		sched__conn_close(w->conn, "stale instances not stopped");
 	} else {
@@ -130,7 +131,8 @@ void sched__fence_stop(struct sched *s, struct sched_worker *w, const char *id,
 			      "forget", 1);
 
 	if (h != NULL && epoch > 0)
-		json_object_set_new(h, "epoch", json_integer((json_int_t)epoch));
+		json_object_set_new(h, "epoch",
+				    json_integer((json_int_t)epoch));
 	if (g == NULL) {
 		g = calloc(1, sizeof(*g));
 		if (g != NULL) {

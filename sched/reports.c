@@ -93,7 +93,8 @@ static struct sched_instance *owned(struct sched *s, struct sched_worker *w,
 	h = json_pack("{s:s, s:s, s:b}", "type", "stop", "instance", id,
 		      "forget", 1);
 	if (h != NULL && epoch > 0)
-		json_object_set_new(h, "epoch", json_integer((json_int_t)epoch));
+		json_object_set_new(h, "epoch",
+				    json_integer((json_int_t)epoch));
 	sched__send(s, w, h);
 	return NULL;
 }
@@ -286,9 +287,9 @@ void sched__adopt(struct sched *s, struct sched_worker *w, json_t *running)
 		if (id == NULL)
 			continue;
 		here = in != NULL && in->worker == w && in->desired_run;
-		adopt = in != NULL && sched_fence_adopt(here,
-							free_to_take(s, in, w),
-							in->epoch, epoch);
+		adopt = in != NULL &&
+			sched_fence_adopt(here, free_to_take(s, in, w),
+					  in->epoch, epoch);
 		if (adopt && !here) {
 			/* Not placed anywhere since: take it back as it runs
 			 * (Flink's consolidation) rather than restart it. */

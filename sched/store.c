@@ -576,11 +576,12 @@ int store_instance_put(struct store *st, const struct store_instance *r)
 	const char *text[4] = { r->tenant, r->ns, r->fn, r->worker };
 	long long ints[3] = { r->n, r->desired_run, (long long)r->epoch };
 
-	return run_sql(st,
-		       "INSERT OR REPLACE INTO instances(tenant, namespace, "
-		       "function, worker, n, desired, epoch) VALUES(?1, ?2, ?3, "
-		       "?4, ?5, ?6, ?7)",
-		       4, text, 3, ints);
+	return run_sql(
+		st,
+		"INSERT OR REPLACE INTO instances(tenant, namespace, "
+		"function, worker, n, desired, epoch) VALUES(?1, ?2, ?3, "
+		"?4, ?5, ?6, ?7)",
+		4, text, 3, ints);
 }
 
 int store_instance_delete(struct store *st, const char *tenant, const char *ns,
@@ -599,9 +600,10 @@ int store_instance_load(struct store *st,
 			int (*fn)(const struct store_instance *, void *),
 			void *arg)
 {
-	static const char sql[] = "SELECT tenant, namespace, function, n, "
-				  "desired, worker, epoch FROM instances ORDER BY "
-				  "tenant, namespace, function, n";
+	static const char sql[] =
+		"SELECT tenant, namespace, function, n, "
+		"desired, worker, epoch FROM instances ORDER BY "
+		"tenant, namespace, function, n";
 	sqlite3_stmt *q = NULL;
 	int step, rc = 0;
 

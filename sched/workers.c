@@ -121,9 +121,9 @@ void sched__on_register(struct sched *s, struct conn *c, const struct rt_msg *m)
 		rt_log(RT_LOG_ERROR, "worker %s: store failed", id);
 	sched__logs_private(s, id);
 	/* It hears a ping every second: silent past this, it is lost. */
-	sched__conn_send(c, json_pack("{s:s, s:i}", "type", "registered",
-				      "heartbeat_timeout",
-				      s->heartbeat_timeout));
+	sched__conn_send(c,
+			 json_pack("{s:s, s:i}", "type", "registered",
+				   "heartbeat_timeout", s->heartbeat_timeout));
 	snprintf(v, sizeof(v), "%d", w->pid);
 	rt_buf_kv(&kvs, "pid", v);
 	snprintf(v, sizeof(v), "%d", w->memory_mb);

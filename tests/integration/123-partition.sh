@@ -45,13 +45,17 @@ under() {
 	local f pid n=0 env
 	for f in /proc/[0-9]*/environ; do
 		env=$({ tr '\0' '\n' <"$f"; } 2>/dev/null) || continue
-		grep -qx "$RUN_MARK" <<<"$env" && grep -qx "$2" <<<"$env" || continue
+		if ! grep -qx "$RUN_MARK" <<<"$env" || ! grep -qx "$2" <<<"$env"; then
+			continue
+		fi
 		pid=${f#/proc/}
 		pid=${pid%/environ}
 		descends "$pid" "${WPID[$1]}" && n=$((n + 1))
 	done
 	echo "$n"
 }
+# dead PID: the process is gone (or a zombie).
+dead() { ! alive "$1"; }
 check_eq "2 copies of f under each worker" "$(under w1 FN_FUNCTION=f) $(under w2 FN_FUNCTION=f)" "2 2"
 
 # G can run on w2 only; nobody takes it while w2 is away.
@@ -85,7 +89,7 @@ queued_pid=$!
 check "another call is queued behind it" wait_until 5 eval '[ "$(stat_of "$C/stats" queue_depth)" = 1 ]'
 
 # ---- a partition: w2 stops answering, its connection stays open.
-old_w2=$(for d in "$F"/instances/*; do [ "$(where "$d")" = w2 ] && pid_of "$d"; done | sort | tr '\n' ' ')
+old_w2=$(for d in "$F"/instances/*; do [ "$(where "$d")" = w2 ] && pid_of "$d"; done | sort)
 t0=$(date +%s%N)
 kill -STOP "${WPID[w2]}"
 wait_until 10 state_is "$MNT/workers/w2/state" offline
@@ -93,13 +97,12 @@ ms=$((($(date +%s%N) - t0) / 1000000))
 check "w2 is offline within the heartbeat timeout + 1 s ($ms ms)" [ "$ms" -le $((HB + 1000)) ]
 check "offline for its heartbeat" grep -q 'worker.offline w2 reason="heartbeat timeout"' "$MNT/events"
 check "its instances of f run on w1" wait_until 10 eval 'running_all "$F" 4 && [ "$(count_on "$F" w1)" = 4 ]'
-new_w1=$(cat "$F"/instances/*/pid | sort | tr '\n' ' ')
-check "with new pids" eval '[ -z "$(comm -12 <(tr " " "\n" <<<"$old_w2" | sed /^$/d) <(tr " " "\n" <<<"$new_w1" | sed /^$/d))" ]'
+check_eq "with new pids" "$(comm -12 <(echo "$old_w2") <(cat "$F"/instances/*/pid | sort))" ""
 check_eq "4 copies of f run under w1" "$(under w1 FN_FUNCTION=f)" "4"
 check_eq "the frozen worker's 2 old copies still run (it cannot stop them)" "$(under w2 FN_FUNCTION=f)" "2"
-check "the call in flight fails with ECONNRESET" wait_until 10 eval '! kill -0 $slow_pid 2>/dev/null'
+check "the call in flight fails with ECONNRESET" wait_until 10 dead "$slow_pid"
 check "ECONNRESET it is" grep -q "reset" "$T/slow.out"
-check "the queued call is answered by c's next instance, on w1" wait_until 15 eval '! kill -0 $queued_pid 2>/dev/null'
+check "the queued call is answered by c's next instance, on w1" wait_until 15 dead "$queued_pid"
 check_eq "with its answer" "$(cat "$T/queued.out")" "got queued"
 check_eq "c runs on w1 now" "$(where "$C/instances/0")" w1
 check "g waits for w2 (nobody else may run it)" wait_until 5 state_is "$G/instances/0/state" pending
@@ -206,8 +209,8 @@ kill -STOP "$RELAY"
 check "the controller sees w3 offline" wait_until 10 state_is "$MNT/workers/w3/state" offline
 ms=$((($(date +%s%N) - t0) / 1000000))
 check "within the heartbeat timeout + 1 s ($ms ms)" [ "$ms" -le $((HB + 1000)) ]
-check "w3, alive, still runs o for now" eval 'kill -0 $W3 && alive $opid'
-check "past its orphan timeout w3 stops o by itself" wait_until 15 eval '! alive $opid'
+check "w3, alive, still runs o for now" eval "kill -0 $W3 && alive $opid"
+check "past its orphan timeout w3 stops o by itself" wait_until 15 dead "$opid"
 ms=$((($(date +%s%N) - t0) / 1000000))
 # From the last frame heard (at most a ping period before the freeze):
 # the orphan timeout (5 s), a tick, and the SIGTERM.
