@@ -6,8 +6,10 @@
 # waits for the next instance; when it heals it stops its stale copies
 # before it takes new work, what nobody took is adopted as it runs, and
 # each instance runs exactly once; epochs survive kill -9 of the
-# controller; a worker that hears nothing through a frozen relay stops
-# its instances by itself after its orphan timeout.
+# controller; through a relay that delays a worker's frames, rtt_ms shows
+# the delay and its late reports about an older assignment are dropped;
+# a worker that hears nothing through a frozen relay stops its instances
+# by itself after its orphan timeout.
 . "$(dirname "$0")/lib.sh"
 HB=2000
 start_fnfs --workers 0 --heartbeat-timeout $HB || exit 1
@@ -143,26 +145,40 @@ check "every instance runs" wait_until 10 running_all "$F" 4
 check_eq "with the same epochs" "$(epochs)" "$before"
 check_eq "and the same pids" "$(cat "$F"/instances/*/pid | tr '\n' ' ')" "$pids"
 
-# ---- a worker alone too long: w3 reaches the controller through a relay
-# that can be frozen, so that it stays alive and hears nothing.
+# ---- a relay between a worker and the controller's socket: it can be
+# frozen (kill -STOP), and it can delay what the worker sends by DELAY ms
+# (a slow link, frames kept in order).
 cat >"$T/relay.py" <<'PY'
-import os, selectors, socket, sys
+import selectors, socket, sys, time
 listen_path, target = sys.argv[1], sys.argv[2]
+delay = float(sys.argv[3]) / 1000 if len(sys.argv) > 3 else 0.0
 srv = socket.socket(socket.AF_UNIX)
 srv.bind(listen_path)
 srv.listen(64)
 sel = selectors.DefaultSelector()
 sel.register(srv, selectors.EVENT_READ)
-peer = {}
+peer, up, late = {}, set(), []  # late: [due, upstream socket, bytes]
 def close(s):
     for x in (s, peer.pop(s, None)):
         if x is not None:
             peer.pop(x, None)
+            up.discard(x)
             try: sel.unregister(x)
             except Exception: pass
             x.close()
+def send(s, data):
+    try:
+        s.sendall(data)
+    except OSError:
+        close(s)
 while True:
-    for key, _ in sel.select():
+    now = time.monotonic()
+    while late and late[0][0] <= now:
+        _, s, data = late.pop(0)
+        if s in peer:
+            send(s, data)
+    wait = max(0.0, late[0][0] - now) if late else None
+    for key, _ in sel.select(wait):
         s = key.fileobj
         if s is srv:
             c, _ = srv.accept()
@@ -172,6 +188,7 @@ while True:
             except OSError:
                 c.close(); continue
             peer[c], peer[u] = u, c
+            up.add(u)
             sel.register(c, selectors.EVENT_READ)
             sel.register(u, selectors.EVENT_READ)
             continue
@@ -183,11 +200,50 @@ while True:
             data = b""
         if not data:
             close(s); continue
-        try:
-            peer[s].sendall(data)
-        except OSError:
-            close(s)
+        if delay > 0 and peer[s] in up:
+            late.append([time.monotonic() + delay, peer[s], data])
+        else:
+            send(peer[s], data)
 PY
+# ---- a slow link: what w4 sends reaches the controller 1.5 s late. Its
+# round trip shows it, nothing times out, and its late reports about an
+# older assignment of an instance are fenced.
+python3 "$T/relay.py" "$T/slow.sock" "$DATA/ctl.sock" 1500 &
+BGPIDS+=("$!")
+check "the slow relay listens" wait_until 5 test -S "$T/slow.sock"
+"$FNFS" worker --connect "$T/slow.sock" --id w4 --memory 1024 --tags x --data "$T/w4" 2>>"$T/workers.log" &
+BGPIDS+=("$!")
+check "w4 registers through the slow relay" wait_until 10 state_is "$MNT/workers/w4/state" healthy
+X=$P/x
+mkdir -p "$X"
+mark_env "$X"
+echo x >"$X/tags"
+echo 'sleep 1000' >"$X/command"
+check "x runs on w4" wait_until 10 eval 'running_all "$X" 1 && [ "$(where "$X/instances/0")" = w4 ]'
+slow_rtt() { awk -v r="$(rtt w4)" 'BEGIN { exit !(r >= 1400 && r < 3000) }'; }
+check "w4's rtt_ms shows the delay" wait_until 10 slow_rtt
+check "w4 stays healthy (1.5 s late, yet never 2 s silent)" state_is "$MNT/workers/w4/state" healthy
+check "w5 registers" start_worker w5 2048 --tags x
+e0=$(stat_of "$X/instances/0/status" epoch)
+f0=$(stat_of "$MNT/workers/w4/status" fenced)
+# x goes to w5 and straight back to w4, while w4's reports about the
+# first assignment (stopping, stopped) are still on their way.
+echo drain >"$MNT/workers/w4/state"
+echo resume >"$MNT/workers/w4/state"
+echo drain >"$MNT/workers/w5/state"
+check "x is back on w4, two assignments later" wait_until 10 eval '[ "$(where "$X/instances/0")" = w4 ] && [ "$(stat_of "$X/instances/0/status" epoch)" = $((e0 + 2)) ]'
+fenced_past() { [ "$(stat_of "$MNT/workers/w4/status" fenced)" -gt "$1" ]; }
+check "w4's late reports about the first one are fenced" wait_until 10 fenced_past "$f0"
+for what in instance exited; do
+	check "its late $what report is dropped, as the log says" wait_until 5 grep -q "worker w4: $what about part/ns/x/0 (epoch $e0) dropped: the assignment's epoch is $((e0 + 2))" "$DATA/fnfs.log"
+done
+check "x runs" wait_until 10 running_all "$X" 1
+check "exactly once" wait_until 10 eval '[ "$(procs_with FN_FUNCTION=x)" = 1 ]'
+check_eq "under the epoch of its assignment" "$(stat_of "$X/instances/0/status" epoch)" "$((e0 + 2))"
+echo resume >"$MNT/workers/w5/state"
+
+# ---- a worker alone too long: w3 reaches the controller through a relay
+# that is frozen, so that it stays alive and hears nothing.
 python3 "$T/relay.py" "$T/relay.sock" "$DATA/ctl.sock" &
 RELAY=$!
 BGPIDS+=("$RELAY")
