@@ -282,17 +282,17 @@ static int running_cb(const char *key, void *value, void *arg)
 
 static void send_register(struct rt_worker *w)
 {
-	json_t *running = json_array();
+	json_t *running = json_array(), *h;
 
 	rt_map_each(&w->sup.instances, running_cb, running);
-	rt_worker_send(w,
-		       json_pack("{s:s, s:s, s:i, s:O, s:O, s:i, s:o, s:b}",
-				 "type", "register", "id", w->id, "memory",
-				 w->memory_mb, "tags", w->tags, "namespaces",
-				 w->namespaces, "pid", (int)getpid(), "running",
-				 running, "cgroups",
-				 rt_cg_has(&w->sup.cg, RT_CG_MEMORY)),
-		       NULL, 0);
+	h = json_pack("{s:s, s:s, s:i, s:O, s:O, s:i, s:o, s:b}", "type",
+		      "register", "id", w->id, "memory", w->memory_mb, "tags",
+		      w->tags, "namespaces", w->namespaces, "pid",
+		      (int)getpid(), "running", running, "cgroups",
+		      rt_cg_has(&w->sup.cg, RT_CG_MEMORY));
+	/* It answers `ping` (an older worker would log each one). */
+	json_object_set_new(h, "pong", json_true());
+	rt_worker_send(w, h, NULL, 0);
 }
 
 /* ========================================================= shutting down */

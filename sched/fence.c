@@ -207,7 +207,7 @@ static int ping_cb(const char *key, void *value, void *arg)
 	struct sched_worker *w = value;
 
 	(void)key;
-	if (w->online && w->conn != NULL)
+	if (w->online && w->conn != NULL && w->pongs)
 		sched__send(arg, w,
 			    json_pack("{s:s, s:I}", "type", "ping", "t",
 				      (json_int_t)(uv_hrtime() / 1000)));

@@ -352,6 +352,7 @@ struct sched_worker {
 	long long fenced;	   /* reports the epoch fence dropped */
 	int fencing; /* stopping stale copies: takes no new work (fence.c) */
 	void *fence; /* the wait for those stops (fence.c), or NULL */
+	int pongs;   /* it answers `ping` (said so in `register`) */
 };
 
 /* Opens the controller state in `datadir` (created if missing): the store

@@ -105,6 +105,7 @@ void sched__on_register(struct sched *s, struct conn *c, const struct rt_msg *m)
 	/* The pid the kernel vouches for, in the controller's view. */
 	w->pid = (int)peer->proc.pid;
 	w->cgroups = json_is_true(json_object_get(m->header, "cgroups"));
+	w->pongs = json_is_true(json_object_get(m->header, "pong"));
 	w->local = sched__local_of(s, id) != NULL || w->local;
 	/* A drain is kept by id, across every kind of restart. */
 	w->draining = w->draining || sched__drained(s, id);
