@@ -115,15 +115,17 @@ static void waits_tidy(struct rt_worker *w, const char *id)
 }
 
 /* Makes request `seq` wait for the next spawn (or, with `exit`, the next
- * exit) of `id`, answering the one it replaces (0). Returns 0 or
- * -ENOMEM. */
+ * exit) of `id`, answering the one it replaces (0). A message nobody
+ * waits for (`seq` <= 0) replaces nothing: a stop that is waited for is
+ * answered when the process has exited, even if a plain stop follows
+ * (the controller's healing relies on it). Returns 0 or -ENOMEM. */
 static int wait_for(struct rt_worker *w, const char *id, long long seq,
 		    int exit)
 {
 	struct rt_waits *q = waits_get(w, id);
 	long long *slot;
 
-	if (q == NULL && seq <= 0)
+	if (seq <= 0)
 		return 0;
 	if (q == NULL) {
 		q = calloc(1, sizeof(*q));

@@ -104,8 +104,10 @@ static struct sched_instance *owned(struct sched *s, struct sched_worker *w,
 static int current(struct sched_worker *w, struct sched_instance *in,
 		   const char *id, uint64_t epoch, const char *what)
 {
-	if (in == NULL || in->worker != w)
+	if (in == NULL || in->worker != w) {
+		sched__fenced(w, id, epoch, 0, what);
 		return 0;
+	}
 	if (sched_fence_check(1, in->epoch, epoch) == SCHED_FENCE_ACCEPT)
 		return 1;
 	sched__fenced(w, id, epoch, in->epoch, what);
