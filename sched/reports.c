@@ -237,7 +237,10 @@ static int sample_cb(json_t *o, struct sched *s, struct sched_worker *w)
 	struct sched_instance *in = id ? sched__instance_by_id(s, id) : NULL;
 	json_int_t epoch = json_integer_value(json_object_get(o, "epoch"));
 
-	if (!current(w, in, id, epoch > 0 ? (uint64_t)epoch : 0, "sample"))
+	/* A copy that moved away is sampled until it has stopped: quietly
+	 * ignored, as its own reports say the rest. */
+	if (in == NULL || in->worker != w ||
+	    !current(w, in, id, epoch > 0 ? (uint64_t)epoch : 0, "sample"))
 		return 0;
 	in->cpu_seconds = (double)json_integer_value(
 				  json_object_get(o, "cpu_ms")) /
