@@ -45,9 +45,11 @@ static void finish(struct rt_call *c, const char *status, const char *reason,
 		return;
 	assert(c->timer != NULL && (c->run == NULL || c->run->call == c));
 	rt_worker_send(rt_worker_of(in),
-		       json_pack("{s:s, s:I, s:s, s:s}", "type", "result",
-				 "call", (json_int_t)c->id, "status", status,
-				 "reason", reason ? reason : ""),
+		       json_pack("{s:s, s:I, s:s, s:s, s:s, s:I}", "type",
+				 "result", "call", (json_int_t)c->id, "status",
+				 status, "reason", reason ? reason : "",
+				 "instance", in->id, "epoch",
+				 (json_int_t)in->epoch),
 		       body, len);
 	if (in->call == c)
 		in->call = NULL;

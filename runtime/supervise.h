@@ -113,6 +113,8 @@ struct rt_instance {
 	int freeing;	       /* removed; freed when nothing refers */
 	struct rt_call *call;  /* hot, cold: the call it serves (call.c) */
 	long long cold_spawns; /* cold: processes forked for calls */
+	long long epoch;       /* of the controller's assignment (its start
+				* said so), echoed in every report; 0: none */
 };
 
 /* What the supervisor reports to its owner. Each may be NULL. They are

@@ -53,12 +53,13 @@ void rt_worker_send(struct rt_worker *w, json_t *header, const void *body,
 /* Describes `in` as the controller wants to know it. */
 static json_t *describe(const struct rt_instance *in)
 {
-	json_t *o = json_pack(
-		"{s:s, s:s, s:s, s:i, s:I, s:I, s:I, s:s}", "type", "instance",
-		"instance", in->id, "state", rt_state_name(in->state), "pid",
-		(int)in->pid, "revision", (json_int_t)in->revision,
-		"started_ms", (json_int_t)in->started_ms, "restarts",
-		(json_int_t)in->restarts, "reason", in->reason);
+	json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:I, s:I, s:I, s:s, s:I}",
+			      "type", "instance", "instance", in->id, "state",
+			      rt_state_name(in->state), "pid", (int)in->pid,
+			      "revision", (json_int_t)in->revision,
+			      "started_ms", (json_int_t)in->started_ms,
+			      "restarts", (json_int_t)in->restarts, "reason",
+			      in->reason, "epoch", (json_int_t)in->epoch);
 	json_t *exits = json_array();
 	char what[64];
 	int i;
@@ -120,15 +121,17 @@ static void waits_tidy(struct rt_worker *w, const char *id)
 }
 
 /* Makes request `seq` wait for the next spawn (or, with `exit`, the next
- * exit) of `id`, answering the one it replaces (0). Returns 0 or
- * -ENOMEM. */
+ * exit) of `id`, answering the one it replaces (0). A message nobody
+ * waits for (`seq` <= 0) replaces nothing: a stop that is waited for is
+ * answered when the process has exited, even if a plain stop follows
+ * (the controller's healing relies on it). Returns 0 or -ENOMEM. */
 static int wait_for(struct rt_worker *w, const char *id, long long seq,
 		    int exit)
 {
 	struct rt_waits *q = waits_get(w, id);
 	long long *slot;
 
-	if (q == NULL && seq <= 0)
+	if (seq <= 0)
 		return 0;
 	if (q == NULL) {
 		q = calloc(1, sizeof(*q));
@@ -151,17 +154,25 @@ static void answer(struct rt_worker *w, const char *id, int exit, int err,
 		   int pid)
 {
 	struct rt_waits *q = waits_get(w, id);
+	struct rt_instance *in;
+	json_t *extra = NULL;
 	long long seq;
 
 	if (q == NULL)
 		return;
+	if (pid >= 0) {
+		/* A spawn names the assignment it is of. */
+		in = rt_map_get(&w->sup.instances, id);
+		extra = json_pack("{s:i, s:I}", "pid", pid, "epoch",
+				  (json_int_t)(in ? in->epoch : 0));
+	}
 	seq = exit ? q->exit : q->spawn;
 	if (exit)
 		q->exit = 0;
 	else
 		q->spawn = 0;
 	waits_tidy(w, id);
-	reply(w, seq, err, pid >= 0 ? json_pack("{s:i}", "pid", pid) : NULL);
+	reply(w, seq, err, extra);
 }
 
 /* ============================================== the supervisor's events */
@@ -189,10 +200,10 @@ static void ev_exited(struct rt_instance *in, const struct rt_exit *e)
 	answer(w, in->id, 1, 0, -1);
 	rt_exit_words(e, what, sizeof(what));
 	rt_worker_send(w,
-		       json_pack("{s:s, s:s, s:s, s:i, s:i, s:b}", "type",
+		       json_pack("{s:s, s:s, s:s, s:i, s:i, s:b, s:I}", "type",
 				 "exited", "instance", in->id, "exit", what,
 				 "code", e->code, "signal", e->signal, "oom",
-				 e->oom),
+				 e->oom, "epoch", (json_int_t)in->epoch),
 		       NULL, 0);
 }
 
@@ -282,27 +293,28 @@ static int running_cb(const char *key, void *value, void *arg)
 	if (!in->freeing && in->spec != NULL)
 		json_array_append_new(
 			arg,
-			json_pack("{s:s, s:I, s:i, s:s, s:I}", "instance",
+			json_pack("{s:s, s:I, s:i, s:s, s:I, s:I}", "instance",
 				  in->id, "revision", (json_int_t)in->revision,
 				  "pid", (int)in->pid, "state",
 				  rt_state_name(in->state), "restarts",
-				  (json_int_t)in->restarts));
+				  (json_int_t)in->restarts, "epoch",
+				  (json_int_t)in->epoch));
 	return 0;
 }
 
 static void send_register(struct rt_worker *w)
 {
-	json_t *running = json_array();
+	json_t *running = json_array(), *h;
 
 	rt_map_each(&w->sup.instances, running_cb, running);
-	rt_worker_send(w,
-		       json_pack("{s:s, s:s, s:i, s:O, s:O, s:i, s:o, s:b}",
-				 "type", "register", "id", w->id, "memory",
-				 w->memory_mb, "tags", w->tags, "namespaces",
-				 w->namespaces, "pid", (int)getpid(), "running",
-				 running, "cgroups",
-				 rt_cg_has(&w->sup.cg, RT_CG_MEMORY)),
-		       NULL, 0);
+	h = json_pack("{s:s, s:s, s:i, s:O, s:O, s:i, s:o, s:b}", "type",
+		      "register", "id", w->id, "memory", w->memory_mb, "tags",
+		      w->tags, "namespaces", w->namespaces, "pid",
+		      (int)getpid(), "running", running, "cgroups",
+		      rt_cg_has(&w->sup.cg, RT_CG_MEMORY));
+	/* It answers `ping` (an older worker would log each one). */
+	json_object_set_new(h, "pong", json_true());
+	rt_worker_send(w, h, NULL, 0);
 }
 
 /* ========================================================= shutting down */
@@ -396,7 +408,18 @@ static void handle(struct rt_worker *w, const struct rt_msg *m)
 	const char *id = rt_msg_str(m, "instance");
 	struct rt_instance *in = find(w, m);
 
-	if (strcmp(m->type, "registered") == 0) {
+	/* Any frame: the controller is there. */
+	rt_silence_heard(&w->silence, rt_mono_ms());
+	if (strcmp(m->type, "ping") == 0) {
+		/* At once: the controller measures the round trip. */
+		rt_worker_send(w,
+			       json_pack("{s:s, s:I}", "type", "pong", "t",
+					 (json_int_t)rt_msg_int(m, "t", 0)),
+			       NULL, 0);
+	} else if (strcmp(m->type, "registered") == 0) {
+		rt_silence_registered(
+			&w->silence, rt_mono_ms(),
+			(int)rt_msg_int(m, "heartbeat_timeout", 0));
 		w->connected = 1;
 		w->connecting = 0;
 		w->retry_ms = RETRY_FIRST_MS;
@@ -439,22 +462,39 @@ static void handle(struct rt_worker *w, const struct rt_msg *m)
 		}
 		if (in == NULL)
 			in = rt_instance_new(&w->sup, id);
-		if (in == NULL)
+		if (in == NULL) {
 			reply(w, seq, ENOMEM, NULL);
-		else if (rt_code_start(w, in, &spec,
-				       rt_msg_int(m, "revision", 0),
-				       seq) == 0) {
-			start_instance(w, in, spec,
-				       rt_msg_int(m, "revision", 0), seq);
-			json_decref(spec); /* rt_code_start's reference */
+		} else {
+			/* The assignment it now runs under (also when the
+			 * start waits for its code). */
+			in->epoch = rt_msg_int(m, "epoch", 0);
+			if (rt_code_start(w, in, &spec,
+					  rt_msg_int(m, "revision", 0),
+					  seq) == 0) {
+				start_instance(w, in, spec,
+					       rt_msg_int(m, "revision", 0),
+					       seq);
+				json_decref(spec); /* rt_code_start's */
+			}
 		}
 	} else if (strcmp(m->type, "stop") == 0) {
-		if (in == NULL)
+		long long epoch = rt_msg_int(m, "epoch", 0);
+
+		if (in == NULL) {
 			reply(w, seq, 0, NULL);
-		else
+		} else if (epoch > 0 && in->epoch > epoch) {
+			/* About an older assignment than the one it runs
+			 * under now: not this copy. */
+			rt_log(RT_LOG_INFO,
+			       "worker %s: stop of %s epoch %lld ignored: it "
+			       "runs epoch %lld",
+			       w->id, in->id, epoch, in->epoch);
+			reply(w, seq, 0, NULL);
+		} else {
 			stop_instance(w, in, seq,
 				      json_is_true(json_object_get(m->header,
 								   "forget")));
+		}
 	} else if (strcmp(m->type, "restart") == 0) {
 		if (in == NULL || w->shutting_down)
 			reply(w, seq, ENOENT, NULL);
@@ -694,10 +734,11 @@ static int sample_cb(const char *key, void *value, void *arg)
 	if (in->run == NULL || in->pid <= 0)
 		return 0; /* nothing to sample: no process */
 	rt_instance_sample(in);
-	o = json_pack("{s:s, s:i, s:I, s:I}", "instance", in->id, "pid",
+	o = json_pack("{s:s, s:i, s:I, s:I, s:I}", "instance", in->id, "pid",
 		      (int)in->pid, "cpu_ms",
 		      (json_int_t)(in->cpu_seconds * 1000), "rss",
-		      (json_int_t)in->rss_bytes);
+		      (json_int_t)in->rss_bytes, "epoch",
+		      (json_int_t)in->epoch);
 	json_array_append_new(arg, o);
 	return 0;
 }
@@ -717,6 +758,18 @@ static void on_tick(uv_timer_t *t)
 			       NULL, 0);
 	else
 		json_decref(samples);
+	if (rt_silence_lost(&w->silence, rt_mono_ms(), w->connected,
+			    w->connecting)) {
+		/* A partition, or a frozen controller: the connection looks
+		 * open, and nothing comes. The orphan timeout counts from
+		 * the last frame heard. */
+		rt_log(RT_LOG_WARN,
+		       "worker %s: nothing from the controller for %d ms",
+		       w->id, rt_silence_timeout(&w->silence));
+		if (w->connected && w->lost_mono == 0)
+			w->lost_mono = w->silence.heard_mono;
+		conn_lost(w, "the controller is silent");
+	}
 	if (!w->connected && w->lost_mono &&
 	    rt_mono_ms() - w->lost_mono > w->orphan_timeout_ms)
 		shutdown_all(w, "no controller within the orphan timeout");
@@ -744,7 +797,8 @@ static void on_signal(uv_signal_t *s, int signum)
 static const char worker_usage[] =
 	"usage: fnfs worker --connect SOCKET --id ID --memory MB\n"
 	"                   [--tags a,b] [--namespaces tenant/ns,...]\n"
-	"                   [--orphan-timeout S] [--data DIR] [--simulate]\n"
+	"                   [--orphan-timeout S] [--heartbeat-timeout MS]\n"
+	"                   [--data DIR] [--simulate]\n"
 	"       fnfs worker --connect tls://IP:PORT --ca CA.pem --cert ID.pem\n"
 	"                   --key ID.key --data DIR --id ID --memory MB ...\n"
 	"       fnfs worker --connect tcp://IP:PORT --insecure --data DIR\n"
@@ -891,6 +945,7 @@ int rt_worker_main(int argc, char **argv)
 		{ "tags", required_argument, NULL, 't' },
 		{ "namespaces", required_argument, NULL, 'n' },
 		{ "orphan-timeout", required_argument, NULL, 'o' },
+		{ "heartbeat-timeout", required_argument, NULL, 'T' },
 		{ "simulate", no_argument, NULL, 's' },
 		{ "data", required_argument, NULL, 'd' },
 		{ "ca", required_argument, NULL, 'A' },
@@ -944,6 +999,16 @@ int rt_worker_main(int argc, char **argv)
 			    0) {
 				fprintf(stderr, "fnfs worker: --orphan-timeout "
 						"wants seconds\n");
+				rc = 2;
+				goto done;
+			}
+			break;
+		case 'T':
+			if (parse_int_arg(optarg, 1, 3600000,
+					  &w.silence.own_ms) < 0) {
+				fprintf(stderr,
+					"fnfs worker: --heartbeat-timeout "
+					"wants ms, from 1 to 3600000\n");
 				rc = 2;
 				goto done;
 			}

@@ -13,6 +13,7 @@
 
 #include "net.h"
 #include "rt.h"
+#include "silence.h"
 #include "supervise.h"
 #include "tls.h"
 #include "wire.h"
@@ -82,6 +83,9 @@ struct rt_worker {
 	int closed;		/* its handles are closing: the loop ends */
 	void *code;		/* the code cache (fetch.c), or NULL */
 	int exit_code;
+
+	/* The controller's silence (silence.h): heard, armed, timeout. */
+	struct rt_silence silence;
 };
 
 /* The worker that owns instance `in`. */

@@ -46,8 +46,10 @@ void sched__hold(struct sched_worker *w, struct sched_view *v, int mb,
 	}
 }
 
-int sched__assign(struct sched *s, struct sched_instance *in,
-		  struct sched_worker *w, struct sched_view *v)
+/* Assigns `in` to `w` under `epoch`. */
+static int assign_at(struct sched *s, struct sched_instance *in,
+		     struct sched_worker *w, struct sched_view *v,
+		     uint64_t epoch)
 {
 	struct rt_buf name = { 0 };
 	int rc;
@@ -59,6 +61,7 @@ int sched__assign(struct sched *s, struct sched_instance *in,
 	if (rc < 0)
 		return rc;
 	in->worker = w;
+	in->epoch = epoch;
 	in->reserved_mb = sched__fn_of(in)->spec.memory;
 	sched__hold(w, v, in->reserved_mb, 1);
 	in->sent_revision = 0;
@@ -68,6 +71,19 @@ int sched__assign(struct sched *s, struct sched_instance *in,
 	sched__inst_event(s, in, "instance.assigned", "worker", w->obj.name,
 			  NULL, NULL);
 	return sched__store_put(s, in);
+}
+
+int sched__assign(struct sched *s, struct sched_instance *in,
+		  struct sched_worker *w, struct sched_view *v)
+{
+	/* A new epoch: whatever a worker says of an older one is fenced. */
+	return assign_at(s, in, w, v, in->epoch + 1);
+}
+
+int sched__assign_same(struct sched *s, struct sched_instance *in,
+		       struct sched_worker *w)
+{
+	return assign_at(s, in, w, NULL, in->epoch);
 }
 
 int sched__unassign(struct sched *s, struct sched_instance *in, int persist,
@@ -136,6 +152,11 @@ int sched__view_build(struct sched *s, struct sched_view *v,
 		w->place_index = (int)i;
 		v->ws[i] = w;
 		sched__worker_view(w, &v->w[i]);
+		/* A returning worker stopping stale copies takes no new
+		 * instance until they are stopped (fence.c); what it holds
+		 * stays. */
+		if (w->fencing)
+			v->w[i].usable = 0;
 	}
 	v->n = n;
 	free(all);

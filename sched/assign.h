@@ -27,9 +27,15 @@ void sched__hold(struct sched_worker *w, struct sched_view *v, int mb,
 		 int count);
 
 /* Assigns `in` to `w` (taking its memory there, in `v` too if it is not
- * NULL) and stores it. Returns 0 or -errno. */
+ * NULL) under a new epoch (the last one + 1), and stores both. Returns 0
+ * or -errno. */
 int sched__assign(struct sched *s, struct sched_instance *in,
 		  struct sched_worker *w, struct sched_view *v);
+
+/* Assigns `in` to `w` under its current epoch: `w` registered running
+ * that very assignment, taken back as it runs. Returns 0 or -errno. */
+int sched__assign_same(struct sched *s, struct sched_instance *in,
+		       struct sched_worker *w);
 
 /* Takes `in` off its worker (its memory goes back), stored if `persist`.
  * Returns 0 or -errno of the store. */

@@ -12,6 +12,7 @@
 
 #include "../runtime/frame.h"
 #include "common.h"
+#include "fence.h"
 #include "internal.h"
 #include "pool.h"
 #include "reconcile.h"
@@ -246,6 +247,13 @@ void sched__on_result(struct sched *s, struct sched_worker *w,
 
 	if (c == NULL || c->in == NULL || c->in->worker != w || st == NULL)
 		return;
+	if (sched_fence_check(1, c->in->epoch, sched__msg_epoch(m)) !=
+	    SCHED_FENCE_ACCEPT) {
+		/* Of another assignment of its instance: late. */
+		sched__fenced(w, rt_msg_str(m, "instance"), sched__msg_epoch(m),
+			      c->in->epoch, "result");
+		return;
+	}
 	fn = c->fn;
 	in = c->in;
 	if (strcmp(st, "ok") == 0)

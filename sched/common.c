@@ -47,6 +47,7 @@ int sched__store_put_as(struct sched *s, const struct sched_instance *in,
 	r.n = in->n;
 	r.desired_run = run;
 	r.worker = in->worker ? in->worker->obj.name : NULL;
+	r.epoch = in->epoch;
 	return store_instance_put(s->store, &r);
 }
 

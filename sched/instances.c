@@ -38,11 +38,12 @@ static int render_instance(struct sched_instance *in, enum sched_file f,
 	case SCHED_INST_STATUS:
 		rt_buf_printf(out,
 			      "state %s\ndesired %s\nworker %s\npid %d\n"
-			      "revision %llu\nstarted_ms %lld\nrestarts %lld\n"
-			      "last_exit %s\n",
+			      "revision %llu\nepoch %llu\nstarted_ms %lld\n"
+			      "restarts %lld\nlast_exit %s\n",
 			      sched__state_word(in->state), desired_word(in),
 			      in->worker ? in->worker->obj.name : "-", in->pid,
 			      (unsigned long long)in->revision,
+			      (unsigned long long)in->epoch,
 			      (long long)in->started_ms, in->restarts_total,
 			      in->last_exit[0] ? in->last_exit : "-");
 		if (in->exits)

@@ -73,7 +73,6 @@ struct sched {
 	int64_t recovery_until; /* monotonic ms: known workers may return */
 	struct sched_local locals[SCHED_POOL_MAX];
 	int capacity_changed;	     /* memory was freed: place pending ones */
-	int64_t last_tick;	     /* monotonic ms of the last tick */
 	int strategy;		     /* enum sched_strategy (persisted) */
 	int heartbeat_timeout;	     /* ms */
 	int starts_per_minute;	     /* local worker starts allowed a minute */
@@ -94,6 +93,9 @@ struct sched {
 	void *shutdown_arg;
 	uv_timer_t shutdown_timer;
 	struct sched_code_state *code; /* functions' code/ (code.c) */
+	uv_timer_t heartbeat; /* every 250 ms: silence, pings (fence.c) */
+	int64_t last_beat;    /* monotonic ms of the last heartbeat run */
+	int64_t last_ping;    /* monotonic ms of the last pings */
 };
 
 /* A call from its start to its end. */

@@ -1,8 +1,8 @@
 /*
  * lifecycle.c - the cluster side's life: sched_start (settings, known
  * workers and instances, the socket, the tick), the tick once a second
- * (health, recovery window, pool, calls, capacity), and sched_shutdown
- * (bounded).
+ * (recovery window, pool, calls, capacity; health and pings are
+ * fence.c's), and sched_shutdown (bounded).
  */
 #include <errno.h>
 #include <signal.h>
@@ -16,38 +16,12 @@
 #include "common.h"
 #include "conn.h"
 #include "listen.h"
+#include "fence.h"
 #include "pool.h"
 #include "reconcile.h"
 #include "reports.h"
 #include "requests.h"
 #include "workers.h"
-
-/* Adds `*arg` ms to the heartbeat time of every worker. */
-static int excuse_cb(const char *key, void *value, void *arg)
-{
-	struct sched_worker *w = value;
-
-	(void)key;
-	w->heartbeat_mono += *(int64_t *)arg;
-	return 0;
-}
-
-static int health_cb(const char *key, void *value, void *arg)
-{
-	struct sched_worker *w = value;
-
-	struct sched *s = arg;
-
-	(void)key;
-	if (w->online && w->conn != NULL &&
-	    rt_mono_ms() - w->heartbeat_mono > s->heartbeat_timeout) {
-		rt_log(RT_LOG_WARN, "worker %s: no heartbeat for %d ms",
-		       w->obj.name, s->heartbeat_timeout);
-		sched__conn_close(w->conn, "heartbeat timeout");
-		return 1; /* the map changed: look again next tick */
-	}
-	return 0;
-}
 
 /* After the recovery window: a known worker still away loses its
  * instances to the others. */
@@ -66,17 +40,9 @@ static void on_tick(uv_timer_t *t)
 	struct sched *s = t->data;
 	int was_recovering = s->recovery_until != 0;
 
-	int64_t now = rt_mono_ms(), stall;
-
+	/* Silent workers and pings: fence.c's heartbeat, more often. */
 	if (s->shutting_down)
 		return;
-	/* Time this loop itself was stalled (a slow disk, say) is not the
-	 * workers' silence: their heartbeats may be waiting to be read. */
-	stall = s->last_tick ? now - s->last_tick - 1000 : 0;
-	s->last_tick = now;
-	if (stall > 250)
-		rt_map_each(&s->pool.children, excuse_cb, &stall);
-	rt_map_each(&s->pool.children, health_cb, s);
 	if (was_recovering && rt_mono_ms() >= s->recovery_until) {
 		s->recovery_until = 0;
 		/* Workers that did not come back: their instances move. */
@@ -205,6 +171,7 @@ int sched_start(struct sched *s, struct uv_loop_s *loop,
 	s->tick.data = s;
 	uv_timer_start(&s->tick, on_tick, 1000, 1000);
 	sched__code_start(s);
+	sched__heartbeat_start(s);
 	sched__pool_check(s);
 	sched__reconcile_all(s);
 	return 0;
@@ -257,6 +224,7 @@ static void finish_shutdown(struct sched *s)
 	uv_timer_stop(&s->tick);
 	uv_close((uv_handle_t *)&s->tick, close_noop);
 	sched__code_stop(s);
+	sched__heartbeat_stop(s);
 	uv_close((uv_handle_t *)&s->server, close_noop);
 	sched__listen_close(s);
 	unlink(s->sock_path);

@@ -99,10 +99,10 @@ int sched__send_start(struct sched *s, struct sched_instance *in,
 	in->sent_stop = 0;
 	rc = sched__request(
 		s, in->worker,
-		json_pack("{s:s, s:s, s:I, s:o}", "type", "start", "instance",
-			  id, "revision",
-			  (json_int_t)sched__fn_of(in)->run_revision, "spec",
-			  spec),
+		json_pack("{s:s, s:s, s:I, s:I, s:o}", "type", "start",
+			  "instance", id, "revision",
+			  (json_int_t)sched__fn_of(in)->run_revision, "epoch",
+			  (json_int_t)in->epoch, "spec", spec),
 		wait, 0, in->obj.id);
 	free(id);
 	return rc;
@@ -117,6 +117,11 @@ int sched__send_simple(struct sched *s, struct sched_instance *in,
 
 	if (forget)
 		json_object_set_new(h, "forget", json_true());
+	/* A stop is about this assignment: a worker that holds a newer
+	 * one of `in` ignores it. */
+	if (in->epoch > 0)
+		json_object_set_new(h, "epoch",
+				    json_integer((json_int_t)in->epoch));
 	rc = sched__request(s, in->worker, h, wait, 0, in->obj.id);
 	free(id);
 	return rc;

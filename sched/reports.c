@@ -11,6 +11,7 @@
 
 #include "assign.h"
 #include "common.h"
+#include "fence.h"
 #include "reconcile.h"
 #include "reports.h"
 #include "requests.h"
@@ -30,6 +31,7 @@ static int load_cb(const struct store_instance *r, void *arg)
 				 r->desired_run);
 	if (in == NULL)
 		return -ENOMEM;
+	in->epoch = r->epoch;
 	w = r->worker ? sched_child(&s->pool, r->worker) : NULL;
 	if (w != NULL) {
 		struct rt_buf name = { 0 };
@@ -65,23 +67,51 @@ static enum sched_instance_state parse_state(const char *w)
 	return SCHED_LOST;
 }
 
-/* The instance of report `m` if it belongs on worker `w`; otherwise the
- * worker is told to stop and forget it (it runs nowhere twice). */
+/* The instance of report `m` if it is about its current assignment on
+ * worker `w` (the epoch fence, fence.h). A report about another epoch of
+ * an assignment there is dropped; a worker that holds no assignment of
+ * it is told to stop and forget it (it runs nowhere twice). */
 static struct sched_instance *owned(struct sched *s, struct sched_worker *w,
 				    const struct rt_msg *m)
 {
 	const char *id = rt_msg_str(m, "instance");
 	struct sched_instance *in = id ? sched__instance_by_id(s, id) : NULL;
+	uint64_t epoch = sched__msg_epoch(m);
+	json_t *h;
 
 	if (id == NULL)
 		return NULL;
-	if (in == NULL || in->worker != w) {
-		sched__send(s, w,
-			    json_pack("{s:s, s:s, s:b}", "type", "stop",
-				      "instance", id, "forget", 1));
+	switch (sched_fence_check(in != NULL && in->worker == w,
+				  in ? in->epoch : 0, epoch)) {
+	case SCHED_FENCE_ACCEPT: return in;
+	case SCHED_FENCE_IGNORE:
+		sched__fenced(w, id, epoch, in->epoch, m->type);
 		return NULL;
+	case SCHED_FENCE_STOP: break;
 	}
-	return in;
+	sched__fenced(w, id, epoch, 0, m->type);
+	h = json_pack("{s:s, s:s, s:b}", "type", "stop", "instance", id,
+		      "forget", 1);
+	if (h != NULL && epoch > 0)
+		json_object_set_new(h, "epoch",
+				    json_integer((json_int_t)epoch));
+	sched__send(s, w, h);
+	return NULL;
+}
+
+/* Whether a message of `w` about `in` (an exit, a sample) is about its
+ * current assignment there; counted and logged when it is not. */
+static int current(struct sched_worker *w, struct sched_instance *in,
+		   const char *id, uint64_t epoch, const char *what)
+{
+	if (in == NULL || in->worker != w) {
+		sched__fenced(w, id, epoch, 0, what);
+		return 0;
+	}
+	if (sched_fence_check(1, in->epoch, epoch) == SCHED_FENCE_ACCEPT)
+		return 1;
+	sched__fenced(w, id, epoch, in->epoch, what);
+	return 0;
 }
 
 void sched__on_instance(struct sched *s, struct sched_worker *w,
@@ -186,7 +216,7 @@ void sched__on_exited(struct sched *s, struct sched_worker *w,
 	int oom = json_is_true(json_object_get(m->header, "oom"));
 	char v[32];
 
-	if (in == NULL || in->worker != w)
+	if (!current(w, in, id, sched__msg_epoch(m), "exited"))
 		return;
 	if (oom)
 		snprintf(in->last_exit, sizeof(in->last_exit), "oom");
@@ -205,8 +235,12 @@ static int sample_cb(json_t *o, struct sched *s, struct sched_worker *w)
 {
 	const char *id = json_string_value(json_object_get(o, "instance"));
 	struct sched_instance *in = id ? sched__instance_by_id(s, id) : NULL;
+	json_int_t epoch = json_integer_value(json_object_get(o, "epoch"));
 
-	if (in == NULL || in->worker != w)
+	/* A copy that moved away is sampled until it has stopped: quietly
+	 * ignored, as its own reports say the rest. */
+	if (in == NULL || in->worker != w ||
+	    !current(w, in, id, epoch > 0 ? (uint64_t)epoch : 0, "sample"))
 		return 0;
 	in->cpu_seconds = (double)json_integer_value(
 				  json_object_get(o, "cpu_ms")) /
@@ -226,6 +260,15 @@ void sched__on_heartbeat(struct sched *s, struct sched_worker *w,
 	}
 }
 
+/* Whether `in`, assigned nowhere, may be taken back by `w`, which runs
+ * it (its own copy is not new work: a healing worker takes it). */
+static int free_to_take(struct sched *s, struct sched_instance *in,
+			struct sched_worker *w)
+{
+	return in->worker == NULL && in->desired_run &&
+	       sched__may_run_on(s, in, w);
+}
+
 void sched__adopt(struct sched *s, struct sched_worker *w, json_t *running)
 {
 	json_t *r;
@@ -242,20 +285,35 @@ void sched__adopt(struct sched *s, struct sched_worker *w, json_t *running)
 			json_object_get(r, "revision"));
 		long long restarts = json_integer_value(
 			json_object_get(r, "restarts"));
+		json_int_t e = json_integer_value(json_object_get(r, "epoch"));
+		uint64_t epoch = e > 0 ? (uint64_t)e : 0;
+		int here, adopt;
 
 		if (id == NULL)
 			continue;
-		if (in != NULL && in->worker == NULL && in->desired_run &&
-		    sched__may_run_on(s, in, w)) {
+		here = in != NULL && in->worker == w && in->desired_run;
+		adopt = in != NULL &&
+			sched_fence_adopt(here, free_to_take(s, in, w),
+					  in->epoch, epoch);
+		if (adopt && !here) {
 			/* Not placed anywhere since: take it back as it runs
 			 * (Flink's consolidation) rather than restart it. */
-			sched__assign(s, in, w, NULL);
+			sched__assign_same(s, in, w);
 		}
-		if (in == NULL || in->worker != w || !in->desired_run) {
-			/* It runs elsewhere now, or not at all. */
-			sched__send(s, w,
-				    json_pack("{s:s, s:s, s:b}", "type", "stop",
-					      "instance", id, "forget", 1));
+		if (!adopt || in->worker != w) {
+			/* It runs elsewhere now, or not at all, or this copy
+			 * is of an older assignment: it stops before the
+			 * worker takes new work. */
+			if (in != NULL && in->worker == w) {
+				sched__call_lost(s, in, "a stale copy");
+				sched__unassign(s, in, 1, NULL);
+				in->state = in->desired_run ? SCHED_LOST
+							    : SCHED_STOPPED;
+				snprintf(in->reason, sizeof(in->reason),
+					 "a stale copy on worker %s stops",
+					 w->obj.name);
+			}
+			sched__fence_stop(s, w, id, epoch);
 			continue;
 		}
 		/* Taken over as it is: same process, same state, no restart.

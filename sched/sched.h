@@ -327,6 +327,7 @@ struct sched_instance {
 	int64_t idle_mono;	   /* monotonic ms it became idle */
 	int on_demand;		   /* launched for waiting calls */
 	struct sched_stats *stats; /* owned: its calls, or NULL */
+	uint64_t epoch; /* of its current or last assignment (persisted) */
 };
 
 /* A worker, local (started by the pool) or started by hand. */
@@ -348,6 +349,11 @@ struct sched_worker {
 	int used_mb;		   /* memory of the instances assigned */
 	struct rt_map assignments; /* "t:ns:fn:N" -> struct sched_instance */
 	void *conn;		   /* private to the controller */
+	double rtt_ms;		   /* smoothed ping round trip; < 0: none */
+	long long fenced;	   /* reports the epoch fence dropped */
+	int fencing; /* stopping stale copies: takes no new work (fence.c) */
+	void *fence; /* the wait for those stops (fence.c), or NULL */
+	int pongs;   /* it answers `ping` (said so in `register`) */
 };
 
 /* Opens the controller state in `datadir` (created if missing): the store

@@ -115,6 +115,12 @@ static const char schema_v6[] =
 	"  files INTEGER NOT NULL,"
 	"  PRIMARY KEY(tenant, namespace, function));";
 
+/* Version 7: an instance keeps the epoch of its assignment, so that the
+ * fence outlives a restart of the controller; older rows start at 0 (no
+ * epoch: what a worker reports of them is taken as it is). */
+static const char schema_v7[] =
+	"ALTER TABLE instances ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0;";
+
 /* Version 1 of the schema. Later versions add migrations after it. */
 static const char schema_v1[] = "CREATE TABLE tenants("
 				"  name TEXT PRIMARY KEY,"
@@ -224,6 +230,29 @@ out:
 	return rc < 0 ? db_fail(st, "user_version") : 0;
 }
 
+/* Whether `table` has a column `col` (a migration that adds one is then
+ * done already). Returns 1, 0 or -EIO. */
+static int has_column(struct store *st, const char *table, const char *col)
+{
+	sqlite3_stmt *q = NULL;
+	int rc = 0, step;
+
+	if (sqlite3_prepare_v2(st->db,
+			       "SELECT 1 FROM pragma_table_info(?1) WHERE "
+			       "name = ?2",
+			       -1, &q, NULL) != SQLITE_OK)
+		return db_fail(st, "table_info");
+	sqlite3_bind_text(q, 1, table, -1, SQLITE_STATIC);
+	sqlite3_bind_text(q, 2, col, -1, SQLITE_STATIC);
+	step = sqlite3_step(q);
+	if (step == SQLITE_ROW)
+		rc = 1;
+	else if (step != SQLITE_DONE)
+		rc = db_fail(st, "table_info");
+	sqlite3_finalize(q);
+	return rc;
+}
+
 /* Brings the schema up to STORE_SCHEMA_VERSION in one transaction. */
 static int migrate(struct store *st)
 {
@@ -256,6 +285,13 @@ static int migrate(struct store *st)
 		rc = exec(st, schema_v5);
 	if (rc == 0 && v < 6)
 		rc = exec(st, schema_v6);
+	if (rc == 0 && v < 7) {
+		rc = has_column(st, "instances", "epoch");
+		if (rc == 0)
+			rc = exec(st, schema_v7);
+		else if (rc > 0)
+			rc = 0;
+	}
 	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d",
 		 STORE_SCHEMA_VERSION);
 	if (rc == 0)
@@ -575,13 +611,14 @@ static int run_sql(struct store *st, const char *sql, int ntext,
 int store_instance_put(struct store *st, const struct store_instance *r)
 {
 	const char *text[4] = { r->tenant, r->ns, r->fn, r->worker };
-	long long ints[2] = { r->n, r->desired_run };
+	long long ints[3] = { r->n, r->desired_run, (long long)r->epoch };
 
-	return run_sql(st,
-		       "INSERT OR REPLACE INTO instances(tenant, namespace, "
-		       "function, worker, n, desired) VALUES(?1, ?2, ?3, ?4, "
-		       "?5, ?6)",
-		       4, text, 2, ints);
+	return run_sql(
+		st,
+		"INSERT OR REPLACE INTO instances(tenant, namespace, "
+		"function, worker, n, desired, epoch) VALUES(?1, ?2, ?3, "
+		"?4, ?5, ?6, ?7)",
+		4, text, 3, ints);
 }
 
 int store_instance_delete(struct store *st, const char *tenant, const char *ns,
@@ -600,9 +637,10 @@ int store_instance_load(struct store *st,
 			int (*fn)(const struct store_instance *, void *),
 			void *arg)
 {
-	static const char sql[] = "SELECT tenant, namespace, function, n, "
-				  "desired, worker FROM instances ORDER BY "
-				  "tenant, namespace, function, n";
+	static const char sql[] =
+		"SELECT tenant, namespace, function, n, "
+		"desired, worker, epoch FROM instances ORDER BY "
+		"tenant, namespace, function, n";
 	sqlite3_stmt *q = NULL;
 	int step, rc = 0;
 
@@ -618,6 +656,7 @@ int store_instance_load(struct store *st,
 			sqlite3_column_type(q, 5) == SQLITE_NULL
 				? NULL
 				: col_text(q, 5),
+			(uint64_t)sqlite3_column_int64(q, 6),
 		};
 		rc = fn(&r, arg);
 	}

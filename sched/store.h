@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 /* The schema version this code writes, kept in PRAGMA user_version. */
-#define STORE_SCHEMA_VERSION 6
+#define STORE_SCHEMA_VERSION 7
 
 enum store_kind { STORE_TENANT, STORE_NAMESPACE, STORE_FUNCTION };
 
@@ -81,6 +81,7 @@ struct store_instance {
 	int n;
 	int desired_run;    /* 1: start, 0: stop */
 	const char *worker; /* assigned worker id, or NULL (pending) */
+	uint64_t epoch;	    /* of its current or last assignment */
 };
 
 /* One known worker. */

@@ -12,6 +12,7 @@
 #include "admit.h"
 #include "common.h"
 #include "drain.h"
+#include "fence.h"
 #include "pool.h"
 #include "reconcile.h"
 #include "reports.h"
@@ -23,6 +24,7 @@ void sched__worker_free(struct sched_worker *w)
 	free(w->tags);
 	free(w->namespaces);
 	rt_map_free(&w->assignments);
+	sched__fence_drop(w);
 	sched__conn_detach(w->conn);
 }
 
@@ -116,6 +118,7 @@ void sched__on_register(struct sched *s, struct conn *c, const struct rt_msg *m)
 					       : (int)rt_msg_int(m, "pid", 0);
 	w->revoked = 0; /* admitted: not, or no longer */
 	w->cgroups = json_is_true(json_object_get(m->header, "cgroups"));
+	w->pongs = json_is_true(json_object_get(m->header, "pong"));
 	w->local = sched__local_of(s, id) != NULL || w->local;
 	/* A drain is kept by id, across every kind of restart. */
 	w->draining = w->draining || sched__drained(s, id);
@@ -124,12 +127,17 @@ void sched__on_register(struct sched *s, struct conn *c, const struct rt_msg *m)
 	w->since_ms = now;
 	w->obj.updated_ms = now;
 	w->heartbeat_mono = rt_mono_ms();
+	w->rtt_ms = -1;
+	sched__fence_drop(w);
 	sched__conn_bind(c, w);
 	if (sched__worker_persist(s, w) < 0 ||
 	    sched__admit_record(s, id, peer) < 0)
 		rt_log(RT_LOG_ERROR, "worker %s: store failed", id);
 	sched__logs_private(s, id);
-	sched__conn_send(c, json_pack("{s:s}", "type", "registered"));
+	/* It hears a ping every second: silent past this, it is lost. */
+	sched__conn_send(c,
+			 json_pack("{s:s, s:i}", "type", "registered",
+				   "heartbeat_timeout", s->heartbeat_timeout));
 	snprintf(v, sizeof(v), "%d", w->pid);
 	rt_buf_kv(&kvs, "pid", v);
 	snprintf(v, sizeof(v), "%d", w->memory_mb);
@@ -141,6 +149,7 @@ void sched__on_register(struct sched *s, struct conn *c, const struct rt_msg *m)
 	sched__event(s, &w->obj, "worker.registered", kvs.data);
 	rt_buf_free(&kvs);
 	sched__adopt(s, w, json_object_get(m->header, "running"));
+	sched__fence_arm(s, w);
 	if (s->recovery_until && all_known_back(s)) {
 		/* Every known worker is back: no need to wait longer. */
 		s->recovery_until = 0;
@@ -218,6 +227,8 @@ void sched__on_message(struct sched *s, struct sched_worker *w,
 	w->heartbeat_mono = rt_mono_ms();
 	if (strcmp(m->type, "heartbeat") == 0) {
 		sched__on_heartbeat(s, w, m);
+	} else if (strcmp(m->type, "pong") == 0) {
+		sched__on_pong(s, w, m);
 	} else if (strcmp(m->type, "instance") == 0) {
 		sched__on_instance(s, w, m);
 	} else if (strcmp(m->type, "exited") == 0) {
@@ -377,7 +388,8 @@ int sched__worker_render(struct sched *s, struct sched_obj *o,
 			out,
 			"state %s\nsince_ms %lld\nheartbeat_age_ms %lld\n"
 			"instances %zu\nrunning %d\nmemory_mb %d\nused_mb %d\n"
-			"free_mb %d\nlocal %s\ncgroups %s\npid %d\n",
+			"free_mb %d\nlocal %s\ncgroups %s\npid %d\n"
+			"rtt_ms %.3f\nfenced %lld\nhealing %s\n",
 			worker_state(s, w), (long long)w->since_ms,
 			w->online
 				? (long long)(rt_mono_ms() - w->heartbeat_mono)
@@ -385,7 +397,9 @@ int sched__worker_render(struct sched *s, struct sched_obj *o,
 			w->assignments.count, t.running, w->memory_mb,
 			w->used_mb, w->memory_mb - w->used_mb,
 			w->local ? "yes" : "no", w->cgroups ? "yes" : "no",
-			w->online ? w->pid : 0);
+			w->online ? w->pid : 0,
+			w->online && w->rtt_ms >= 0 ? w->rtt_ms : -1.0,
+			w->fenced, w->fencing ? "yes" : "no");
 		return rc < 0 ? rc : sched__conn_status(w, out);
 	case SCHED_WORKER_STATS:
 		rt_map_each(&w->assignments, sum_cb, &t);
