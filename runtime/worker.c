@@ -758,8 +758,10 @@ static void on_tick(uv_timer_t *t)
 			       NULL, 0);
 	else
 		json_decref(samples);
-	if (rt_silence_lost(&w->silence, rt_mono_ms(), w->connected,
-			    w->connecting)) {
+	/* Only a registered connection's silence: an attempt (connect,
+	 * handshake, registration) has its own bound, CONNECT_TIMEOUT_MS,
+	 * on the retry timer. */
+	if (rt_silence_lost(&w->silence, rt_mono_ms(), w->connected, 0)) {
 		/* A partition, or a frozen controller: the connection looks
 		 * open, and nothing comes. The orphan timeout counts from
 		 * the last frame heard. */
