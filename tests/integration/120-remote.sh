@@ -41,7 +41,8 @@ W=$MNT/workers
 remote_worker() {
 	local id=$1 ns=$2 addr=$3
 	shift 3
-	in_ns "$ns" "$FNFS" worker --connect "tls://$addr" --id "$id" --memory 4096 \
+	# nsenter execs the worker: $! is the worker's pid.
+	nsenter --net="/run/netns/$ns" -- "$FNFS" worker --connect "tls://$addr" --id "$id" --memory 4096 \
 		--ca "$DATA/ca/ca.pem" --cert "$CERTS/$id.pem" --key "$CERTS/$id.key" \
 		--data "$T/w-$id" --orphan-timeout "$ORPHAN" "$@" 2>>"$T/w-$id.log" &
 	WPID[$id]=$!
@@ -59,19 +60,21 @@ check "heartbeats measure the round trip (rtt_ms)" \
 # ---- placement and calls across machines
 F=$MNT/tenants/acme/prod/up
 mkdir -p "$F"
-mark_env "$F"
 cat >"$F/config" <<JSON
 {"command": "python3 -u $FIXTURES/upper.py", "mode": "hot", "format": "json",
- "parallelism": 2, "max_instances": 2, "timeout": 5000}
+ "parallelism": 2, "max_instances": 2, "timeout": 5000, "env": {"${RUN_MARK%%=*}": "${RUN_MARK#*=}"}}
 JSON
 check "two instances run" wait_until 15 running_all "$F" 2
 check_eq "one on each machine (spread)" "$(count_on "$F" m1) $(count_on "$F" m2)" "1 1"
 i0=$F/instances/0
+# shellcheck disable=SC2034 # read in the evals below
 on=$(where "$i0")
 ns_of() { [ "$1" = m1 ] && echo "$NS_M1" || echo "$NS_M2"; }
 check "the instance's process is on its machine" eval 'ns_pids "$(ns_of "$on")" | grep -qx "$(pid_of "$i0")"'
+# shellcheck disable=SC2034
 old=$(pid_of "$i0")
 echo 1 >"$i0/restart"
+# shellcheck disable=SC2034
 new=$(pid_of "$i0")
 check "restart returns with the new pid" eval '[ -n "$new" ] && [ "$new" != "$old" ] && alive "$new"'
 inv() { "$FNFS" invoke "acme/prod/$1" --mount "$MNT"; }
@@ -92,7 +95,6 @@ check_eq "a cold call answers across machines" "$(printf 'cold one' | inv cold)"
 # ---- code/: a program that exists only in the function's code
 K=$MNT/tenants/acme/prod/app
 mkdir -p "$K"
-mark_env "$K"
 mkdir -p "$T/app/lib"
 cat >"$T/app/run.sh" <<'SH'
 #!/bin/sh
@@ -106,6 +108,8 @@ cat >"$K/config" <<'JSON'
 {"command": "./run.sh", "mode": "hot", "format": "line", "parallelism": 2,
  "max_instances": 2}
 JSON
+mark_env "$K"
+# shellcheck disable=SC2034
 rev0=$(cat "$K/revision")
 cp -r "$T/app/." "$K/code/"
 check "cp -r into code/ makes one new revision" \
@@ -129,8 +133,6 @@ answers=$(for _ in 1 2 3 4 5 6; do echo x | inv app; done | sort -u)
 check_eq "and answers with the new code" "$answers" "v2 x"
 
 # ---- impostors
-refused_count() { grep -c ' worker.refused ' "$MNT/events"; }
-refused_before=$(refused_count)
 # A certificate for another id: spy's certificate, claiming to be m9.
 in_ns "$NS_M1" timeout 10 "$FNFS" worker --connect "tls://$CTL_M1:$PORT" --id m9 --memory 64 \
 	--ca "$DATA/ca/ca.pem" --cert "$CERTS/spy.pem" --key "$CERTS/spy.key" \
@@ -152,9 +154,14 @@ in_ns "$NS_M1" timeout 5 openssl s_client -connect "$CTL_M1:$PORT" -tls1_3 \
 in_ns "$NS_M1" timeout 10 "$FNFS" worker --connect "tcp://$CTL_M1:$PORT" --insecure --id m7 --memory 64 \
 	--data "$T/w-m7" --orphan-timeout 2 >"$T/m7.out" 2>&1
 check "plain TCP without --insecure is refused" eval '[ ! -e "$W/m7" ]'
-check "every refusal is in events as worker.refused, with a reason" \
-	wait_until 5 eval '[ $(($(refused_count) - refused_before)) -ge 4 ]'
-check "the reasons name what was wrong" eval 'grep " worker.refused " "$MNT/events" | grep -q "reason="'
+# Each refusal is journalled with the machine's address and its reason.
+refused_event() {
+	grep ' worker\.refused ' "$MNT/events" | grep "address=$M1_ADDR:" | grep -qE "$1"
+}
+check "journalled: another id" refused_event 'cn=spy .*reason="the certificate is for spy: it may not register as m9"'
+check "journalled: another CA" refused_event 'cn=m1 .*reason="the certificate of m1 is not from the cluster CA'
+check "journalled: no certificate" refused_event 'transport=tls .*reason="no client certificate"'
+check "journalled: plain TCP" refused_event 'transport=tcp .*reason="plain TCP is refused'
 
 # ---- a partition: machine 1 cut off
 on_m1=$(count_on "$F" m1)
@@ -208,11 +215,14 @@ link_up "$NS_M1"
 
 # ---- a slow link: m2 reaches the controller through a 50 ms relay
 RELAY=$(free_port "$NS_M2")
-in_ns "$NS_M2" python3 "$FIXTURES/delay-proxy.py" 127.0.0.1 "$RELAY" "$CTL_M2" "$PORT" 50 >"$T/relay.out" 2>&1 &
+nsenter --net="/run/netns/$NS_M2" -- python3 "$FIXTURES/delay-proxy.py" 127.0.0.1 "$RELAY" "$CTL_M2" "$PORT" 50 >"$T/relay.out" 2>&1 &
 BGPIDS+=("$!")
 wait_until 5 grep -q ready "$T/relay.out"
 kill "${WPID[m2]}"
-wait_until 10 eval '! alive "${WPID[m2]}"'
+wait_until 10 eval '! alive "${WPID[m2]}"' || {
+	echo "# m2 (${WPID[m2]}) still alive: $(tr '\0' ' ' <"/proc/${WPID[m2]}/cmdline")"
+	tail -5 "$T/w-m2.log" | sed 's/^/# /'
+}
 remote_worker m2 "$NS_M2" "127.0.0.1:$RELAY" --tags slow
 check "a worker behind a 50 ms link registers" wait_until 15 state_is "$W/m2/state" healthy
 check "its rtt_ms shows the delay (>= 100)" \
@@ -224,12 +234,24 @@ S=$MNT/tenants/acme/prod/sleepy
 mkdir -p "$S"
 cat >"$S/config" <<JSON
 {"command": "python3 -u $FIXTURES/upper.py", "mode": "hot", "format": "json",
- "parallelism": 1, "timeout": 1000, "tags": "slow"}
+ "parallelism": 1, "timeout": 1000, "tags": ["slow"]}
 JSON
 wait_until 20 running_all "$S" 1
 t0=$(date +%s%N)
 check_fails_with "a slow call still times out (ETIMEDOUT)" "timed out" inv sleepy <<<"sleep 5"
 dt=$((($(date +%s%N) - t0) / 1000000))
 check "within its timeout plus the link's delay ($dt ms)" [ "$dt" -lt 2500 ]
+
+# ---- revoke: the slow machine's certificate is withdrawn
+echo revoke >"$W/m2/state"
+check "revoke: m2 is revoked" wait_until 5 state_is "$W/m2/state" revoked
+check "its connection is closed and it is refused from then on" \
+	wait_until 10 eval 'grep " worker\.refused m2 " "$MNT/events" | grep -q "is revoked"'
+check "the revoked worker exits" wait_until 15 eval '! alive "${WPID[m2]}"'
+check "revoked it stays, across a crash of the controller" eval 'crash_fnfs; fusermount3 -uz "$MNT"; in_ns "$NS_CTL" "$FNFS" mount --data "$DATA" --workers 0 --listen "0.0.0.0:$PORT" --heartbeat-timeout "$HB" "$MNT" && PID=$(cat "$DATA/fnfs.pid") && state_is "$W/m2/state" revoked'
+remote_worker m2 "$NS_M2" "$CTL_M2:$PORT"
+check "the same certificate is still refused after the restart" \
+	wait_until 10 eval '[ "$(grep -c " worker\.refused m2 .*is revoked" "$MNT/events")" -ge 1 ]'
+check "and m2 stays out" eval '! state_is "$W/m2/state" healthy'
 
 done_testing
