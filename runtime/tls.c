@@ -271,7 +271,7 @@ int rt_tls_feed(struct rt_tls *t, const void *data, size_t n,
 		struct rt_buf *plain, struct rt_buf *why)
 {
 	char chunk[16384];
-	int r, rc = 0, ended = 0;
+	int r, rc = 0, ended = 0, got = 0;
 
 	if (n > 0 && BIO_write(t->net_in, data, (int)n) != (int)n)
 		return -ENOMEM;
@@ -297,17 +297,22 @@ int rt_tls_feed(struct rt_tls *t, const void *data, size_t n,
 		}
 		if (rt_buf_append(plain, chunk, (size_t)r) < 0)
 			rc = -ENOMEM;
+		got = 1;
 		/* Not another call only to hear that nothing is left. */
 		if (BIO_ctrl_pending(t->net_in) == 0 &&
 		    SSL_pending(t->ssl) == 0)
 			break;
 	}
 	/* Handshake answers, tickets, key updates. */
-	if (rt_tls_flush(t) < 0 && rc == 0)
+	if (rt_tls_flush(t) < 0 && rc == 0) {
+		t->closed = 1; /* the stream is broken */
 		rc = -EPIPE;
-	/* A peer that ends its handshake and closes at once is still
-	 * checked: t->closed tells the caller it is gone. */
-	if (rc < 0 && !(rc == -EPIPE && ended))
+	}
+	/* A peer that ends its handshake, or sends its last records, and
+	 * closes at once: what it sent is handed over first (a refusal and
+	 * its reason, a worker's last reports), and t->closed tells the
+	 * caller it is gone. */
+	if (rc < 0 && !(rc == -EPIPE && (ended || got)))
 		return rc;
 	return ended;
 }

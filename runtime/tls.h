@@ -63,9 +63,10 @@ void rt_tls_free(struct rt_tls *t);
 /* Hands `n` bytes read from the peer to `t`: handshake messages are
  * answered, application data is appended to `plain`. Returns 1 when the
  * handshake ended during this call (check the peer before using
- * `plain`; t->closed is set if the peer closed right after), 0, -EPIPE
- * when the peer closed the session, or -EPROTO with the reason in
- * `why`. */
+ * `plain`), 0, -EPIPE when the peer closed the session and sent nothing
+ * more in these bytes, or -EPROTO with the reason in `why`. When the
+ * peer's last data and its close come together, the data is appended,
+ * 0 (or 1) is returned and t->closed is set: use `plain`, then close. */
 int rt_tls_feed(struct rt_tls *t, const void *data, size_t n,
 		struct rt_buf *plain, struct rt_buf *why);
 

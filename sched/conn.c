@@ -358,29 +358,50 @@ static int admit(struct conn *c)
 	return rc < 0 ? -EPERM : 0;
 }
 
-void sched__on_connection(uv_stream_t *server, int status)
+/* A new connection on `server` (a Unix socket, or TCP with `tcp`):
+ * allocated, linked and accepted. Returns it, or NULL when there is
+ * nothing to serve (the listener's error, no memory, a failed accept). */
+static struct conn *conn_accept(uv_stream_t *server, int status, int tcp)
 {
 	struct sched *s = server->data;
 	struct conn *c;
 
 	if (status < 0)
-		return;
+		return NULL;
 	c = calloc(1, sizeof(*c));
 	if (c == NULL)
-		return;
+		return NULL;
 	c->s = s;
-	uv_pipe_init(s->loop, &c->h.pipe, 0);
-	c->h.pipe.data = c;
-	c->handles = 1;
+	if (tcp) {
+		uv_tcp_init(s->loop, &c->h.tcp);
+		uv_timer_init(s->loop, &c->admit_timer);
+		c->admit_timer.data = c;
+		c->handles = 2;
+		/* TCP until its first byte says TLS. */
+		c->peer.transport = SCHED_TCP;
+		c->peer.uid = (uid_t)-1;
+		c->peer.gid = (gid_t)-1;
+	} else {
+		uv_pipe_init(s->loop, &c->h.pipe, 0);
+		c->handles = 1;
+		c->peer.transport = SCHED_UNIX;
+	}
+	c->h.stream.data = c;
 	conn_link(c);
-	c->peer.transport = SCHED_UNIX;
 	rt_wire_out_init(&c->out, &s->flusher, &c->h.stream);
 	if (uv_accept(server, &c->h.stream) < 0) {
 		c->closing = 1;
 		conn_end(c, 0);
-		return;
+		return NULL;
 	}
-	if (admit(c) < 0)
+	return c;
+}
+
+void sched__on_connection(uv_stream_t *server, int status)
+{
+	struct conn *c = conn_accept(server, status, 0);
+
+	if (c == NULL || admit(c) < 0)
 		return;
 	uv_read_start(&c->h.stream, rt_read_alloc, on_read);
 }
@@ -402,30 +423,10 @@ static void on_admit_timeout(uv_timer_t *t)
 
 void sched__on_tcp_connection(uv_stream_t *server, int status)
 {
-	struct sched *s = server->data;
-	struct conn *c;
+	struct conn *c = conn_accept(server, status, 1);
 
-	if (status < 0)
-		return;
-	c = calloc(1, sizeof(*c));
 	if (c == NULL)
 		return;
-	c->s = s;
-	uv_tcp_init(s->loop, &c->h.tcp);
-	c->h.tcp.data = c;
-	uv_timer_init(s->loop, &c->admit_timer);
-	c->admit_timer.data = c;
-	c->handles = 2;
-	conn_link(c);
-	c->peer.transport = SCHED_TCP; /* until its first byte says TLS */
-	c->peer.uid = (uid_t)-1;
-	c->peer.gid = (gid_t)-1;
-	rt_wire_out_init(&c->out, &s->flusher, &c->h.stream);
-	if (uv_accept(server, &c->h.stream) < 0) {
-		c->closing = 1;
-		conn_end(c, 0);
-		return;
-	}
 	rt_tcp_tune(&c->h.tcp);
 	rt_tcp_peer(&c->h.tcp, c->peer.addr, sizeof(c->peer.addr));
 	/* Nothing is admitted before the first byte and, for TLS, the end

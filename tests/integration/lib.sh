@@ -44,7 +44,12 @@ cleanup() {
 	wait_until 10 eval '[ -z "$(our_workers)" ]' || for p in $(our_workers); do
 		kill -9 "$p" 2>/dev/null
 	done
-	rm -rf "$T"
+	# FNFS_KEEP=1 keeps the directory (logs, data) of a failed run.
+	if [ -n "${FNFS_KEEP:-}" ]; then
+		echo "# kept $T"
+	else
+		rm -rf "$T"
+	fi
 }
 trap cleanup EXIT
 

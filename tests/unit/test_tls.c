@@ -129,6 +129,47 @@ TEST(tls_handshake_in_memory)
 	pki_free(&p);
 }
 
+/* The peer's last records and its close_notify in one read: the data
+ * is handed over, then the close is seen (a refusal and its reason are
+ * not lost when they arrive with the end of the session). */
+TEST(tls_last_data_and_close_come_together)
+{
+	struct pki p;
+	SSL_CTX *sc = NULL, *cc = NULL;
+	struct rt_tls s, c;
+	struct rt_buf sp = { 0 }, cp = { 0 }, b = { 0 }, why = { 0 };
+	int se = 0, ce = 0;
+
+	pki_make(&p, "w1", 30);
+	CHECK(rt_tls_ctx_new(&sc, 1, p.ca.cert, &p.ctl, NULL, &why) == 0);
+	CHECK(rt_tls_ctx_new(&cc, 0, p.ca.cert, &p.w, NULL, &why) == 0);
+	CHECK(rt_tls_start(&s, sc, 1, NULL, NULL) == 0);
+	CHECK(rt_tls_start(&c, cc, 0, NULL, NULL) == 0);
+	CHECK(pump(&c, &s, &cp, &sp, &se, &ce) == 0);
+	CHECK(se && ce);
+	rt_buf_reset(&cp);
+	CHECK(rt_tls_send(&s, "refused: why", 12) == 0);
+	rt_tls_shutdown(&s);
+	rt_tls_take(&s, &b);
+	CHECK(b.len > 0);
+	CHECK(rt_tls_feed(&c, b.data, b.len, &cp, &why) == 0);
+	CHECK(cp.len == 12 && memcmp(cp.data, "refused: why", 12) == 0);
+	CHECK(c.closed);
+	/* A close alone is -EPIPE. */
+	rt_buf_reset(&cp);
+	CHECK(rt_tls_feed(&c, NULL, 0, &cp, &why) == -EPIPE);
+	CHECK(cp.len == 0);
+	rt_tls_free(&s);
+	rt_tls_free(&c);
+	SSL_CTX_free(sc);
+	SSL_CTX_free(cc);
+	rt_buf_free(&sp);
+	rt_buf_free(&cp);
+	rt_buf_free(&b);
+	rt_buf_free(&why);
+	pki_free(&p);
+}
+
 TEST(tls_session_resumes_across_server_contexts)
 {
 	struct pki p;
