@@ -4,6 +4,7 @@
  * (NOTIFY_SOCKET) once it serves, and runs the one libuv loop that serves
  * FUSE requests until the filesystem is unmounted or a signal asks for it.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -265,6 +266,39 @@ static const char *const own_files[] = {
 	"fnfs.pid", "fnfs.log",	   "lock",	  "ctl.sock",
 };
 
+/* The CA (ca/), the store of code objects (code/) and the caches of
+ * local workers (cache/ID/) keep the modes fnfs gave what is in them
+ * (keys 0600, objects 0400, code trees readable by the users whose
+ * functions run there, through their private parents): only those
+ * directories themselves are made 0700, which keeps all below them
+ * private. Returns 0 or -errno. */
+static int private_tops(const char *dir)
+{
+	static const char *const tops[] = { "ca", "code", "cache" };
+	char path[PATH_MAX + 32];
+	struct dirent *e;
+	size_t i;
+	DIR *d;
+	int rc = 0;
+
+	for (i = 0; rc == 0 && i < sizeof(tops) / sizeof(*tops); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, tops[i]);
+		if (chmod(path, RT_PRIVATE_DIR_MODE) < 0)
+			rc = errno == ENOENT ? 0 : -errno;
+	}
+	snprintf(path, sizeof(path), "%s/cache", dir);
+	d = rc == 0 ? opendir(path) : NULL;
+	while (d != NULL && (e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.' || e->d_type != DT_DIR)
+			continue;
+		if (fchmodat(dirfd(d), e->d_name, RT_PRIVATE_DIR_MODE, 0) < 0)
+			rc = -errno;
+	}
+	if (d != NULL)
+		closedir(d);
+	return rc;
+}
+
 /* Makes the data directory private, whatever its mode was and whatever
  * the umask: 0700 for it, for logs/ and every directory in it, 0600 for
  * each of fnfs's files (the store, its WAL and SHM, the pid file, the
@@ -295,6 +329,8 @@ static int make_private(const char *dir)
 		rc = -errno;
 	if (rc == 0)
 		rc = rt_private_tree(path);
+	if (rc == 0)
+		rc = private_tops(dir);
 	if (rc < 0)
 		fprintf(stderr,
 			"fnfs: cannot make the data directory %s private "

@@ -894,7 +894,7 @@ int rt_code_start(struct rt_worker *w, struct rt_instance *in, json_t **spec,
 	return 1;
 }
 
-/* Makes PARENT/NAME (0700) unless it is there, its path in `b`.
+/* Makes PARENT/NAME 0700 (made, or there already), its path in `b`.
  * Returns 0 or -errno. */
 static int make_dir(struct rt_buf *b, const char *parent, const char *name)
 {
@@ -904,8 +904,9 @@ static int make_dir(struct rt_buf *b, const char *parent, const char *name)
 		return -ENOMEM;
 	rt_buf_free(b);
 	*b = p;
-	if (mkdir(b->data, 0700) < 0 && errno != EEXIST)
-		return -errno;
+	if (mkdir(b->data, 0700) < 0 &&
+	    (errno != EEXIST || chmod(b->data, 0700) < 0))
+		return -errno; /* one made loose since is private again */
 	return 0;
 }
 

@@ -58,9 +58,10 @@ PY=/usr/bin/python3
 NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups --)
 
 # loose_modes: what in $DATA is not private (directories 0700, the rest 0600;
-# an operator's notes aside), one line each.
+# an operator's notes aside), one line each. A worker's cache (cache/ID)
+# is private by its own 0700 directory: what is below keeps its modes.
 loose_modes() {
-	find "$DATA" ! -name notes \( \( -type d ! -perm 0700 \) -o \( ! -type d ! -type l ! -perm 0600 \) \) -printf '%m %p\n'
+	find "$DATA" -path "$DATA/cache/*/*" -prune -o ! -name notes \( \( -type d ! -perm 0700 \) -o \( ! -type d ! -type l ! -perm 0600 \) \) -printf '%m %p\n'
 }
 
 # ---- modes: a pre-created 0755 data directory with a 0644 log, umask 000
