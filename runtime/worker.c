@@ -525,11 +525,23 @@ static void handle(struct rt_worker *w, const struct rt_msg *m)
 	}
 }
 
+static void send_heartbeat(struct rt_worker *w, json_t *samples);
+static json_t *samples_of(struct rt_worker *w);
+
 static int handle_cb(const struct rt_msg *m, void *arg)
 {
 	struct rt_worker *w = arg;
 
 	handle(w, m);
+	/* A long run of messages (100 starts of sandboxed instances take
+	 * seconds on a busy machine) keeps the loop from its tick: the
+	 * heartbeat goes out between them (frames wait for the end of the
+	 * loop's iteration otherwise), so the controller does not take this
+	 * worker for silent while it starts what it was given. */
+	if (w->connected && rt_mono_ms() - w->beat_mono >= RT_SAMPLE_MS) {
+		send_heartbeat(w, samples_of(w));
+		rt_wire_out_flush(&w->out); /* now, not after the run */
+	}
 	/* Stop when the connection ended while handling. */
 	return !w->connected && !w->connecting;
 }
@@ -743,19 +755,34 @@ static int sample_cb(const char *key, void *value, void *arg)
 	return 0;
 }
 
-static void on_tick(uv_timer_t *t)
+/* Sends a heartbeat with `samples` (the instances', taken over). */
+static void send_heartbeat(struct rt_worker *w, json_t *samples)
 {
-	struct rt_worker *w = t->data;
+	w->beat_mono = rt_mono_ms();
+	rt_worker_send(w,
+		       json_pack("{s:s, s:o}", "type", "heartbeat", "samples",
+				 samples),
+		       NULL, 0);
+}
+
+/* The instances' samples, for a heartbeat. */
+static json_t *samples_of(struct rt_worker *w)
+{
 	json_t *samples = json_array();
 
 	rt_map_each(&w->sup.instances, sample_cb, samples);
+	return samples;
+}
+
+static void on_tick(uv_timer_t *t)
+{
+	struct rt_worker *w = t->data;
+	json_t *samples = samples_of(w);
+
 	rt_sup_collect(&w->sup);
 	rt_code_tick(w);
 	if (w->connected)
-		rt_worker_send(w,
-			       json_pack("{s:s, s:o}", "type", "heartbeat",
-					 "samples", samples),
-			       NULL, 0);
+		send_heartbeat(w, samples);
 	else
 		json_decref(samples);
 	/* Only a registered connection's silence: an attempt (connect,

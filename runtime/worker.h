@@ -72,6 +72,7 @@ struct rt_worker {
 	int connecting;
 	struct rt_buf in;  /* bytes read, not yet decoded */
 	uv_timer_t tick;   /* heartbeat and sampling */
+	int64_t beat_mono; /* when the last heartbeat went out */
 	uv_timer_t retry;  /* reconnection */
 	int retry_ms;	   /* the next reconnection delay */
 	int64_t lost_mono; /* when the controller went away, or 0 */
