@@ -115,6 +115,10 @@ struct rt_instance {
 	long long cold_spawns; /* cold: processes forked for calls */
 	long long epoch;       /* of the controller's assignment (its start
 				* said so), echoed in every report; 0: none */
+	long long run_epoch;   /* the epoch its process was spawned under:
+				* its exit is reported with it, so the exit
+				* of a copy stopped for a newer assignment is
+				* not taken for the new one's */
 };
 
 /* What the supervisor reports to its owner. Each may be NULL. They are

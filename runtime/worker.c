@@ -184,6 +184,7 @@ static void ev_state(struct rt_instance *in)
 
 static void ev_spawned(struct rt_instance *in, const char *why)
 {
+	in->run_epoch = in->epoch;
 	/* A failed spawn answers too: the exit (status 127) follows. */
 	answer(rt_worker_of(in), in->id, 0, 0, why == NULL ? (int)in->pid : -1);
 	if (why == NULL)
@@ -203,7 +204,9 @@ static void ev_exited(struct rt_instance *in, const struct rt_exit *e)
 		       json_pack("{s:s, s:s, s:s, s:i, s:i, s:b, s:I}", "type",
 				 "exited", "instance", in->id, "exit", what,
 				 "code", e->code, "signal", e->signal, "oom",
-				 e->oom, "epoch", (json_int_t)in->epoch),
+				 e->oom, "epoch",
+				 (json_int_t)(in->run_epoch ? in->run_epoch
+							    : in->epoch)),
 		       NULL, 0);
 }
 
