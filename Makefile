@@ -15,7 +15,7 @@ DOCDIR ?= $(PREFIX)/share/doc/fnfs
 # systemd reads /usr/local/lib/systemd/system and /usr/lib/systemd/system.
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 CC ?= cc
-PKGS := fuse3 libuv sqlite3 jansson libssl libcrypto
+PKGS := fuse3 libuv sqlite3 jansson libssl libcrypto libcurl
 
 WARN := -Wall -Wextra -Wshadow -Wformat=2 -Wstrict-prototypes
 CFLAGS ?= -O2 -g
@@ -36,7 +36,8 @@ endif
 # pkg-config is asked only when compiling, so `make help`-like targets and
 # install-deps work on a machine that lacks the libraries.
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
-PKG_LIBS = $(shell pkg-config --libs $(PKGS)) -lm
+# Debian's http-parser ships no pkg-config file.
+PKG_LIBS = $(shell pkg-config --libs $(PKGS)) -lhttp_parser -lm
 
 B := build/$(VARIANT)
 
