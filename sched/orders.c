@@ -18,7 +18,6 @@ static json_t *run_spec(const struct sched *s, const struct sched_instance *in)
 	const struct sched_function *fn = sched__fn_of(in);
 	const struct sched_spec *sp = &fn->spec;
 	static const char *const modes[] = { "daemon", "hot", "cold" };
-	static const char *const formats[] = { "line", "json" };
 	static const char *const policies[] = { "always", "on-failure",
 						"never" };
 	static const char *const isolations[] = { "sandbox", "none" };
@@ -30,7 +29,6 @@ static json_t *run_spec(const struct sched *s, const struct sched_instance *in)
 	int i;
 
 	assert((unsigned)sp->mode < sizeof(modes) / sizeof(modes[0]));
-	assert((unsigned)sp->format < sizeof(formats) / sizeof(formats[0]));
 	assert((unsigned)sp->restart_policy <
 	       sizeof(policies) / sizeof(policies[0]));
 	sched__parts(in, &t, &ns, &f);
@@ -47,7 +45,7 @@ static json_t *run_spec(const struct sched *s, const struct sched_instance *in)
 	FN_ENV("FN_INSTANCE=%d", in->n);
 	FN_ENV("FN_REVISION=%llu", (unsigned long long)fn->run_revision);
 	FN_ENV("FN_MODE=%s", modes[sp->mode]);
-	FN_ENV("FN_FORMAT=%s", formats[sp->format]);
+	FN_ENV("FN_FORMAT=%s", sched_format_word(sp->format));
 	FN_ENV("FN_MEMORY_MB=%d", sp->memory);
 	FN_ENV("FN_WORKER=%s", in->worker ? in->worker->obj.name : "");
 #undef FN_ENV
@@ -68,15 +66,18 @@ static json_t *run_spec(const struct sched *s, const struct sched_instance *in)
 		owner.gid = s->run_as_gid;
 	}
 	return json_pack("{s:s, s:o, s:s, s:i, s:s, s:s, s:s, s:I, s:I, s:s, "
-			 "s:s, s:o, s:i, s:i}",
+			 "s:s, s:o, s:i, s:i, s:s, s:i, s:i}",
 			 "command", sp->command ? sp->command : "", "env", env,
 			 "cwd", sp->cwd ? sp->cwd : "", "memory", sp->memory,
 			 "restart_policy", policies[sp->restart_policy], "mode",
-			 modes[sp->mode], "format", formats[sp->format], "uid",
+			 modes[sp->mode], "format",
+			 sched_format_word(sp->format), "uid",
 			 (json_int_t)owner.uid, "gid", (json_int_t)owner.gid,
 			 "isolation", isolations[sp->isolation], "network",
 			 networks[sp->network], "mounts", mounts, "pids",
-			 sp->pids, "cpu", sp->cpu);
+			 sp->pids, "cpu", sp->cpu, "ready", sched_spec_ready(sp),
+			 "ready_timeout", sp->ready_timeout, "concurrency",
+			 sched_spec_slots(sp));
 }
 
 char *sched__instance_id(const struct sched_instance *in)

@@ -16,7 +16,12 @@
 /* ================================================================= specs */
 
 enum sched_mode { SCHED_MODE_DAEMON, SCHED_MODE_HOT, SCHED_MODE_COLD };
-enum sched_format { SCHED_FORMAT_LINE, SCHED_FORMAT_JSON };
+enum sched_format {
+	SCHED_FORMAT_LINE,
+	SCHED_FORMAT_JSON,
+	SCHED_FORMAT_HTTP,  /* an HTTP/1.1 server on PORT or FN_LISTENER */
+	SCHED_FORMAT_LAMBDA /* polls the AWS Lambda runtime API */
+};
 enum sched_tags_policy { SCHED_TAGS_STRICT, SCHED_TAGS_LOOSE };
 enum sched_restart_policy {
 	SCHED_RESTART_ALWAYS,
@@ -45,6 +50,9 @@ enum sched_isolation { SCHED_ISOLATION_SANDBOX, SCHED_ISOLATION_NONE };
 #define SCHED_CPU_MIN		10	/* millicores: 1 ms per 100 ms */
 #define SCHED_CPU_MAX		1024000 /* millicores: 1024 CPUs */
 #define SCHED_MOUNTS_MAX	32	/* paths bound into the sandbox */
+#define SCHED_READY_TIMEOUT_MAX 3600	/* s */
+#define SCHED_CONCURRENCY_MAX	1000	/* calls at once per instance */
+#define SCHED_READY_PATH_MAX	256	/* bytes of http:/PATH */
 
 /* A function's spec: everything `config` carries. */
 struct sched_spec {
@@ -69,6 +77,10 @@ struct sched_spec {
 	enum sched_isolation isolation; /* only root may change it */
 	char **mounts; /* owned lines "PATH" (read-only) or "PATH rw" */
 	int nmounts;
+	char *ready;	   /* owned; "" or NULL: the format's default (see
+			    * sched_spec_ready) */
+	int ready_timeout; /* s an instance may take to be ready */
+	int concurrency;   /* calls one instance serves at once */
 };
 
 /* The files of a function directory that map to its spec and record. */
@@ -92,6 +104,9 @@ enum sched_attr {
 	SCHED_ATTR_NETWORK,
 	SCHED_ATTR_ISOLATION,
 	SCHED_ATTR_MOUNTS,
+	SCHED_ATTR_READY,
+	SCHED_ATTR_READY_TIMEOUT,
+	SCHED_ATTR_CONCURRENCY,
 	SCHED_ATTR_REVISION,
 	SCHED_ATTR_ERROR,
 	SCHED_ATTR_COUNT
@@ -105,7 +120,7 @@ int sched_attr_writable(enum sched_attr a);
 
 /* The last attribute of a spec (the ones from SCHED_ATTR_COMMAND to it
  * are what `config` holds). */
-#define SCHED_ATTR_LAST_SPEC SCHED_ATTR_MOUNTS
+#define SCHED_ATTR_LAST_SPEC SCHED_ATTR_CONCURRENCY
 
 /* Whether only root may change attribute `a` (`isolation`). */
 int sched_attr_root_only(enum sched_attr a);
@@ -130,6 +145,18 @@ int sched_spec_equal(const struct sched_spec *a, const struct sched_spec *b);
 /* The effective instance ceiling: max_instances, or parallelism (min 1)
  * while it follows parallelism. */
 int sched_spec_max_instances(const struct sched_spec *s);
+
+/* The effective readiness of an instance: `ready` when set, else the
+ * format's default: "http:/" for a hot http function, "lambda" for a hot
+ * lambda one, "started" otherwise. A static or spec-owned string. */
+const char *sched_spec_ready(const struct sched_spec *s);
+
+/* The calls one instance serves at once: `concurrency` for a hot http or
+ * json function, 1 for every other. */
+int sched_spec_slots(const struct sched_spec *s);
+
+/* The word of a format ("http"). */
+const char *sched_format_word(enum sched_format f);
 
 /* Parses the text written to the file of attribute `a` (one value, an
  * optional single trailing newline) into `s`. Pure. Returns 0, or -EINVAL

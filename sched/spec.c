@@ -35,6 +35,9 @@ static const struct {
 	[SCHED_ATTR_NETWORK] = { "network", 1 },
 	[SCHED_ATTR_ISOLATION] = { "isolation", 1 },
 	[SCHED_ATTR_MOUNTS] = { "mounts", 1 },
+	[SCHED_ATTR_READY] = { "ready", 1 },
+	[SCHED_ATTR_READY_TIMEOUT] = { "ready_timeout", 1 },
+	[SCHED_ATTR_CONCURRENCY] = { "concurrency", 1 },
 	[SCHED_ATTR_REVISION] = { "revision", 0 },
 	[SCHED_ATTR_ERROR] = { "error", 0 },
 };
@@ -57,7 +60,8 @@ int sched_attr_root_only(enum sched_attr a)
 
 /* The words of the enum-valued attributes, indexed by value. */
 static const char *const mode_words[] = { "daemon", "hot", "cold", NULL };
-static const char *const format_words[] = { "line", "json", NULL };
+static const char *const format_words[] = { "line", "json", "http", "lambda",
+					     NULL };
 static const char *const tags_policy_words[] = { "strict", "loose", NULL };
 static const char *const restart_words[] = { "always", "on-failure", "never",
 					     NULL };
@@ -82,6 +86,8 @@ void sched_spec_init(struct sched_spec *s)
 	s->cpu = 0;
 	s->network = SCHED_NETWORK_HOST;
 	s->isolation = SCHED_ISOLATION_SANDBOX;
+	s->ready_timeout = 30;
+	s->concurrency = 1;
 }
 
 static void strv_free(char **v, int n)
@@ -97,6 +103,7 @@ void sched_spec_free(struct sched_spec *s)
 {
 	free(s->command);
 	free(s->cwd);
+	free(s->ready);
 	strv_free(s->env, s->nenv);
 	strv_free(s->tags, s->ntags);
 	strv_free(s->mounts, s->nmounts);
@@ -141,7 +148,9 @@ int sched_spec_copy(struct sched_spec *dst, const struct sched_spec *src)
 	dst->mounts = NULL;
 	dst->command = str_or_null_dup(src->command);
 	dst->cwd = str_or_null_dup(src->cwd);
-	if ((src->command && !dst->command) || (src->cwd && !dst->cwd))
+	dst->ready = str_or_null_dup(src->ready);
+	if ((src->command && !dst->command) || (src->cwd && !dst->cwd) ||
+	    (src->ready && !dst->ready))
 		rc = -ENOMEM;
 	if (rc == 0)
 		rc = strv_copy(&dst->env, src->env, src->nenv);
@@ -202,6 +211,13 @@ static int attr_eq(const struct sched_spec *x, const struct sched_spec *y,
 	case SCHED_ATTR_ISOLATION: return x->isolation == y->isolation;
 	case SCHED_ATTR_MOUNTS:
 		return strv_eq(x->mounts, x->nmounts, y->mounts, y->nmounts);
+	case SCHED_ATTR_READY:
+		/* Unset (following the format) is not the same as set to
+		 * what the format gives now, as for max_instances. */
+		return str_eq(x->ready, y->ready);
+	case SCHED_ATTR_READY_TIMEOUT:
+		return x->ready_timeout == y->ready_timeout;
+	case SCHED_ATTR_CONCURRENCY: return x->concurrency == y->concurrency;
 	default: return 1;
 	}
 }
@@ -244,6 +260,8 @@ int sched_spec_needs_restart(const struct sched_spec *a,
 		SCHED_ATTR_NETWORK,
 		SCHED_ATTR_ISOLATION,
 		SCHED_ATTR_MOUNTS,
+		SCHED_ATTR_READY,
+		SCHED_ATTR_READY_TIMEOUT,
 	};
 	size_t i;
 
@@ -274,6 +292,32 @@ int sched_spec_max_instances(const struct sched_spec *s)
 	if (s->max_instances > 0)
 		return s->max_instances;
 	return s->parallelism > 1 ? s->parallelism : 1;
+}
+
+const char *sched_spec_ready(const struct sched_spec *s)
+{
+	if (s->ready != NULL && s->ready[0] != '\0')
+		return s->ready;
+	if (s->mode == SCHED_MODE_HOT && s->format == SCHED_FORMAT_HTTP)
+		return "http:/";
+	if (s->mode == SCHED_MODE_HOT && s->format == SCHED_FORMAT_LAMBDA)
+		return "lambda";
+	return "started";
+}
+
+int sched_spec_slots(const struct sched_spec *s)
+{
+	if (s->mode == SCHED_MODE_HOT && (s->format == SCHED_FORMAT_HTTP ||
+					  s->format == SCHED_FORMAT_JSON))
+		return s->concurrency;
+	return 1;
+}
+
+const char *sched_format_word(enum sched_format f)
+{
+	return (unsigned)f < sizeof(format_words) / sizeof(format_words[0]) - 1
+		       ? format_words[f]
+		       : "?";
 }
 
 /* ================================================================ validators
@@ -315,6 +359,12 @@ static int int_range(enum sched_attr a, long long *lo, long long *hi)
 		return 1;
 	case SCHED_ATTR_PIDS: *lo = 0, *hi = SCHED_PIDS_MAX; return 1;
 	case SCHED_ATTR_CPU: *lo = 0, *hi = SCHED_CPU_MAX; return 1;
+	case SCHED_ATTR_READY_TIMEOUT:
+		*lo = 1, *hi = SCHED_READY_TIMEOUT_MAX;
+		return 1;
+	case SCHED_ATTR_CONCURRENCY:
+		*lo = 1, *hi = SCHED_CONCURRENCY_MAX;
+		return 1;
 	default: return 0;
 	}
 }
@@ -329,6 +379,8 @@ static int *int_field(struct sched_spec *s, enum sched_attr a)
 	case SCHED_ATTR_IDLE_TIMEOUT: return &s->idle_timeout;
 	case SCHED_ATTR_PIDS: return &s->pids;
 	case SCHED_ATTR_CPU: return &s->cpu;
+	case SCHED_ATTR_READY_TIMEOUT: return &s->ready_timeout;
+	case SCHED_ATTR_CONCURRENCY: return &s->concurrency;
 	default: return NULL;
 	}
 }
@@ -537,6 +589,38 @@ static int set_cwd(struct sched_spec *s, const char *v, size_t len, int strict,
 	if (len > 0 && v[0] != '/')
 		return bad(why, "cwd must be an absolute path or empty");
 	return set_string(&s->cwd, v, len);
+}
+
+/* `ready`: started | tcp | notify | lambda | http:/PATH, or empty for the
+ * format's default. PATH is printable ASCII without spaces. */
+static int set_ready(struct sched_spec *s, const char *v, size_t len,
+		     struct rt_buf *why)
+{
+	static const char *const words[] = { "started", "tcp", "notify",
+					     "lambda" };
+	char q[SHOWN_CAP];
+	size_t i;
+
+	for (i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+		if (strlen(words[i]) == len && memcmp(words[i], v, len) == 0)
+			return set_string(&s->ready, v, len);
+	if (len == 0)
+		return set_string(&s->ready, v, len);
+	if (len > 6 && memcmp(v, "http:/", 6) == 0 &&
+	    len - 5 <= SCHED_READY_PATH_MAX) {
+		for (i = 5; i < len; i++)
+			if (v[i] <= ' ' || v[i] > '~')
+				break;
+		if (i == len)
+			return set_string(&s->ready, v, len);
+	} else if (len == 6 && memcmp(v, "http:/", 6) == 0) {
+		return set_string(&s->ready, v, len);
+	}
+	return bad(why,
+		   "ready must be one of started | tcp | http:/PATH | notify | "
+		   "lambda (PATH printable, no spaces, at most %d bytes), not "
+		   "\"%s\"",
+		   SCHED_READY_PATH_MAX, shown(q, v, len));
 }
 
 static int env_key_valid(const char *k, size_t n)
@@ -830,6 +914,7 @@ int sched_spec_parse(struct sched_spec *s, enum sched_attr a, const char *buf,
 	switch (a) {
 	case SCHED_ATTR_COMMAND: return set_command(s, buf, len, 1, why);
 	case SCHED_ATTR_CWD: return set_cwd(s, buf, len, 1, why);
+	case SCHED_ATTR_READY: return set_ready(s, buf, len, why);
 	case SCHED_ATTR_ENV: return parse_env_text(s, buf, len, why);
 	case SCHED_ATTR_MOUNTS: return parse_mounts_text(s, buf, len, why);
 	case SCHED_ATTR_TAGS:
@@ -849,6 +934,8 @@ int sched_spec_parse(struct sched_spec *s, enum sched_attr a, const char *buf,
 	case SCHED_ATTR_MAX_INSTANCES:
 	case SCHED_ATTR_MEMORY:
 	case SCHED_ATTR_TIMEOUT:
+	case SCHED_ATTR_READY_TIMEOUT:
+	case SCHED_ATTR_CONCURRENCY:
 	case SCHED_ATTR_IDLE_TIMEOUT: {
 		long long lo = 0, hi = 0;
 
@@ -943,6 +1030,11 @@ static int json_set(struct sched_spec *s, const char *key, json_t *v,
 		return set_enum(s, (enum sched_attr)i, json_string_value(v),
 				json_string_length(v), why);
 	case SCHED_ATTR_ENV: return json_set_env(s, v, strict, why);
+	case SCHED_ATTR_READY:
+		if (!json_is_string(v))
+			return bad(why, "config: ready must be a string");
+		return set_ready(s, json_string_value(v), json_string_length(v),
+				 why);
 	case SCHED_ATTR_TAGS:
 		if (!json_is_array(v))
 			return bad(why,
@@ -1035,6 +1127,10 @@ int sched_spec_check(const struct sched_spec *s, struct rt_buf *why)
 			   "parallelism %d is above max_instances %d; raise "
 			   "max_instances first",
 			   s->parallelism, s->max_instances);
+	if (strcmp(sched_spec_ready(s), "lambda") == 0 &&
+	    !(s->mode == SCHED_MODE_HOT && s->format == SCHED_FORMAT_LAMBDA))
+		return bad(why, "ready lambda is for a hot function of format "
+				"lambda; set mode and format first");
 	return 0;
 }
 
@@ -1133,6 +1229,12 @@ static json_t *spec_json(const struct sched_spec *s, int for_store, int *err)
 	put(o, "network", json_string(network_words[s->network]), &fails);
 	put(o, "isolation", json_string(isolation_words[s->isolation]), &fails);
 	put(o, "mounts", mounts, &fails);
+	if (!for_store || (s->ready != NULL && s->ready[0] != '\0'))
+		put(o, "ready",
+		    json_string(for_store ? s->ready : sched_spec_ready(s)),
+		    &fails);
+	put(o, "ready_timeout", json_integer(s->ready_timeout), &fails);
+	put(o, "concurrency", json_integer(s->concurrency), &fails);
 out:
 	if (fails > 0) {
 		json_decref(o);
@@ -1224,6 +1326,8 @@ int sched_spec_render(const struct sched_spec *s, enum sched_attr a,
 		return rt_buf_printf(out, "%s\n", s->command ? s->command : "");
 	case SCHED_ATTR_CWD:
 		return rt_buf_printf(out, "%s\n", s->cwd ? s->cwd : "");
+	case SCHED_ATTR_READY:
+		return rt_buf_printf(out, "%s\n", sched_spec_ready(s));
 	case SCHED_ATTR_MODE:
 	case SCHED_ATTR_FORMAT:
 	case SCHED_ATTR_TAGS_POLICY:
@@ -1240,6 +1344,8 @@ int sched_spec_render(const struct sched_spec *s, enum sched_attr a,
 	case SCHED_ATTR_IDLE_TIMEOUT:
 	case SCHED_ATTR_PIDS:
 	case SCHED_ATTR_CPU:
+	case SCHED_ATTR_READY_TIMEOUT:
+	case SCHED_ATTR_CONCURRENCY:
 		return rt_buf_printf(out, "%d\n",
 				     *int_field((struct sched_spec *)s, a));
 	case SCHED_ATTR_ENV:

@@ -10,7 +10,7 @@ check_eq "ls tenants" "$(ls "$MNT/tenants")" "acme"
 check_eq "ls tenant" "$(ls "$MNT/tenants/acme" | tr '\n' ' ')" "events prod "
 check_eq "ls namespace" "$(ls "$MNT/tenants/acme/prod")" "thumb"
 check_eq "ls function" "$(ls "$F" | tr '\n' ' ')" \
-	"code command config cpu cwd env error format idle_timeout instances invoke isolation log max_instances memory mode mounts network parallelism pids restart restart_policy revision state stats status tags tags_policy timeout "
+	"code command concurrency config cpu cwd env error format idle_timeout instances invoke isolation log max_instances memory mode mounts network parallelism pids ready ready_timeout restart restart_policy revision state stats status tags tags_policy timeout "
 check_eq "ls -l shows directories as directories, of the tenant's mode" "$(ls -ld "$MNT/tenants/acme" | cut -c1-10)" "drwxr-x---"
 check_eq "attribute files are 0640 in a 0750 tenant" "$(stat -c %A "$F/memory")" "-rw-r-----"
 check_eq "read-only files are 0440 in a 0750 tenant" "$(stat -c '%A' "$F/revision" "$F/error" | tr '\n' ' ')" "-r--r----- -r--r----- "

@@ -10,7 +10,8 @@ mkdir -p "$F"
 # Defaults.
 for pair in "command:" "mode:daemon" "format:line" "parallelism:1" \
 	"max_instances:1" "memory:128" "timeout:30000" "idle_timeout:30" \
-	"cwd:" "tags:" "tags_policy:strict" "restart_policy:always" "revision:1"; do
+	"cwd:" "tags:" "tags_policy:strict" "restart_policy:always" "revision:1" \
+	"ready:started" "ready_timeout:30" "concurrency:1"; do
 	check_eq "default ${pair%%:*}" "$(cat "$F/${pair%%:*}")" "${pair#*:}"
 done
 check_eq "default env is empty" "$(wc -c <"$F/env")" "0"
@@ -44,6 +45,28 @@ roundtrip tags "gpu ssd"
 roundtrip tags_policy loose
 roundtrip restart_policy on-failure
 roundtrip restart_policy never
+roundtrip ready tcp
+roundtrip ready notify
+roundtrip ready http:/healthz?x=1
+roundtrip ready started
+roundtrip ready_timeout 5
+roundtrip concurrency 4
+roundtrip concurrency 1
+# ready follows the format until it is set.
+echo >"$F/ready"
+echo hot >"$F/mode"
+echo http >"$F/format"
+check_eq "ready of a hot http function defaults to http:/" "$(cat "$F/ready")" "http:/"
+echo lambda >"$F/format"
+check_eq "ready of a hot lambda function defaults to lambda" "$(cat "$F/ready")" "lambda"
+roundtrip ready lambda
+check_fails_with "ready lambda keeps a function from leaving format lambda" "Invalid argument" bash -c "echo line > '$F/format'"
+check_eq "format unchanged after the refusal" "$(cat "$F/format")" "lambda"
+check_eq "the refusal is in error" "$(grep -c 'ready lambda' "$F/error")" "1"
+echo >"$F/ready"
+echo line >"$F/format"
+check_eq "ready of a line function is back to started" "$(cat "$F/ready")" "started"
+echo daemon >"$F/mode"
 printf 'A=1\nB=two words\nC=x=y\n' >"$F/env"
 check_eq "round trip env" "$(cat "$F/env")" "$(printf 'A=1\nB=two words\nC=x=y')"
 printf '%s' 64 >"$F/memory"
@@ -61,7 +84,7 @@ refuse() {
 	check_fails_with "$attr='$value' is refused" "Invalid argument" bash -c "printf '%s\n' \"\$1\" > '$F/$attr'" sh "$value"
 	check_eq "$attr unchanged after '$value'" "$(cat "$F/$attr")" "$before"
 }
-for attr in parallelism max_instances memory timeout idle_timeout; do
+for attr in parallelism max_instances memory timeout idle_timeout ready_timeout concurrency; do
 	refuse "$attr" abc
 	refuse "$attr" -1
 	refuse "$attr" 99999999999
@@ -75,6 +98,17 @@ refuse memory 0
 refuse memory 1048577
 refuse timeout 0
 refuse idle_timeout 86401
+refuse ready_timeout 0
+refuse ready_timeout 3601
+refuse concurrency 0
+refuse concurrency 1001
+refuse ready http
+refuse ready "http:/a b"
+refuse ready "http:"
+refuse ready "http:x"
+refuse ready tcp:80
+refuse ready lambda
+refuse ready READY
 refuse mode warm
 refuse mode HOT
 refuse mode ""

@@ -8,7 +8,7 @@ mkdir -p "$F"
 check "config is valid JSON" python3 -m json.tool "$F/config" >/dev/null
 keys=$(python3 -c 'import json,sys; print(" ".join(json.load(open(sys.argv[1]))))' "$F/config")
 check_eq "config has every attribute" "$keys" \
-	"command mode format parallelism max_instances memory timeout idle_timeout env cwd tags tags_policy restart_policy pids cpu network isolation mounts"
+	"command mode format parallelism max_instances memory timeout idle_timeout env cwd tags tags_policy restart_policy pids cpu network isolation mounts ready ready_timeout concurrency"
 
 cat >"$T/spec.json" <<'JSON'
 {"command": "python3 -u app.py", "mode": "hot", "format": "json",
@@ -16,7 +16,8 @@ cat >"$T/spec.json" <<'JSON'
  "idle_timeout": 10, "env": {"K": "V", "GREETING": "hello world"},
  "cwd": "/srv", "tags": ["gpu", "ssd"], "tags_policy": "loose",
  "restart_policy": "on-failure", "pids": 64, "cpu": 500, "network": "none",
- "isolation": "sandbox", "mounts": ["/srv/data", "/var/cache/app rw"]}
+ "isolation": "sandbox", "mounts": ["/srv/data", "/var/cache/app rw"],
+ "ready": "tcp", "ready_timeout": 10, "concurrency": 3}
 JSON
 r0=$(cat "$F/revision")
 check "writing a whole config" sh -c "cat '$T/spec.json' > '$F/config'"

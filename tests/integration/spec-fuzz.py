@@ -30,14 +30,18 @@ import time
 ATTRS = ["config", "command", "mode", "format", "parallelism",
          "max_instances", "memory", "timeout", "idle_timeout", "env", "cwd",
          "tags", "tags_policy", "restart_policy", "pids", "cpu", "network",
-         "isolation", "mounts"]
+         "isolation", "mounts", "ready", "ready_timeout", "concurrency"]
 FILES = ATTRS + ["revision"]
 TEXT = ["command", "cwd"]
 INTS = {"parallelism": (0, 1000), "max_instances": (1, 1000),
         "memory": (1, 1048576), "timeout": (1, 3600000),
         "idle_timeout": (0, 86400), "pids": (0, 4194304),
-        "cpu": (0, 1024000)}
-ENUMS = {"mode": ["daemon", "hot", "cold"], "format": ["line", "json"],
+        "cpu": (0, 1024000), "ready_timeout": (1, 3600),
+        "concurrency": (1, 1000)}
+ENUMS = {"mode": ["daemon", "hot", "cold"],
+         "format": ["line", "json", "http", "lambda"],
+         "ready": ["started", "tcp", "notify", "lambda", "http:/",
+                   "http:/healthz"],
          "tags_policy": ["strict", "loose"],
          "restart_policy": ["always", "on-failure", "never"],
          "network": ["host", "none"], "isolation": ["sandbox", "none"]}
@@ -46,7 +50,7 @@ DEFAULTS = {"command": "", "mode": "daemon", "format": "line",
             "idle_timeout": 30, "env": {}, "cwd": "", "tags": [],
             "tags_policy": "strict", "restart_policy": "always",
             "pids": 256, "cpu": 0, "network": "host", "isolation": "sandbox",
-            "mounts": []}
+            "mounts": [], "ready_timeout": 30, "concurrency": 1}
 # Lines of `mounts`, good and bad.
 MOUNTS = [b"/srv/data", b"/srv/data rw", b"/srv/data ro", b"/var/cache/x/",
           b"/opt/caf\xc3\xa9 rw", b"/a b", b"/", b"relative", b"/a/../b",
@@ -326,10 +330,17 @@ class Fuzz:
                 obj = json.loads(data.decode("utf-8"),
                                  object_pairs_hook=no_duplicates)
                 if not isinstance(obj, dict) or set(obj) - set(DEFAULTS) - \
-                        {"max_instances"}:
+                        {"max_instances", "ready"}:
                     return None
                 cfg = dict(DEFAULTS)
                 cfg.update(obj)
+                if "ready" not in obj:
+                    cfg["ready"] = ready_default(cfg)
+                elif not isinstance(cfg["ready"], str):
+                    return None
+                if cfg["ready"] == "lambda" and \
+                        ready_default(cfg) != "lambda":
+                    return None
                 if "max_instances" not in obj:
                     cfg["max_instances"] = max(1, cfg["parallelism"])
                 cfg["tags"] = list(dict.fromkeys(cfg["tags"]))
@@ -394,6 +405,9 @@ class Fuzz:
                     (attr == "cpu" and 0 < int(v) < 10):
                 return None
             return {attr: str(int(v)).encode() + b"\n"}
+        if attr == "ready" and v.startswith(b"http:/"):
+            ok = len(v) - 5 <= 256 and all(0x21 <= c <= 0x7e for c in v)
+            return {attr: v + b"\n"} if ok else None
         return {attr: v + b"\n"} if v.decode("latin-1") in ENUMS[attr] \
             else None
 
@@ -430,6 +444,9 @@ class Fuzz:
         for k in ATTRS[1:]:
             if attr == "config" or k == attr or k in want:
                 continue
+            # ready follows mode and format until it is set.
+            if attr in ("mode", "format") and k == "ready":
+                continue
             if attr == "parallelism" and k == "max_instances" and \
                     after[k] in (before[k],
                                  b"%d\n" % max(1, int(after["parallelism"]))):
@@ -440,7 +457,9 @@ class Fuzz:
         changed = any(after[k] != before[k] for k in ATTRS)
         # Whether max_instances follows parallelism is in no file: fixing
         # it at the number it followed to is a change that shows nowhere.
-        hidden = attr in ("max_instances", "config") and not changed and \
+        # The same for ready, which follows mode and format until set.
+        hidden = attr in ("max_instances", "ready", "config") and \
+            not changed and \
             rev1 == rev0 + 1
         if rev1 != rev0 + (1 if changed else 0) and not hidden:
             self.fail(f"{attr}: revision {rev0} -> {rev1} for "
@@ -482,6 +501,15 @@ def clean_line(b):
     except UnicodeDecodeError:
         return False
     return s.endswith("\n") and text_ok(s[:-1].encode())
+
+
+def ready_default(cfg):
+    """What `ready` reads while it is not set: the format's default."""
+    if cfg["mode"] == "hot" and cfg["format"] == "http":
+        return "http:/"
+    if cfg["mode"] == "hot" and cfg["format"] == "lambda":
+        return "lambda"
+    return "started"
 
 
 def render(cfg):

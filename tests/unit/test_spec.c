@@ -235,7 +235,7 @@ TEST(spec_config_roundtrip)
 			 " \"env\": {\"K\": \"V\", \"X\": \"a b\"},"
 			 " \"cwd\": \"/srv\", \"tags\": [\"gpu\"],"
 			 " \"tags_policy\": \"loose\","
-			 " \"restart_policy\": \"never\"}";
+			 " \"restart_policy\": \"never\", \"ready\": \"tcp\"}";
 	struct sched_spec a, b;
 	struct rt_buf r = { 0 }, why = { 0 };
 
@@ -916,4 +916,45 @@ TEST(spec_sandbox_attributes)
 	}
 	sched_spec_free(&a);
 	sched_spec_free(&b);
+}
+
+TEST(spec_ready_concurrency)
+{
+	struct sched_spec s;
+	struct rt_buf why = { 0 }, r = { 0 };
+
+	sched_spec_init(&s);
+	CHECK(strcmp(sched_spec_ready(&s), "started") == 0);
+	CHECK(sched_spec_slots(&s) == 1);
+	CHECK(sched_spec_parse(&s, SCHED_ATTR_CONCURRENCY, "4\n", 2, &why) ==
+	      0);
+	CHECK(sched_spec_slots(&s) == 1); /* a daemon serves no calls */
+	CHECK(sched_spec_parse(&s, SCHED_ATTR_MODE, "hot", 3, &why) == 0);
+	CHECK(sched_spec_slots(&s) == 1); /* line: one call at a time */
+	CHECK(sched_spec_parse(&s, SCHED_ATTR_FORMAT, "http", 4, &why) == 0);
+	CHECK(sched_spec_slots(&s) == 4);
+	CHECK(strcmp(sched_spec_ready(&s), "http:/") == 0);
+	CHECK(sched_spec_parse(&s, SCHED_ATTR_FORMAT, "json", 4, &why) == 0);
+	CHECK(sched_spec_slots(&s) == 4);
+	CHECK(sched_spec_parse(&s, SCHED_ATTR_FORMAT, "lambda", 6, &why) == 0);
+	CHECK(sched_spec_slots(&s) == 1);
+	CHECK(strcmp(sched_spec_ready(&s), "lambda") == 0);
+	CHECK(sched_spec_parse(&s, SCHED_ATTR_READY, "http:/ok", 8, &why) ==
+	      0);
+	CHECK(strcmp(sched_spec_ready(&s), "http:/ok") == 0);
+	CHECK(sched_spec_parse(&s, SCHED_ATTR_READY, "http:/a b", 9, &why) ==
+	      -EINVAL);
+	CHECK(strcmp(sched_spec_ready(&s), "http:/ok") == 0);
+	CHECK(sched_spec_parse(&s, SCHED_ATTR_READY, "", 0, &why) == 0);
+	CHECK(strcmp(sched_spec_ready(&s), "lambda") == 0);
+	/* The store keeps only what was set; the config shows the effect. */
+	CHECK(sched_spec_dump(&s, &r) == 0);
+	CHECK(strstr(r.data, "\"ready\"") == NULL);
+	rt_buf_reset(&r);
+	CHECK(sched_spec_render(&s, SCHED_ATTR_CONFIG, &r) == 0);
+	CHECK(strstr(r.data, "\"ready\": \"lambda\"") != NULL);
+	CHECK(strstr(r.data, "\"concurrency\": 4") != NULL);
+	rt_buf_free(&r);
+	rt_buf_free(&why);
+	sched_spec_free(&s);
 }
