@@ -65,19 +65,18 @@ static json_t *run_spec(const struct sched *s, const struct sched_instance *in)
 		owner.uid = s->run_as_uid;
 		owner.gid = s->run_as_gid;
 	}
-	return json_pack("{s:s, s:o, s:s, s:i, s:s, s:s, s:s, s:I, s:I, s:s, "
-			 "s:s, s:o, s:i, s:i, s:s, s:i, s:i}",
-			 "command", sp->command ? sp->command : "", "env", env,
-			 "cwd", sp->cwd ? sp->cwd : "", "memory", sp->memory,
-			 "restart_policy", policies[sp->restart_policy], "mode",
-			 modes[sp->mode], "format",
-			 sched_format_word(sp->format), "uid",
-			 (json_int_t)owner.uid, "gid", (json_int_t)owner.gid,
-			 "isolation", isolations[sp->isolation], "network",
-			 networks[sp->network], "mounts", mounts, "pids",
-			 sp->pids, "cpu", sp->cpu, "ready", sched_spec_ready(sp),
-			 "ready_timeout", sp->ready_timeout, "concurrency",
-			 sched_spec_slots(sp));
+	return json_pack(
+		"{s:s, s:o, s:s, s:i, s:s, s:s, s:s, s:I, s:I, s:s, "
+		"s:s, s:o, s:i, s:i, s:s, s:i, s:i}",
+		"command", sp->command ? sp->command : "", "env", env, "cwd",
+		sp->cwd ? sp->cwd : "", "memory", sp->memory, "restart_policy",
+		policies[sp->restart_policy], "mode", modes[sp->mode], "format",
+		sched_format_word(sp->format), "uid", (json_int_t)owner.uid,
+		"gid", (json_int_t)owner.gid, "isolation",
+		isolations[sp->isolation], "network", networks[sp->network],
+		"mounts", mounts, "pids", sp->pids, "cpu", sp->cpu, "ready",
+		sched_spec_ready(sp), "ready_timeout", sp->ready_timeout,
+		"concurrency", sched_spec_slots(sp));
 }
 
 char *sched__instance_id(const struct sched_instance *in)

@@ -61,7 +61,7 @@ int sched_attr_root_only(enum sched_attr a)
 /* The words of the enum-valued attributes, indexed by value. */
 static const char *const mode_words[] = { "daemon", "hot", "cold", NULL };
 static const char *const format_words[] = { "line", "json", "http", "lambda",
-					     NULL };
+					    NULL };
 static const char *const tags_policy_words[] = { "strict", "loose", NULL };
 static const char *const restart_words[] = { "always", "on-failure", "never",
 					     NULL };
@@ -307,8 +307,8 @@ const char *sched_spec_ready(const struct sched_spec *s)
 
 int sched_spec_slots(const struct sched_spec *s)
 {
-	if (s->mode == SCHED_MODE_HOT && (s->format == SCHED_FORMAT_HTTP ||
-					  s->format == SCHED_FORMAT_JSON))
+	if (s->mode == SCHED_MODE_HOT &&
+	    (s->format == SCHED_FORMAT_HTTP || s->format == SCHED_FORMAT_JSON))
 		return s->concurrency;
 	return 1;
 }

@@ -939,8 +939,7 @@ TEST(spec_ready_concurrency)
 	CHECK(sched_spec_parse(&s, SCHED_ATTR_FORMAT, "lambda", 6, &why) == 0);
 	CHECK(sched_spec_slots(&s) == 1);
 	CHECK(strcmp(sched_spec_ready(&s), "lambda") == 0);
-	CHECK(sched_spec_parse(&s, SCHED_ATTR_READY, "http:/ok", 8, &why) ==
-	      0);
+	CHECK(sched_spec_parse(&s, SCHED_ATTR_READY, "http:/ok", 8, &why) == 0);
 	CHECK(strcmp(sched_spec_ready(&s), "http:/ok") == 0);
 	CHECK(sched_spec_parse(&s, SCHED_ATTR_READY, "http:/a b", 9, &why) ==
 	      -EINVAL);
