@@ -33,11 +33,8 @@ static void call_freed(uv_handle_t *h)
 	free(c);
 }
 
-/* Ends call `c` with one result: status ok, error (the function's),
- * timeout, reset (its process died) or failed (the worker could not run
- * it), and the response or message in `body`. */
-static void finish(struct rt_call *c, const char *status, const char *reason,
-		   const char *body, size_t len)
+void rt_call_finish(struct rt_call *c, const char *status, const char *reason,
+		    const char *body, size_t len)
 {
 	struct rt_instance *in = c->in;
 
@@ -135,14 +132,15 @@ static void hot_send(struct rt_call *c)
 			      c->deadline_ms, &frame);
 
 	if (rc < 0) {
-		finish(c, "failed", "the payload does not fit the format", NULL,
-		       0);
+		rt_call_finish(c, "failed",
+			       "the payload does not fit the format", NULL, 0);
 		rt_buf_free(&frame);
 		return;
 	}
 	c->sent = 1;
 	if (write_stdin(in->run, frame.data, frame.len, 0) < 0)
-		finish(c, "reset", "cannot write to the process", NULL, 0);
+		rt_call_finish(c, "reset", "cannot write to the process", NULL,
+			       0);
 }
 
 /* Forks the process of a cold call. */
@@ -157,7 +155,7 @@ static void cold_spawn(struct rt_call *c)
 	snprintf(tag, sizeof(tag), "c%lld", ++in->cold_spawns);
 	r = rt_run_spawn(in, 1, tag, &why);
 	if (r == NULL) {
-		finish(c, "failed", why, NULL, 0);
+		rt_call_finish(c, "failed", why, NULL, 0);
 		return;
 	}
 	r->cold = 1;
@@ -195,7 +193,7 @@ static void on_deadline(uv_timer_t *t)
 	if (in == NULL)
 		return;
 	r = c->run != NULL ? c->run : c->sent ? in->run : NULL;
-	finish(c, "timeout", "no response within the timeout", NULL, 0);
+	rt_call_finish(c, "timeout", "no response within the timeout", NULL, 0);
 	/* Its process may answer late, or never: a hot one starts over at
 	 * once, so that the next call gets a clean process. */
 	if (r != NULL && !r->reaped) {
@@ -277,8 +275,8 @@ void rt_call_process_gone(struct rt_instance *in)
 	struct rt_call *c = in->call;
 
 	if (c != NULL && c->sent && c->run == NULL)
-		finish(c, "reset", "the process exited during the call", NULL,
-		       0);
+		rt_call_finish(c, "reset", "the process exited during the call",
+			       NULL, 0);
 }
 
 void rt_call_abort(struct rt_instance *in, const char *why)
@@ -289,7 +287,7 @@ void rt_call_abort(struct rt_instance *in, const char *why)
 	if (c == NULL)
 		return;
 	r = c->run;
-	finish(c, "reset", why, NULL, 0);
+	rt_call_finish(c, "reset", why, NULL, 0);
 	kill_run(r);
 }
 
@@ -310,12 +308,12 @@ static void cold_check(struct rt_run *r)
 		snprintf(why, sizeof(why), "%s (signal %d)",
 			 oom ? "killed for its memory limit" : "killed",
 			 r->sig);
-		finish(c, "reset", why, NULL, 0);
+		rt_call_finish(c, "reset", why, NULL, 0);
 	} else if (r->code != 0) {
 		snprintf(why, sizeof(why), "exit status %d", r->code);
-		finish(c, "error", why, why, strlen(why));
+		rt_call_finish(c, "error", why, why, strlen(why));
 	} else {
-		finish(c, "ok", NULL, c->resp.data, c->resp.len);
+		rt_call_finish(c, "ok", NULL, c->resp.data, c->resp.len);
 	}
 }
 
@@ -345,9 +343,11 @@ static void hot_line(struct rt_run *r, const char *p, size_t len)
 		rt_log_write(in, p, len); /* an answer to an older call */
 		rt_log_write(in, "\n", 1);
 	} else if (rc < 0) {
-		finish(c, "error", "malformed response", out.data, out.len);
+		rt_call_finish(c, "error", "malformed response", out.data,
+			       out.len);
 	} else {
-		finish(c, user ? "error" : "ok", NULL, out.data, out.len);
+		rt_call_finish(c, user ? "error" : "ok", NULL, out.data,
+			       out.len);
 	}
 	rt_buf_free(&out);
 }
@@ -370,8 +370,8 @@ void rt_call_on_output(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 		if (r->call->resp.len + (size_t)n > RT_WIRE_BODY_MAX) {
 			struct rt_call *c = r->call;
 
-			finish(c, "failed", "the response is too large", NULL,
-			       0);
+			rt_call_finish(c, "failed", "the response is too large",
+				       NULL, 0);
 			kill_run(r);
 			return;
 		}

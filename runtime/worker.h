@@ -104,6 +104,15 @@ void rt_worker_send(struct rt_worker *w, json_t *header, const void *body,
 
 /* ---- call.c: calls of hot and cold instances */
 
+/* Ends call `c` (not finished yet) with its one result to the
+ * controller: status ok, error (the function's: EREMOTEIO), timeout,
+ * reset (its process died or dropped it: ECONNRESET) or failed (the
+ * worker could not run it), and the response or the message in `body`
+ * (`len` bytes, may be NULL). `c` is freed once its timer has closed:
+ * it must not be used after this returns except through c->in == NULL. */
+void rt_call_finish(struct rt_call *c, const char *status, const char *reason,
+		    const char *body, size_t len);
+
 /* Handles the controller's `call` message for `in` (NULL: unknown). */
 void rt_call_start(struct rt_worker *w, struct rt_instance *in,
 		   const struct rt_msg *m);
