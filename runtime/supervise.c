@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lambda.h"
 #include "sandbox.h"
 #include "supervise.h"
 #include "wire.h" /* rt_read_alloc */
@@ -413,14 +414,14 @@ static void kill_other_runs(struct rt_instance *in)
 }
 
 /* Builds the environment: a few of the worker's own variables, then the
- * spec's (FN_* and the function's env). */
-static char **build_env(json_t *spec, const char *home)
+ * spec's (FN_* and the function's env), then the format's (lambda.h). */
+static char **build_env(struct rt_instance *in, const char *home)
 {
 	static const char *const keep[] = { "PATH", "HOME", "LANG", "TZ",
 					    NULL };
-	json_t *env = json_object_get(spec, "env"), *v;
+	json_t *env = json_object_get(in->spec, "env"), *v;
 	size_t n = json_array_size(env), i, k = 0;
-	char **out = calloc(n + 5, sizeof(char *));
+	char **out = calloc(n + 5 + RT_LAMBDA_ENV_MAX, sizeof(char *));
 	const char *val;
 
 	if (out == NULL)
@@ -441,6 +442,8 @@ static char **build_env(json_t *spec, const char *home)
 		if (json_is_string(v))
 			out[k++] = strdup(json_string_value(v));
 	}
+	if (rt_lambda_env(in, out, &k) < 0)
+		rt_log(RT_LOG_WARN, "%s: out of memory for the env", in->id);
 	return out;
 }
 
@@ -676,7 +679,7 @@ struct rt_run *rt_run_spawn(struct rt_instance *in, int calls, const char *tag,
 	/* Plain words are exec'ed directly; a simple command through
 	 * `exec` in a shell; anything else as shell code. Either way the
 	 * pid is the program's own when it can be. */
-	env = build_env(in->spec, sb.home);
+	env = build_env(in, sb.home);
 	if (plain_words(cmd) && (words = split_words(cmd)) != NULL &&
 	    words[0] != NULL &&
 	    ((paths = program_paths(words[0], env)) != NULL ||
@@ -859,7 +862,13 @@ static void spawn(struct rt_instance *in)
 		goto spawned;
 	}
 	snprintf(tag, sizeof(tag), "%d", in->spawned);
-	r = rt_run_spawn(in, rt_instance_mode_is(in, "hot"), tag, &why);
+	if (rt_lambda_prepare(in, &why) < 0) {
+		spawn_failed(in, why);
+		return;
+	}
+	/* A lambda runtime takes its calls from its API, not on stdin. */
+	r = rt_run_spawn(in, rt_instance_mode_is(in, "hot") && !rt_lambda_is(in),
+			 tag, &why);
 	if (r == NULL) {
 		spawn_failed(in, why);
 		return;
@@ -987,6 +996,14 @@ static void after_exit(struct rt_instance *in, int64_t code, int sig)
 		set_state(in, RT_STOPPED, "stopped");
 		if (in->forget)
 			rt_instance_remove(in);
+		return;
+	}
+	if (in->fail_exit) {
+		char why[sizeof(in->reason)];
+
+		in->fail_exit = 0;
+		memcpy(why, in->reason, sizeof(why));
+		set_state(in, RT_FAILED, "%s", why);
 		return;
 	}
 	if (in->restart_now) {
@@ -1194,6 +1211,7 @@ int rt_instance_start(struct rt_instance *in, json_t *spec, long long revision)
 	}
 	in->desired_run = 1;
 	in->forget = 0;
+	in->fail_exit = 0;
 	if (in->run != NULL) {
 		if (same && in->state != RT_STOPPING)
 			return 1;
@@ -1217,6 +1235,7 @@ int rt_instance_stop(struct rt_instance *in, int forget)
 	assert(!in->freeing);
 	in->desired_run = 0;
 	in->restart_now = 0;
+	in->fail_exit = 0;
 	in->forget = forget;
 	kill_other_runs(in); /* its calls' processes */
 	if (in->run != NULL) {
@@ -1244,6 +1263,19 @@ void rt_instance_fail(struct rt_instance *in, const char *why)
 	set_state(in, RT_FAILED, "%s", why);
 }
 
+void rt_instance_fail_run(struct rt_instance *in, const char *why)
+{
+	assert(!in->freeing);
+	if (in->run == NULL) {
+		rt_instance_fail(in, why);
+		return;
+	}
+	in->fail_exit = 1;
+	in->restart_now = 0;
+	set_state(in, in->state, "%s", why);
+	run_kill(in->run);
+}
+
 int rt_instance_restart(struct rt_instance *in)
 {
 	assert(!in->freeing);
@@ -1253,6 +1285,7 @@ int rt_instance_restart(struct rt_instance *in)
 	in->backoff_ms = RT_BACKOFF_FIRST_MS;
 	in->desired_run = 1;
 	in->forget = 0;
+	in->fail_exit = 0;
 	if (in->run != NULL) {
 		in->restart_now = 1;
 		if (in->state != RT_STOPPING)
@@ -1302,6 +1335,7 @@ void rt_instance_remove(struct rt_instance *in)
 		in->pid = 0;
 	}
 	ns_release(in);
+	rt_lambda_forget(in);
 	json_decref(in->spec);
 	in->spec = NULL;
 	rt_cgroup_finish(s, in->cgroup);
