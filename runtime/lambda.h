@@ -20,7 +20,8 @@ struct rt_call;
 int rt_lambda_is(const struct rt_instance *in);
 
 /* Before a spawn of `in` (nothing for other formats): its runtime API
- * listens (on 127.0.0.1, a port kept across its runs), what the last run
+ * listens (on 127.0.0.1, a port kept across its restarts until it stops
+ * or fails), what the last run
  * left (connections, a /next) is dropped, and the run counts as not ready
  * until its first /next. Refuses a sandbox with `network none`, whose
  * loopback is not the worker's. Returns 0 or -errno with `why` (static). */
@@ -33,7 +34,8 @@ int rt_lambda_prepare(struct rt_instance *in, const char **why);
  * set them. Nothing for other formats. Returns 0 or -ENOMEM. */
 int rt_lambda_env(const struct rt_instance *in, char **env, size_t *n);
 
-/* Instance `in` is gone: its runtime API closes. */
+/* Instance `in` stopped, failed or is gone: its runtime API closes (its
+ * next start opens another). A no-op when it has none. */
 void rt_lambda_forget(struct rt_instance *in);
 
 /* Call `c` of a lambda instance is to be run: handed to a /next that

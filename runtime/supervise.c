@@ -55,9 +55,12 @@ static void set_state(struct rt_instance *in, enum rt_state s, const char *fmt,
 	assert((unsigned)s < RT_STATE_COUNT);
 	assert(!in->freeing);
 	in->state = s;
-	/* Stopped or failed, it keeps nothing running: not its sandbox. */
-	if (s == RT_STOPPED || s == RT_FAILED)
+	/* Stopped or failed, it keeps nothing running: not its sandbox,
+	 * nor a runtime API (lambda.c). */
+	if (s == RT_STOPPED || s == RT_FAILED) {
 		ns_release(in);
+		rt_lambda_forget(in);
+	}
 	va_start(ap, fmt);
 	vsnprintf(in->reason, sizeof(in->reason), fmt, ap);
 	va_end(ap);
