@@ -40,13 +40,13 @@ struct lsrv {
 	struct rt_instance *in; /* NULL once forgotten */
 	uv_tcp_t tcp;		/* the listener */
 	int port;
-	int handles;		/* open: the listener and connections */
-	struct lconn *conns;	/* open connections */
-	struct rt_call *call;	/* handed to the runtime, not answered */
+	int handles;	      /* open: the listener and connections */
+	struct lconn *conns;  /* open connections */
+	struct rt_call *call; /* handed to the runtime, not answered */
 	char reqid[RT_LAMBDA_REQID_LEN + 1]; /* its request id */
-	long long run;		/* the spawn being served: 1, 2, ... */
-	int nexted;		/* this run asked for a call: it is ready */
-	char *arn;		/* the function's ARN, owned */
+	long long run; /* the spawn being served: 1, 2, ... */
+	int nexted;    /* this run asked for a call: it is ready */
+	char *arn;     /* the function's ARN, owned */
 };
 
 /* A runtime's connection. */
@@ -58,6 +58,7 @@ struct lconn {
 	int waiting;	  /* its /next waits for a call */
 	int keep;	  /* the request answered keeps the connection */
 	int closing;
+	int pumping; /* inside pump(): it goes on by itself */
 	struct lconn *next, *prev;
 };
 
@@ -216,7 +217,7 @@ static void dispatch(struct lsrv *srv)
 	srv->call = call;
 	c->waiting = 0;
 	send_buf(c, &b);
-	if (!c->closing)
+	if (!c->closing && !c->pumping)
 		pump(c); /* what it sent meanwhile */
 }
 
@@ -315,9 +316,7 @@ static void serve(struct lconn *c)
 		dispatch(srv);
 		break;
 	case RT_LAMBDA_RESPONSE:
-	case RT_LAMBDA_ERROR:
-		answered(c, route, id);
-		break;
+	case RT_LAMBDA_ERROR: answered(c, route, id); break;
 	case RT_LAMBDA_INIT_ERROR:
 		if (srv->nexted) {
 			send_error(c, 403, "InvalidStateTransition",
@@ -367,6 +366,7 @@ static void pump(struct lconn *c)
 	size_t used;
 	int rc;
 
+	c->pumping = 1;
 	while (!c->closing && !c->waiting && c->in.len > 0) {
 		rc = rt_lambda_req_feed(&c->req, c->in.data, c->in.len, &used);
 		memmove(c->in.data, c->in.data + used, c->in.len - used);
@@ -390,6 +390,7 @@ static void pump(struct lconn *c)
 		rt_buf_reset(&c->in);
 		break;
 	}
+	c->pumping = 0;
 }
 
 static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf)
@@ -442,8 +443,7 @@ static void on_connection(uv_stream_t *server, int status)
 		c->next->prev = c;
 	srv->conns = c;
 	rt_lambda_req_init(&c->req, RT_WIRE_BODY_MAX);
-	if (uv_accept(server, (uv_stream_t *)&c->tcp) < 0 ||
-	    srv->in == NULL) {
+	if (uv_accept(server, (uv_stream_t *)&c->tcp) < 0 || srv->in == NULL) {
 		conn_close(c);
 		return;
 	}
@@ -515,10 +515,10 @@ static int srv_open(struct rt_instance *in, const char **why)
 
 int rt_lambda_prepare(struct rt_instance *in, const char **why)
 {
-	const char *iso = json_string_value(json_object_get(in->spec,
-							    "isolation"));
-	const char *net = json_string_value(json_object_get(in->spec,
-							    "network"));
+	const char *iso = json_string_value(
+		json_object_get(in->spec, "isolation"));
+	const char *net = json_string_value(
+		json_object_get(in->spec, "network"));
 	struct lsrv *srv;
 	struct lconn *c;
 	int rc;
@@ -606,16 +606,15 @@ static int set_var(const struct rt_instance *in, char **env, size_t *n,
 static const char *task_root(const struct rt_instance *in)
 {
 	const char *cwd = json_string_value(json_object_get(in->spec, "cwd"));
-	const char *code = json_string_value(json_object_get(in->spec,
-							     "code_dir"));
+	const char *code = json_string_value(
+		json_object_get(in->spec, "code_dir"));
 	json_t *uid = json_object_get(in->spec, "uid");
 
 	if (cwd != NULL && cwd[0] != '\0')
 		return cwd;
 	if (code == NULL || code[0] == '\0')
 		return "/";
-	if (json_is_integer(uid) &&
-	    (uid_t)json_integer_value(uid) != geteuid())
+	if (json_is_integer(uid) && (uid_t)json_integer_value(uid) != geteuid())
 		return "/proc/self/cwd";
 	return code;
 }
@@ -662,8 +661,8 @@ int rt_lambda_env(const struct rt_instance *in, char **env, size_t *n)
 	    set_var(in, env, n, "_HANDLER", "function.handler", 1) < 0 ||
 	    set_var(in, env, n, "TZ", ":UTC", 1) < 0 ||
 	    set_var(in, env, n, "LANG", "en_US.UTF-8", 1) < 0 ||
-	    set_var(in, env, n, "PATH", "/usr/local/bin:/usr/bin/:/bin:/opt/bin",
-		    1) < 0)
+	    set_var(in, env, n, "PATH",
+		    "/usr/local/bin:/usr/bin/:/bin:/opt/bin", 1) < 0)
 		rc = -ENOMEM;
 	rt_buf_free(&fn);
 	rt_buf_free(&group);

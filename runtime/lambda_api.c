@@ -13,7 +13,7 @@
 
 #include "lambda_api.h"
 
-#define API_PREFIX   "/2018-06-01/runtime/"
+#define API_PREFIX     "/2018-06-01/runtime/"
 #define ERROR_TEXT_MAX 1024 /* bytes of a body shown as an error's text */
 
 /* ========================================================== requests */
@@ -243,8 +243,7 @@ static int put_clean(struct rt_buf *out, const char *s, size_t n)
 	if (rt_buf_append(out, s, n) < 0)
 		return -ENOMEM;
 	for (i = start; i < out->len; i++)
-		if ((unsigned char)out->data[i] < 0x20 ||
-		    out->data[i] == 0x7f)
+		if ((unsigned char)out->data[i] < 0x20 || out->data[i] == 0x7f)
 			out->data[i] = ' ';
 	return 0;
 }
@@ -263,7 +262,8 @@ int rt_lambda_error_text(const char *body, size_t len, const char *header_type,
 		doc = json_loadb(body, len, 0, NULL);
 	msg = json_object_get(doc, "errorMessage");
 	typ = json_object_get(doc, "errorType");
-	if (json_is_object(doc) && (json_is_string(msg) || json_is_string(typ))) {
+	if (json_is_object(doc) &&
+	    (json_is_string(msg) || json_is_string(typ))) {
 		if (json_is_string(typ) && json_string_length(typ) > 0)
 			t = json_string_value(typ);
 		if (json_is_string(msg)) {
@@ -281,8 +281,8 @@ int rt_lambda_error_text(const char *body, size_t len, const char *header_type,
 	if (t == NULL)
 		t = "Unknown";
 	if (put_clean(out, t, strlen(t)) < 0 ||
-	    (mlen > 0 && (rt_buf_puts(out, ": ") < 0 ||
-			  put_clean(out, m, mlen) < 0)))
+	    (mlen > 0 &&
+	     (rt_buf_puts(out, ": ") < 0 || put_clean(out, m, mlen) < 0)))
 		rc = -ENOMEM;
 	json_decref(doc);
 	return rc;
@@ -358,8 +358,7 @@ void rt_lambda_request_id(const char *instance, long long run, long long call,
 }
 
 int rt_lambda_next_headers(struct rt_buf *out, const char *reqid,
-			   int64_t deadline_ms, const char *arn,
-			   long long call)
+			   int64_t deadline_ms, const char *arn, long long call)
 {
 	/* An X-Ray-shaped trace header: version 1, the epoch seconds of
 	 * the deadline, the call id; not sampled. */

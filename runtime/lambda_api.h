@@ -23,17 +23,17 @@
 /* One request being read from a runtime's connection. */
 struct rt_lambda_req {
 	http_parser p;
-	size_t body_max;	/* bytes of body accepted */
-	size_t head;		/* bytes of URL and headers so far */
-	struct rt_buf url;	/* the request target */
-	struct rt_buf body;	/* its body so far */
-	struct rt_buf field;	/* the header name being read */
-	int in_type;		/* the value read is the error type's */
-	int last_was_value;	/* the last header callback was a value */
+	size_t body_max;     /* bytes of body accepted */
+	size_t head;	     /* bytes of URL and headers so far */
+	struct rt_buf url;   /* the request target */
+	struct rt_buf body;  /* its body so far */
+	struct rt_buf field; /* the header name being read */
+	int in_type;	     /* the value read is the error type's */
+	int last_was_value;  /* the last header callback was a value */
 	char type[RT_LAMBDA_TYPE_MAX + 1]; /* Lambda-Runtime-Function-
 					      Error-Type, or "" */
-	int done;		/* a whole request was read */
-	int too_large;		/* 431 (head) or 413 (body): over a bound */
+	int done;			   /* a whole request was read */
+	int too_large; /* 431 (head) or 413 (body): over a bound */
 };
 
 /* Prepares `r` for a connection's requests, `body_max` bytes of body at

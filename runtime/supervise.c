@@ -870,7 +870,8 @@ static void spawn(struct rt_instance *in)
 		return;
 	}
 	/* A lambda runtime takes its calls from its API, not on stdin. */
-	r = rt_run_spawn(in, rt_instance_mode_is(in, "hot") && !rt_lambda_is(in),
+	r = rt_run_spawn(in,
+			 rt_instance_mode_is(in, "hot") && !rt_lambda_is(in),
 			 tag, &why);
 	if (r == NULL) {
 		spawn_failed(in, why);

@@ -1136,9 +1136,10 @@ int sched_spec_check(const struct sched_spec *s, struct rt_buf *why)
 	if (s->mode == SCHED_MODE_HOT && s->format == SCHED_FORMAT_LAMBDA &&
 	    s->isolation == SCHED_ISOLATION_SANDBOX &&
 	    s->network == SCHED_NETWORK_NONE)
-		return bad(why, "format lambda needs network host: the runtime "
-				"API is on the worker's loopback, which network "
-				"none cuts off");
+		return bad(why,
+			   "format lambda needs network host: the runtime "
+			   "API is on the worker's loopback, which network "
+			   "none cuts off");
 	return 0;
 }
 

@@ -90,6 +90,22 @@ check_fails_with "a call past the timeout is ETIMEDOUT" "timed out" inv lam "sle
 check "the overrunning runtime is replaced" wait_until 15 eval 'running_all "$F" 1 && [ "$(pid_of "$F/instances/0")" != "$pid2" ]'
 check "and answers" wait_until 10 eval '[ "$(inv lam after 2>/dev/null)" = "Echo: after" ]'
 
+# ---- a runtime on one kept-alive connection (python3 http.client)
+K=$T0/lampy
+mkdir -p "$K"
+write "$K/mode" hot
+write "$K/format" lambda
+write "$K/cwd" "$RT"
+write "$K/command" "python3 runtime.py"
+check "the kept-alive runtime runs" wait_until 15 running_all "$K" 1
+ans=""
+for i in 1 2 3 4 5 6 7 8 9 10; do ans="$ans$(inv lampy "k$i")|"; done
+check_eq "it answers every call on its one connection" "$ans" "K1|K2|K3|K4|K5|K6|K7|K8|K9|K10|"
+kpid=$(pid_of "$K/instances/0")
+check_eq "with one connection to its runtime API" \
+	"$(ss -Htn state established "dport = :$(env_of "$kpid" AWS_LAMBDA_RUNTIME_API | cut -d: -f2)" | wc -l)" "1"
+write "$K/state" stop
+
 # ---- an init error fails the instance with its message
 B=$T0/lambad
 mkdir -p "$B"

@@ -106,7 +106,8 @@ TEST(lambda_req_bounds)
 	rt_lambda_req_free(&r);
 	/* Headers over the bound, in pieces: 431. */
 	rt_buf_reset(&big);
-	rt_buf_puts(&big, "GET /2018-06-01/runtime/invocation/next HTTP/1.1\r\n");
+	rt_buf_puts(&big,
+		    "GET /2018-06-01/runtime/invocation/next HTTP/1.1\r\n");
 	for (i = 0; i < 400; i++)
 		rt_buf_printf(&big, "X-Filler-%d: %064d\r\n", i, i);
 	rt_buf_puts(&big, "\r\n");
@@ -204,9 +205,11 @@ static void check_text(const char *body, const char *hdr, const char *want)
 
 TEST(lambda_error_text)
 {
-	check_text("{\"errorMessage\": \"boom\", \"errorType\": \"HandlerError\"}",
-		   NULL, "HandlerError: boom");
-	check_text("{\"errorMessage\": \"boom\"}", "Hdr.Type", "Hdr.Type: boom");
+	check_text(
+		"{\"errorMessage\": \"boom\", \"errorType\": \"HandlerError\"}",
+		NULL, "HandlerError: boom");
+	check_text("{\"errorMessage\": \"boom\"}", "Hdr.Type",
+		   "Hdr.Type: boom");
 	check_text("{\"errorMessage\": \"boom\"}", "", "Unknown: boom");
 	check_text("{\"errorType\": \"OnlyType\"}", NULL, "OnlyType");
 	check_text("{\"errorMessage\": \"two\\nlines\\u0001\", \"errorType\": "
@@ -271,8 +274,8 @@ TEST(lambda_request_ids)
 	CHECK(rt_lambda_next_headers(&h, a, 1542409706888LL, "arn:x", 42) == 0);
 	CHECK(strstr(h.data, "Lambda-Runtime-Deadline-Ms: 1542409706888\r\n") !=
 	      NULL);
-	CHECK(strstr(h.data, "Lambda-Runtime-Invoked-Function-Arn: arn:x\r\n") !=
-	      NULL);
+	CHECK(strstr(h.data,
+		     "Lambda-Runtime-Invoked-Function-Arn: arn:x\r\n") != NULL);
 	CHECK(strstr(h.data, "Lambda-Runtime-Trace-Id: Root=1-5bef4dea-") !=
 	      NULL);
 	rt_buf_free(&h);
