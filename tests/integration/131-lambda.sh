@@ -85,6 +85,7 @@ check_eq "the runtime still answers" "$(inv lam still)" "Echo: still"
 check_fails_with "a runtime killed during a call is ECONNRESET" "Connection reset" inv lam die
 check "it is replaced" wait_until 15 eval 'running_all "$F" 1 && [ "$(pid_of "$F/instances/0")" != "$pid" ]'
 check_eq "the new runtime answers" "$(wait_until 10 eval '[ "$(inv lam back 2>/dev/null)" = "Echo: back" ]' && echo yes)" "yes"
+# shellcheck disable=SC2034 # read in the eval below
 pid2=$(pid_of "$F/instances/0")
 check_fails_with "a call past the timeout is ETIMEDOUT" "timed out" inv lam "sleep 10"
 check "the overrunning runtime is replaced" wait_until 15 eval 'running_all "$F" 1 && [ "$(pid_of "$F/instances/0")" != "$pid2" ]'
