@@ -79,6 +79,21 @@ h, p = sys.argv[1].split(":")
 s = socket.create_connection((h, int(p)))
 s.sendall(sys.stdin.buffer.read())
 print(s.recv(100).split(b" ")[1].decode())' "$api")" "400"
+check_eq "two requests in one write get both answers, in order, on one connection" \
+	"$(timeout 5 python3 -c '
+import re, socket, sys
+h, p = sys.argv[1].split(":")
+s = socket.create_connection((h, int(p)))
+s.sendall(b"POST /2018-06-01/runtime/invocation/x/response HTTP/1.1\r\n"
+          b"Content-Length: 2\r\n\r\nhi"
+          b"GET /2018-06-01/other HTTP/1.1\r\nConnection: close\r\n\r\n")
+got = b""
+while True:
+    b = s.recv(4096)
+    if not b:
+        break
+    got += b
+print(" ".join(c.decode() for c in re.findall(rb"HTTP/1\.1 (\d+) ", got)))' "$api")" "400 404"
 check_eq "the runtime still answers" "$(inv lam still)" "Echo: still"
 
 # ---- a runtime that dies during a call, one that overruns the timeout
