@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "frame.h"
+#include "lambda.h"
 #include "worker.h"
 
 /* A write to a process's stdin, with its bytes. */
@@ -41,6 +42,7 @@ void rt_call_finish(struct rt_call *c, const char *status, const char *reason,
 	if (in == NULL)
 		return;
 	assert(c->timer != NULL && (c->run == NULL || c->run->call == c));
+	rt_lambda_call_over(c);
 	rt_worker_send(rt_worker_of(in),
 		       json_pack("{s:s, s:I, s:s, s:s, s:s, s:I}", "type",
 				 "result", "call", (json_int_t)c->id, "status",
@@ -127,6 +129,10 @@ static void hot_send(struct rt_call *c)
 	int rc;
 
 	assert(in != NULL && in->call == c && in->run != NULL && !c->sent);
+	if (rt_lambda_is(in)) {
+		rt_lambda_send(c); /* to the runtime's /next */
+		return;
+	}
 	rc = rt_frame_request(is_json(in), c->idstr,
 			      c->body != NULL ? c->body : "", c->len,
 			      c->deadline_ms, &frame);
@@ -266,7 +272,7 @@ void rt_call_ready(struct rt_instance *in)
 	struct rt_call *c = in->call;
 
 	if (c != NULL && !c->sent && in->run != NULL && !in->run->killed &&
-	    in->run->calls && in->state == RT_RUNNING)
+	    (in->run->calls || rt_lambda_is(in)) && in->state == RT_RUNNING)
 		hot_send(c);
 }
 

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lambda.h"
 #include "sandbox.h"
 #include "supervise.h"
 #include "wire.h" /* rt_read_alloc */
@@ -54,9 +55,12 @@ static void set_state(struct rt_instance *in, enum rt_state s, const char *fmt,
 	assert((unsigned)s < RT_STATE_COUNT);
 	assert(!in->freeing);
 	in->state = s;
-	/* Stopped or failed, it keeps nothing running: not its sandbox. */
-	if (s == RT_STOPPED || s == RT_FAILED)
+	/* Stopped or failed, it keeps nothing running: not its sandbox,
+	 * nor a runtime API (lambda.c). */
+	if (s == RT_STOPPED || s == RT_FAILED) {
 		ns_release(in);
+		rt_lambda_forget(in);
+	}
 	va_start(ap, fmt);
 	vsnprintf(in->reason, sizeof(in->reason), fmt, ap);
 	va_end(ap);
@@ -414,15 +418,15 @@ static void kill_other_runs(struct rt_instance *in)
 
 /* Builds the environment: a few of the worker's own variables, then the
  * spec's (FN_* and the function's env), then the endpoint's (PORT,
- * FN_LISTENER). */
+ * FN_LISTENER) and the format's (lambda.h). */
 static char **build_env(struct rt_instance *in, const char *home)
 {
 	static const char *const keep[] = { "PATH", "HOME", "LANG", "TZ",
 					    NULL };
 	json_t *env = json_object_get(in->spec, "env"), *v;
 	size_t n = json_array_size(env), i, k = 0;
-	/* keep, env, the endpoint's two, the NULL */
-	char **out = calloc(n + 4 + 2 + 1, sizeof(char *));
+	/* keep, env, the endpoint's two, the format's, the NULL */
+	char **out = calloc(n + 4 + 2 + RT_LAMBDA_ENV_MAX + 1, sizeof(char *));
 	const char *val;
 
 	if (out == NULL)
@@ -445,6 +449,8 @@ static char **build_env(struct rt_instance *in, const char *home)
 	}
 	if (rt_endpoint_env(in, out, &k) < 0)
 		rt_log(RT_LOG_WARN, "%s: out of memory for PORT", in->id);
+	if (rt_lambda_env(in, out, &k) < 0)
+		rt_log(RT_LOG_WARN, "%s: out of memory for the env", in->id);
 	return out;
 }
 
@@ -863,11 +869,15 @@ static void spawn(struct rt_instance *in)
 		goto spawned;
 	}
 	snprintf(tag, sizeof(tag), "%d", in->spawned);
-	if (rt_endpoint_prepare(in, &why) < 0) {
+	if (rt_endpoint_prepare(in, &why) < 0 ||
+	    rt_lambda_prepare(in, &why) < 0) {
 		spawn_failed(in, why);
 		return;
 	}
-	r = rt_run_spawn(in, rt_instance_mode_is(in, "hot"), tag, &why);
+	/* A lambda runtime takes its calls from its API, not on stdin. */
+	r = rt_run_spawn(in,
+			 rt_instance_mode_is(in, "hot") && !rt_lambda_is(in),
+			 tag, &why);
 	if (r == NULL) {
 		spawn_failed(in, why);
 		return;
@@ -995,6 +1005,14 @@ static void after_exit(struct rt_instance *in, int64_t code, int sig)
 		set_state(in, RT_STOPPED, "stopped");
 		if (in->forget)
 			rt_instance_remove(in);
+		return;
+	}
+	if (in->fail_exit) {
+		char why[sizeof(in->reason)];
+
+		in->fail_exit = 0;
+		memcpy(why, in->reason, sizeof(why));
+		set_state(in, RT_FAILED, "%s", why);
 		return;
 	}
 	if (in->restart_now) {
@@ -1202,6 +1220,7 @@ int rt_instance_start(struct rt_instance *in, json_t *spec, long long revision)
 	}
 	in->desired_run = 1;
 	in->forget = 0;
+	in->fail_exit = 0;
 	if (in->run != NULL) {
 		if (same && in->state != RT_STOPPING)
 			return 1;
@@ -1225,6 +1244,7 @@ int rt_instance_stop(struct rt_instance *in, int forget)
 	assert(!in->freeing);
 	in->desired_run = 0;
 	in->restart_now = 0;
+	in->fail_exit = 0;
 	in->forget = forget;
 	kill_other_runs(in); /* its calls' processes */
 	if (in->run != NULL) {
@@ -1252,6 +1272,19 @@ void rt_instance_fail(struct rt_instance *in, const char *why)
 	set_state(in, RT_FAILED, "%s", why);
 }
 
+void rt_instance_fail_run(struct rt_instance *in, const char *why)
+{
+	assert(!in->freeing);
+	if (in->run == NULL) {
+		rt_instance_fail(in, why);
+		return;
+	}
+	in->fail_exit = 1;
+	in->restart_now = 0;
+	set_state(in, in->state, "%s", why);
+	run_kill(in->run);
+}
+
 int rt_instance_restart(struct rt_instance *in)
 {
 	assert(!in->freeing);
@@ -1261,6 +1294,7 @@ int rt_instance_restart(struct rt_instance *in)
 	in->backoff_ms = RT_BACKOFF_FIRST_MS;
 	in->desired_run = 1;
 	in->forget = 0;
+	in->fail_exit = 0;
 	if (in->run != NULL) {
 		in->restart_now = 1;
 		if (in->state != RT_STOPPING)
@@ -1311,6 +1345,7 @@ void rt_instance_remove(struct rt_instance *in)
 	}
 	ns_release(in);
 	rt_endpoint_forget(in);
+	rt_lambda_forget(in);
 	json_decref(in->spec);
 	in->spec = NULL;
 	rt_cgroup_finish(s, in->cgroup);

@@ -118,6 +118,9 @@ struct rt_instance {
 	int port;	       /* endpoint.c: its PORT, or 0 */
 	char *listener;	       /* endpoint.c: its FN_LISTENER socket path,
 				* owned, or NULL */
+	void *lambda;	       /* lambda.c: its runtime API, or NULL */
+	int fail_exit;	       /* its process's exit fails it for `reason`
+				* (rt_instance_fail_run) */
 	long long run_epoch;   /* the epoch its process was spawned under:
 				* its exit is reported with it, so the exit
 				* of a copy stopped for a newer assignment is
@@ -233,6 +236,12 @@ int rt_instance_stop(struct rt_instance *in, int forget);
  * process, it is failed for `why`; a process of an older revision goes
  * on, with `why` as its reason. */
 void rt_instance_fail(struct rt_instance *in, const char *why);
+
+/* The process of `in` cannot serve (a Lambda runtime's init error): it is
+ * killed, and once it has exited `in` is failed for `why` without a
+ * restart. A start, restart or stop before that exit wins. Without a
+ * process it is rt_instance_fail. */
+void rt_instance_fail_run(struct rt_instance *in, const char *why);
 
 /* Restarts `in` now: stop, then start at once. Clears `failed` and the
  * backoff. Returns 0 (`spawned` follows, possibly before this returns),

@@ -35,6 +35,7 @@ struct rt_call {
 	uv_timer_t *timer;  /* the deadline; owned until closed */
 	struct rt_run *run; /* cold: its process */
 	struct rt_buf resp; /* cold: its stdout so far */
+	void *lambda;	    /* lambda.c: the runtime API it was handed to */
 };
 
 /* The worker process. */

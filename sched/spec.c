@@ -1131,6 +1131,15 @@ int sched_spec_check(const struct sched_spec *s, struct rt_buf *why)
 	    !(s->mode == SCHED_MODE_HOT && s->format == SCHED_FORMAT_LAMBDA))
 		return bad(why, "ready lambda is for a hot function of format "
 				"lambda; set mode and format first");
+	/* The runtime API is on the worker's loopback, which a network
+	 * namespace of its own does not reach (decisions.md). */
+	if (s->mode == SCHED_MODE_HOT && s->format == SCHED_FORMAT_LAMBDA &&
+	    s->isolation == SCHED_ISOLATION_SANDBOX &&
+	    s->network == SCHED_NETWORK_NONE)
+		return bad(why,
+			   "format lambda needs network host: the runtime "
+			   "API is on the worker's loopback, which network "
+			   "none cuts off");
 	return 0;
 }
 

@@ -341,6 +341,11 @@ class Fuzz:
                 if cfg["ready"] == "lambda" and \
                         ready_default(cfg) != "lambda":
                     return None
+                # A lambda runtime's API is on the worker's loopback.
+                if ready_default(cfg) == "lambda" and \
+                        cfg["isolation"] == "sandbox" and \
+                        cfg["network"] == "none":
+                    return None
                 if "max_instances" not in obj:
                     cfg["max_instances"] = max(1, cfg["parallelism"])
                 cfg["tags"] = list(dict.fromkeys(cfg["tags"]))

@@ -957,3 +957,32 @@ TEST(spec_ready_concurrency)
 	rt_buf_free(&why);
 	sched_spec_free(&s);
 }
+
+TEST(spec_lambda_needs_network_host)
+{
+	struct sched_spec s;
+	struct rt_buf why = { 0 };
+
+	sched_spec_init(&s);
+	CHECK(sched_spec_parse(&s, SCHED_ATTR_MODE, "hot", 3, &why) == 0);
+	CHECK(sched_spec_parse(&s, SCHED_ATTR_FORMAT, "lambda", 6, &why) == 0);
+	CHECK(sched_spec_check(&s, &why) == 0);
+	/* A sandbox's own network cannot reach the worker's loopback. */
+	s.network = SCHED_NETWORK_NONE;
+	rt_buf_reset(&why);
+	CHECK(sched_spec_check(&s, &why) == -EINVAL);
+	CHECK(why.data != NULL &&
+	      strstr(why.data, "format lambda needs network host") != NULL);
+	/* Without a sandbox, network none changes nothing: accepted. */
+	s.isolation = SCHED_ISOLATION_NONE;
+	CHECK(sched_spec_check(&s, &why) == 0);
+	/* Nor for another format or mode. */
+	s.isolation = SCHED_ISOLATION_SANDBOX;
+	s.format = SCHED_FORMAT_JSON;
+	CHECK(sched_spec_check(&s, &why) == 0);
+	s.format = SCHED_FORMAT_LAMBDA;
+	s.mode = SCHED_MODE_COLD;
+	CHECK(sched_spec_check(&s, &why) == 0);
+	rt_buf_free(&why);
+	sched_spec_free(&s);
+}
