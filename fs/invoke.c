@@ -164,15 +164,17 @@ static int build_head(const char *method, const char *target, char **hdrs,
 
 	for (p = method; *p; p++)
 		if (*p < 'A' || *p > 'Z') {
-			fprintf(stderr, "fnfs invoke: -X %s: a method is "
-					"capital letters\n",
+			fprintf(stderr,
+				"fnfs invoke: -X %s: a method is "
+				"capital letters\n",
 				method);
 			return 2;
 		}
 	if (method[0] == '\0' || target[0] != '/' ||
 	    strpbrk(target, " \r\n#") != NULL) {
-		fprintf(stderr, "fnfs invoke: --path %s: a path starts with "
-				"/ and holds no space or #\n",
+		fprintf(stderr,
+			"fnfs invoke: --path %s: a path starts with "
+			"/ and holds no space or #\n",
 			target);
 		return 2;
 	}
@@ -181,8 +183,9 @@ static int build_head(const char *method, const char *target, char **hdrs,
 		p = strchr(hdrs[i], ':');
 		if (p == NULL || p == hdrs[i] ||
 		    strpbrk(hdrs[i], "\r\n") != NULL) {
-			fprintf(stderr, "fnfs invoke: -H %s: a header is "
-					"'Name: value'\n",
+			fprintf(stderr,
+				"fnfs invoke: -H %s: a header is "
+				"'Name: value'\n",
 				hdrs[i]);
 			return 2;
 		}
@@ -206,7 +209,8 @@ static int print_message(int fd, int include)
 	for (;;) {
 		if (b.len >= 5 && memcmp(b.data, "HTTP/", 5) != 0)
 			break; /* not a message */
-		if (b.data != NULL && (end = strstr(b.data, "\r\n\r\n")) != NULL) {
+		if (b.data != NULL &&
+		    (end = strstr(b.data, "\r\n\r\n")) != NULL) {
 			body = (size_t)(end + 4 - b.data);
 			break;
 		}
@@ -258,8 +262,8 @@ int fs_invoke_main(int argc, char **argv)
 	char *mount = NULL, dir[8192], path[8300], **hdrs = NULL;
 	const char *fqfn, *method = "POST", *target = "/";
 	struct rt_buf head = { 0 };
-	int c, fd = -1, err = 0, slashes = 0, http = 0, include = 0,
-	       build = 0, nhdrs = 0, rc = 0;
+	int c, fd = -1, err = 0, slashes = 0, http = 0, include = 0, build = 0,
+	       nhdrs = 0, rc = 0;
 	size_t i;
 
 	hdrs = calloc((size_t)argc + 1, sizeof(*hdrs));
@@ -287,7 +291,10 @@ int fs_invoke_main(int argc, char **argv)
 			build = 1;
 			break;
 		case 'h': fputs(usage, stdout); goto done;
-		default: rc = 2; fputs(usage, stderr); goto done;
+		default:
+			rc = 2;
+			fputs(usage, stderr);
+			goto done;
 		}
 	}
 	if (optind != argc - 1) {

@@ -198,7 +198,7 @@ static void on_deadline(uv_timer_t *t)
 
 	if (in == NULL)
 		return;
-	r = c->run != NULL		    ? c->run
+	r = c->run != NULL		 ? c->run
 	    : c->sent && c->http == NULL ? in->run
 					 : NULL;
 	rt_call_finish(c, "timeout", "no response within the timeout", NULL, 0);

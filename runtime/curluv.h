@@ -26,10 +26,10 @@ typedef void (*rt_curl_done_fn)(struct rt_curl_xfer *x, CURLcode rc);
 
 /* A transfer: embedded in its owner's record. */
 struct rt_curl_xfer {
-	CURL *easy;	     /* the owner's; its CURLOPT_PRIVATE is ours */
+	CURL *easy;	      /* the owner's; its CURLOPT_PRIVATE is ours */
 	rt_curl_done_fn done; /* called once at the end */
-	void *arg;	     /* the owner's */
-	int added;	     /* in the multi */
+	void *arg;	      /* the owner's */
+	int added;	      /* in the multi */
 	struct rt_curl_xfer *next, *prev; /* the multi's list, while added */
 };
 

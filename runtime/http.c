@@ -84,15 +84,9 @@ const char *rt_http_outcome(CURLcode rc, long code, int too_large,
 	case CURLE_WEIRD_SERVER_REPLY:
 	case CURLE_BAD_CONTENT_ENCODING:
 	case CURLE_UNSUPPORTED_PROTOCOL:
-	case CURLE_HTTP2:
-		*why = "malformed response";
-		return "error";
-	case CURLE_OUT_OF_MEMORY:
-		*why = "out of memory";
-		return "failed";
-	default:
-		*why = "the HTTP client failed";
-		return "failed";
+	case CURLE_HTTP2: *why = "malformed response"; return "error";
+	case CURLE_OUT_OF_MEMORY: *why = "out of memory"; return "failed";
+	default: *why = "the HTTP client failed"; return "failed";
 	}
 }
 
@@ -184,60 +178,57 @@ static void on_done(struct rt_curl_xfer *x, CURLcode rc)
 	http_free(h);
 }
 
-/* Appends header `name: value` to the request (curl's form for an empty
- * value is "name;"). */
-static int add_header(struct http_call *h, const char *name, const char *value)
+/* Appends header `name: value` to `*l` (curl's form for an empty value
+ * is "name;", and "name:" removes a header curl would add). */
+static int add_header(struct curl_slist **l, const char *name,
+		      const char *value)
 {
-	struct curl_slist *l;
+	struct curl_slist *n;
 	struct rt_buf b = { 0 };
 
 	if (value == NULL)
-		rt_buf_printf(&b, "%s:", name); /* curl's own is removed */
+		rt_buf_printf(&b, "%s:", name);
 	else if (value[0] == '\0')
 		rt_buf_printf(&b, "%s;", name);
 	else
 		rt_buf_printf(&b, "%s: %s", name, value);
-	l = b.data ? curl_slist_append(h->hdrs, b.data) : NULL;
+	n = b.data ? curl_slist_append(*l, b.data) : NULL;
 	rt_buf_free(&b);
-	if (l == NULL)
+	if (n == NULL)
 		return -ENOMEM;
-	h->hdrs = l;
+	*l = n;
 	return 0;
 }
 
-/* The request's headers: the caller's (in message form), fnfs's own
- * Fn-Call-Id and Fn-Deadline, and no header of curl's own making but Host
- * and Content-Length. */
-static int build_headers(struct http_call *h)
+int rt_http_headers(const struct rt_httpmsg *msg, const char *call_id,
+		    int64_t deadline_ms, struct curl_slist **out)
 {
-	static const char *const curls[] = { "Accept", "Content-Type",
-					     "Expect", NULL };
-	struct rt_call *c = h->c;
+	static const char *const curls[] = { "Accept", "Content-Type", "Expect",
+					     NULL };
+	int i, k, n = msg != NULL ? msg->nheaders : 0, rc = 0;
 	char when[32];
-	int i, k, rc = 0;
 
-	for (i = 0; h->message && rc == 0 && i < h->msg.nheaders; i++)
-		if (!rt_httpmsg_hop_by_hop(h->msg.name[i]))
-			rc = add_header(h, h->msg.name[i], h->msg.value[i]);
+	for (i = 0; rc == 0 && i < n; i++)
+		if (!rt_httpmsg_hop_by_hop(msg->name[i]))
+			rc = add_header(out, msg->name[i], msg->value[i]);
 	for (k = 0; rc == 0 && curls[k] != NULL; k++) {
-		for (i = 0; h->message && i < h->msg.nheaders; i++)
-			if (strcasecmp(h->msg.name[i], curls[k]) == 0)
+		for (i = 0; i < n; i++)
+			if (strcasecmp(msg->name[i], curls[k]) == 0)
 				break;
-		if (!h->message || i == h->msg.nheaders)
-			rc = add_header(h, curls[k], NULL);
+		if (i == n)
+			rc = add_header(out, curls[k], NULL);
 	}
-	rt_format_time(c->deadline_ms, when);
+	rt_format_time(deadline_ms, when);
 	if (rc == 0)
-		rc = add_header(h, "Fn-Call-Id", c->idstr);
+		rc = add_header(out, "Fn-Call-Id", call_id);
 	if (rc == 0)
-		rc = add_header(h, "Fn-Deadline", when);
+		rc = add_header(out, "Fn-Deadline", when);
 	return rc;
 }
 
 /* Sets up the easy handle of `h` for its call on instance `in`. Returns
  * 0 or -errno with `why`. */
-static int setup(struct http_call *h, struct rt_instance *in,
-		 const char **why)
+static int setup(struct http_call *h, struct rt_instance *in, const char **why)
 {
 	struct rt_call *c = h->c;
 	const char *method = "POST", *target = "/", *body = c->body;
@@ -269,7 +260,8 @@ static int setup(struct http_call *h, struct rt_instance *in,
 		rc = rt_buf_printf(&url, "http://127.0.0.1:%d%s", in->port,
 				   target);
 	if (rc == 0)
-		rc = build_headers(h);
+		rc = rt_http_headers(h->message ? &h->msg : NULL, c->idstr,
+				     c->deadline_ms, &h->hdrs);
 	if (rc < 0) {
 		*why = "out of memory";
 		goto out;
@@ -282,6 +274,7 @@ static int setup(struct http_call *h, struct rt_instance *in,
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http");
 	curl_easy_setopt(e, CURLOPT_PROXY, "");
 	curl_easy_setopt(e, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
+	curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L); /* the target as given */
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, left > 0 ? (long)left : 1L);
 	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, h->err);
@@ -294,8 +287,7 @@ static int setup(struct http_call *h, struct rt_instance *in,
 		h->head_request = 1;
 		curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
 	} else if (len > 0 || strcmp(method, "POST") == 0 ||
-		   strcmp(method, "PUT") == 0 ||
-		   strcmp(method, "PATCH") == 0) {
+		   strcmp(method, "PUT") == 0 || strcmp(method, "PATCH") == 0) {
 		/* The body stays in c->body until the call is over. */
 		curl_easy_setopt(e, CURLOPT_POSTFIELDS, len > 0 ? body : "");
 		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE,

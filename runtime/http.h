@@ -10,6 +10,7 @@
 
 #include <curl/curl.h>
 
+#include "httpmsg.h"
 #include "worker.h"
 
 /* Whether `in` is a hot instance of format http: its process takes its
@@ -29,6 +30,16 @@ void rt_http_call_over(struct rt_call *c);
 /* Closes the worker's HTTP client (NULL: none): at its exit, once every
  * call is over. */
 void rt_http_close(struct rt_worker *w);
+
+/* Builds the headers of a call's request for curl into `*out` (appended;
+ * freed by the caller with curl_slist_free_all): the caller's, in the
+ * order given, from `msg` (NULL for a plain body) but those fnfs sets
+ * (rt_httpmsg_hop_by_hop); then "Name:" for each of Accept, Content-Type
+ * and Expect the caller did not give, so that curl adds none of its own;
+ * then Fn-Call-Id: `call_id` and Fn-Deadline (RFC 3339, UTC) of
+ * `deadline_ms`. Returns 0 or -ENOMEM. Pure. */
+int rt_http_headers(const struct rt_httpmsg *msg, const char *call_id,
+		    int64_t deadline_ms, struct curl_slist **out);
 
 /* How a finished transfer ends its call: curl's result `rc`, the HTTP
  * status `code` of its response (when rc is CURLE_OK), and whether the

@@ -39,11 +39,11 @@ int rt_httpmsg_is_request(const char *data, size_t len)
 struct parse {
 	http_parser p;
 	struct rt_httpmsg *m;
-	const char *err;  /* the first refusal, a static string */
-	int last;	  /* what the last piece was: 1 url, 2 name, 3 value */
-	const char *end;  /* where the last piece ended in the head */
-	int complete;	  /* the head ended */
-	char *cur;	  /* the string being written, in m->store */
+	const char *err; /* the first refusal, a static string */
+	int last;	 /* what the last piece was: 1 url, 2 name, 3 value */
+	const char *end; /* where the last piece ended in the head */
+	int complete;	 /* the head ended */
+	char *cur;	 /* the string being written, in m->store */
 };
 
 /* Appends a piece of kind `kind` (1 url, 2 name, 3 value) of the head:
@@ -178,8 +178,7 @@ static size_t body_offset(const char *data, size_t len)
 		nl = memchr(data + i, '\n', len - i);
 		if (nl == NULL)
 			return len;
-		if (nl == data + i ||
-		    (nl == data + i + 1 && data[i] == '\r'))
+		if (nl == data + i || (nl == data + i + 1 && data[i] == '\r'))
 			return (size_t)(nl - data) + 1;
 		i = (size_t)(nl - data) + 1;
 	}
@@ -197,6 +196,28 @@ static const char *trim(const char *v)
 	while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
 		*--e = '\0';
 	return s;
+}
+
+/* Whether `s` is an HTTP token (RFC 9110 5.6.2): a header's name. */
+static int token(const char *s)
+{
+	if (*s == '\0')
+		return 0;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		      (*s >= '0' && *s <= '9') ||
+		      (*s != '\0' && strchr("!#$%&'*+-.^_`|~", *s) != NULL)))
+			return 0;
+	return 1;
+}
+
+/* Whether `s` may be a header's value: no control character but a tab. */
+static int field_value(const char *s)
+{
+	for (; *s; s++)
+		if (((unsigned char)*s < 0x20 && *s != '\t') || *s == 0x7f)
+			return 0;
+	return 1;
 }
 
 int rt_httpmsg_parse(const char *data, size_t len, struct rt_httpmsg *m,
@@ -262,6 +283,14 @@ int rt_httpmsg_parse(const char *data, size_t len, struct rt_httpmsg *m,
 	m->body_len = len - off;
 	for (i = 0; i < m->nheaders; i++) {
 		m->value[i] = trim(m->value[i]);
+		if (!token(m->name[i]) || !field_value(m->value[i])) {
+			ps.err = !token(m->name[i])
+					 ? "a header name is not a token"
+					 : "a header value holds a control "
+					   "character";
+			rc = -EINVAL;
+			goto out;
+		}
 		if (strcasecmp(m->name[i], "Transfer-Encoding") == 0) {
 			ps.err = "Transfer-Encoding is not accepted: the body "
 				 "is what follows the blank line";
@@ -304,8 +333,8 @@ int rt_httpmsg_check(const char *data, size_t len, struct rt_buf *why)
 int rt_httpmsg_hop_by_hop(const char *name)
 {
 	static const char *const names[] = { "Content-Length",
-					     "Transfer-Encoding",
-					     "Fn-Call-Id", "Fn-Deadline", NULL };
+					     "Transfer-Encoding", "Fn-Call-Id",
+					     "Fn-Deadline", NULL };
 	int i;
 
 	for (i = 0; names[i] != NULL; i++)

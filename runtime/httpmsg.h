@@ -15,20 +15,21 @@
 
 #include "rt.h"
 
-#define RT_HTTPMSG_HEADERS_MAX 100   /* headers a request may have */
-#define RT_HTTPMSG_HEAD_MAX    65536 /* bytes of its request line and
-					headers; also of a response's */
+#define RT_HTTPMSG_HEADERS_MAX 100 /* headers a request may have */
+#define RT_HTTPMSG_HEAD_MAX                                                    \
+	65536 /* bytes of its request line and                                 \
+		 headers; also of a response's */
 
 /* A parsed request message. Its strings are NUL-terminated, in `store`
  * (owned); the body points into the data given to the parser. */
 struct rt_httpmsg {
-	char method[24];		       /* "GET" */
-	const char *target;		       /* "/path?query" */
-	int minor;			       /* HTTP/1.minor */
-	int nheaders;			       /* in order, as written */
+	char method[24];			   /* "GET" */
+	const char *target;			   /* "/path?query" */
+	int minor;				   /* HTTP/1.minor */
+	int nheaders;				   /* in order, as written */
 	const char *name[RT_HTTPMSG_HEADERS_MAX];  /* "Content-Type" */
 	const char *value[RT_HTTPMSG_HEADERS_MAX]; /* trimmed */
-	const char *body;		       /* after the blank line */
+	const char *body;			   /* after the blank line */
 	size_t body_len;
 	struct rt_buf store;
 };
