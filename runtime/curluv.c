@@ -27,8 +27,10 @@ struct rt_curluv {
 	struct sock *socks;	    /* watched sockets */
 	struct rt_curl_xfer *xfers; /* transfers added */
 	int running;		    /* transfers added */
-	int handles;		    /* loop handles not closed yet */
-	int closing;		    /* rt_curluv_close was called */
+	CURL *pool[RT_CURLUV_POOL]; /* released easy handles, owned */
+	int npool;
+	int handles; /* loop handles not closed yet */
+	int closing; /* rt_curluv_close was called */
 };
 
 static int global_rc = -1; /* curl_global_init's, once per process */
@@ -242,6 +244,25 @@ void rt_curluv_cancel(struct rt_curluv *m, struct rt_curl_xfer *x)
 	curl_multi_remove_handle(m->multi, x->easy);
 }
 
+CURL *rt_curluv_easy(struct rt_curluv *m)
+{
+	if (m->npool > 0)
+		return m->pool[--m->npool];
+	return curl_easy_init();
+}
+
+void rt_curluv_release(struct rt_curluv *m, CURL *e)
+{
+	if (e == NULL)
+		return;
+	if (m == NULL || m->closing || m->npool == RT_CURLUV_POOL) {
+		curl_easy_cleanup(e);
+		return;
+	}
+	curl_easy_reset(e);
+	m->pool[m->npool++] = e;
+}
+
 int rt_curluv_running(const struct rt_curluv *m)
 {
 	return m != NULL ? m->running : 0;
@@ -260,6 +281,8 @@ void rt_curluv_close(struct rt_curluv *m)
 		sock_close(m->socks);
 	curl_multi_cleanup(m->multi);
 	m->multi = NULL;
+	while (m->npool > 0)
+		curl_easy_cleanup(m->pool[--m->npool]);
 	uv_timer_stop(&m->timer);
 	uv_close((uv_handle_t *)&m->timer, handle_closed);
 }

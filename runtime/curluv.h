@@ -16,6 +16,8 @@
 #include <curl/curl.h>
 #include <uv.h>
 
+#define RT_CURLUV_POOL 64 /* released easy handles kept for reuse */
+
 struct rt_curluv;
 struct rt_curl_xfer;
 
@@ -48,6 +50,15 @@ int rt_curluv_add(struct rt_curluv *m, struct rt_curl_xfer *x);
  * handle stays the owner's. A no-op when `x` is not added. Must not be
  * called from inside a libcurl callback. */
 void rt_curluv_cancel(struct rt_curluv *m, struct rt_curl_xfer *x);
+
+/* An easy handle for a new transfer: one released earlier (reset to
+ * curl's defaults, which is cheaper than a new one), or a new one. NULL
+ * when out of memory. */
+CURL *rt_curluv_easy(struct rt_curluv *m);
+
+/* Gives back easy handle `e` (not added; NULL: a no-op) for a later
+ * transfer, or cleans it up when RT_CURLUV_POOL are kept already. */
+void rt_curluv_release(struct rt_curluv *m, CURL *e);
 
 /* Transfers under way on `m`. */
 int rt_curluv_running(const struct rt_curluv *m);

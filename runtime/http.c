@@ -40,12 +40,11 @@ int rt_http_is(const struct rt_instance *in)
 	       strcmp(f, "http") == 0;
 }
 
-static void http_free(struct http_call *h)
+static void http_free(struct http_call *h, struct rt_curluv *m)
 {
 	if (h == NULL)
 		return;
-	if (h->x.easy != NULL)
-		curl_easy_cleanup(h->x.easy);
+	rt_curluv_release(m, h->x.easy);
 	curl_slist_free_all(h->hdrs);
 	rt_httpmsg_free(&h->msg);
 	rt_buf_free(&h->head);
@@ -141,6 +140,7 @@ static void on_done(struct rt_curl_xfer *x, CURLcode rc)
 {
 	struct http_call *h = x->arg;
 	struct rt_call *c = h->c;
+	struct rt_worker *w = rt_worker_of(c->in);
 	struct rt_buf out = { 0 };
 	const char *status, *why;
 	char words[384];
@@ -175,7 +175,7 @@ static void on_done(struct rt_curl_xfer *x, CURLcode rc)
 		rt_call_finish(c, status, NULL, out.data, out.len);
 	}
 	rt_buf_free(&out);
-	http_free(h);
+	http_free(h, w->curl);
 }
 
 /* Appends header `name: value` to `*l` (curl's form for an empty value
@@ -249,7 +249,7 @@ static int setup(struct http_call *h, struct rt_instance *in, const char **why)
 		*why = "the instance has no PORT";
 		return -EINVAL;
 	}
-	e = h->x.easy = curl_easy_init();
+	e = h->x.easy = rt_curluv_easy(rt_worker_of(in)->curl);
 	if (e == NULL) {
 		*why = "out of memory";
 		return -ENOMEM;
@@ -345,19 +345,21 @@ void rt_http_send(struct rt_call *c)
 out:
 	if (rc < 0)
 		rt_call_finish(c, "failed", reason, NULL, 0);
-	http_free(h);
+	http_free(h, w->curl);
 	rt_buf_free(&why);
 }
 
 void rt_http_call_over(struct rt_call *c)
 {
 	struct http_call *h = c->http;
+	struct rt_curluv *m;
 
 	if (h == NULL)
 		return;
 	c->http = NULL;
-	rt_curluv_cancel(rt_worker_of(c->in)->curl, &h->x);
-	http_free(h);
+	m = rt_worker_of(c->in)->curl;
+	rt_curluv_cancel(m, &h->x);
+	http_free(h, m);
 }
 
 void rt_http_close(struct rt_worker *w)
