@@ -87,7 +87,8 @@ static int call(int fd, long id)
 		if (have < head + body)
 			continue;
 		return strncmp(buf, "HTTP/1.1 200", 12) == 0 && body == 12 &&
-				       memcmp(buf + head, "HELLO WORLD\n", 12) == 0
+				       memcmp(buf + head, "HELLO WORLD\n",
+					      12) == 0
 			       ? 0
 			       : -1;
 	}

@@ -22,7 +22,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#define MAXC 64
+#define MAXC  64
 #define BUFSZ 65536
 
 struct conn {
@@ -67,7 +67,8 @@ static int serve(struct conn *c)
 		for (i = 0; i < body; i++)
 			out[n + (int)i] = (char)toupper(
 				(unsigned char)c->buf[head + i]);
-		if (write(c->fd, out, (size_t)n + body) != (ssize_t)n + (ssize_t)body)
+		if (write(c->fd, out, (size_t)n + body) !=
+		    (ssize_t)n + (ssize_t)body)
 			return -1;
 		memmove(c->buf, c->buf + head + body, c->len - head - body);
 		c->len -= head + body;
