@@ -155,8 +155,13 @@ static void on_done(struct rt_curl_xfer *x, CURLcode rc)
 			 h->err[0] ? ": " : "", h->err);
 		rt_call_finish(c, status, words, NULL, 0);
 	} else if (strcmp(status, "error") == 0) {
-		/* A 5xx: its body is the function's message. */
+		/* A 5xx: its body is the function's message (one line, its
+		 * last newline dropped). */
 		status_text(&h->head, words, sizeof(words));
+		while (h->body.len > 0 &&
+		       (h->body.data[h->body.len - 1] == '\n' ||
+			h->body.data[h->body.len - 1] == '\r'))
+			h->body.len--;
 		if (h->body.len > 0)
 			rt_call_finish(c, status, words, h->body.data,
 				       h->body.len);
