@@ -86,7 +86,8 @@ int main(int argc, char **argv)
 		curl_easy_setopt(e, CURLOPT_URL, url);
 		curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http");
 		curl_easy_setopt(e, CURLOPT_PROXY, "");
-		curl_easy_setopt(e, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_1_1);
+		curl_easy_setopt(e, CURLOPT_HTTP_VERSION,
+				 CURL_HTTP_VERSION_1_1);
 		curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
 		curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 		curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 5000L);
@@ -94,7 +95,8 @@ int main(int argc, char **argv)
 		curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
 		curl_easy_setopt(e, CURLOPT_WRITEDATA, &r);
 		curl_easy_setopt(e, CURLOPT_POSTFIELDS, "hello world\n");
-		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)12);
+		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE,
+				 (curl_off_t)12);
 		if (rt_curluv_add(m, &r.x) < 0)
 			return 1;
 		while (!r.done)
