@@ -82,6 +82,13 @@ check_eq "a 4xx is an answer: the call succeeds with it" "$(inv web -X GET --pat
 check_eq "its status is seen with --include" \
 	"$(inv web -X GET --path /status/404 --include </dev/null | head -n1 | tr -d '\r')" "HTTP/1.1 404 Not Found"
 
+head -c 1048576 /dev/zero | tr '\0' 'a' >"$T/mib"
+check_eq "a 1 MiB request and its 1 MiB answer" "$(inv web <"$T/mib" | tr -d A | wc -c)" "0"
+check_eq "all of it" "$(inv web <"$T/mib" | wc -c)" "1048576"
+check_eq "a 16 MiB answer is whole" "$(inv web -X GET --path /big/16000000 </dev/null | wc -c)" "16000000"
+check_fails_with "an answer over 16 MiB fails (EIO)" "Input/output error" inv web -X GET --path /big/17000000 </dev/null
+check "the reason is in error" grep -q "too large" "$W/error"
+
 # ---- errors
 n=$(stat_of "$W/stats" user_errors_total)
 check_fails_with "a 500 is EREMOTEIO" "Remote I/O error" call web $'GET /fail HTTP/1.1\r\n\r\n'
