@@ -34,13 +34,15 @@ inv() {
 # answers FN: a plain call gets the server's answer. Until readiness
 # probes hold calls back, a call may come before the server listens.
 answers() { [ "$(printf ping | inv "$1" 2>/dev/null)" = PING ]; }
-# mkfn NAME [ENV-JSON] [ISOLATION]: an http function running httpfn.py.
+# mkfn NAME [ENV-JSON] [ISOLATION] [NETWORK]: an http function running
+# httpfn.py.
 mkfn() {
 	local env=${2:-'{}'}
 	mkdir -p "$T0/$1"
 	cat >"$T0/$1/config" <<JSON
 {"command": "python3 -u $FIXTURES/httpfn.py", "mode": "hot", "format": "http",
- "timeout": 5000, "env": $env, "isolation": "${3:-sandbox}"}
+ "timeout": 5000, "env": $env, "isolation": "${3:-sandbox}",
+ "network": "${4:-host}"}
 JSON
 }
 
@@ -148,6 +150,12 @@ check_eq "the message form over the socket" \
 c1=$(inv sock -X GET --path /conns </dev/null)
 for i in $(seq 10); do call sock "k$i" >/dev/null; done
 check_eq "keep-alive over the socket too" "$(inv sock -X GET --path /conns </dev/null)" "$c1"
+
+# ---- network none: its loopback is its own, so FN_LISTENER it is
+mkfn nonet '{"LISTEN": "unix"}' sandbox none
+check "a server on FN_LISTENER with network none runs" wait_until 10 running_all "$T0/nonet" 1
+check "and answers over its socket" wait_until 15 answers nonet
+check_eq "the message form too" "$(inv nonet -X GET --path /status/203 </dev/null)" "status 203"
 
 # ---- isolation none
 mkfn open '{}' none
