@@ -137,34 +137,170 @@ static int copy(int in, int out)
 	return 0;
 }
 
+/* Writes `n` bytes of `p` to `fd`. Returns 0 or an errno. */
+static int write_all(int fd, const char *p, size_t n)
+{
+	ssize_t w;
+
+	while (n > 0) {
+		w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return errno;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Builds the head of a request message: METHOD TARGET HTTP/1.1, the
+ * headers, the blank line. Returns 0, or 2 with the usage error printed. */
+static int build_head(const char *method, const char *target, char **hdrs,
+		      int nhdrs, struct rt_buf *out)
+{
+	const char *p;
+	int i;
+
+	for (p = method; *p; p++)
+		if (*p < 'A' || *p > 'Z') {
+			fprintf(stderr,
+				"fnfs invoke: -X %s: a method is "
+				"capital letters\n",
+				method);
+			return 2;
+		}
+	if (method[0] == '\0' || target[0] != '/' ||
+	    strpbrk(target, " \r\n#") != NULL) {
+		fprintf(stderr,
+			"fnfs invoke: --path %s: a path starts with "
+			"/ and holds no space or #\n",
+			target);
+		return 2;
+	}
+	rt_buf_printf(out, "%s %s HTTP/1.1\r\n", method, target);
+	for (i = 0; i < nhdrs; i++) {
+		p = strchr(hdrs[i], ':');
+		if (p == NULL || p == hdrs[i] ||
+		    strpbrk(hdrs[i], "\r\n") != NULL) {
+			fprintf(stderr,
+				"fnfs invoke: -H %s: a header is "
+				"'Name: value'\n",
+				hdrs[i]);
+			return 2;
+		}
+		rt_buf_printf(out, "%s\r\n", hdrs[i]);
+	}
+	return rt_buf_puts(out, "\r\n") < 0 ? 1 : 0;
+}
+
+/* Reads the response message from `fd` and prints its body, and its
+ * status line and headers too with `include`. A response that is not a
+ * message (the function is not of format http) is printed as it is.
+ * Returns 0 or an errno. */
+static int print_message(int fd, int include)
+{
+	struct rt_buf b = { 0 };
+	char buf[65536], *end;
+	size_t body = 0;
+	ssize_t n;
+	int err = 0;
+
+	for (;;) {
+		if (b.len >= 5 && memcmp(b.data, "HTTP/", 5) != 0)
+			break; /* not a message */
+		if (b.data != NULL &&
+		    (end = strstr(b.data, "\r\n\r\n")) != NULL) {
+			body = (size_t)(end + 4 - b.data);
+			break;
+		}
+		if (b.len > 1 << 20)
+			break;
+		n = read(fd, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			err = errno;
+			goto out;
+		}
+		if (n == 0)
+			break;
+		if (rt_buf_append(&b, buf, (size_t)n) < 0) {
+			err = ENOMEM;
+			goto out;
+		}
+	}
+	if (include || body == 0)
+		err = write_all(1, b.data ? b.data : "", b.len);
+	else
+		err = write_all(1, b.data + body, b.len - body);
+	if (err == 0)
+		err = copy(fd, 1);
+out:
+	rt_buf_free(&b);
+	return err;
+}
+
 int fs_invoke_main(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "mount", required_argument, NULL, 'm' },
+		{ "http", no_argument, NULL, 'T' },
+		{ "include", no_argument, NULL, 'i' },
+		{ "request", required_argument, NULL, 'X' },
+		{ "header", required_argument, NULL, 'H' },
+		{ "path", required_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	const char *usage = "usage: fnfs invoke TENANT/NAMESPACE/FUNCTION "
-			    "[--mount MOUNTPOINT] < request\n";
-	char *mount = NULL, dir[8192], path[8300];
-	const char *fqfn;
-	int c, fd = -1, err = 0, slashes = 0;
+	const char *usage =
+		"usage: fnfs invoke TENANT/NAMESPACE/FUNCTION "
+		"[--mount MOUNTPOINT]\n"
+		"                   [--http] [-X METHOD] [-H 'Name: value']... "
+		"[--path /PATH?QUERY]\n"
+		"                   [--include] < request\n";
+	char *mount = NULL, dir[8192], path[8300], **hdrs = NULL;
+	const char *fqfn, *method = "POST", *target = "/";
+	struct rt_buf head = { 0 };
+	int c, fd = -1, err = 0, slashes = 0, http = 0, include = 0, build = 0,
+	       nhdrs = 0, rc = 0;
 	size_t i;
 
-	while ((c = getopt_long(argc, argv, "m:h", longopts, NULL)) != -1) {
+	hdrs = calloc((size_t)argc + 1, sizeof(*hdrs));
+	if (hdrs == NULL)
+		return 1;
+	while ((c = getopt_long(argc, argv, "m:hiX:H:", longopts, NULL)) !=
+	       -1) {
 		switch (c) {
 		case 'm':
 			free(mount);
 			mount = strdup(optarg);
 			break;
-		case 'h': fputs(usage, stdout); return 0;
-		default: fputs(usage, stderr); return 2;
+		case 'T': http = 1; break;
+		case 'i': include = 1; break;
+		case 'X':
+			method = optarg;
+			build = 1;
+			break;
+		case 'H':
+			hdrs[nhdrs++] = optarg;
+			build = 1;
+			break;
+		case 'p':
+			target = optarg;
+			build = 1;
+			break;
+		case 'h': fputs(usage, stdout); goto done;
+		default:
+			rc = 2;
+			fputs(usage, stderr);
+			goto done;
 		}
 	}
 	if (optind != argc - 1) {
 		fputs(usage, stderr);
-		free(mount);
-		return 2;
+		rc = 2;
+		goto done;
 	}
 	fqfn = argv[optind];
 	for (i = 0; fqfn[i]; i++)
@@ -174,31 +310,49 @@ int fs_invoke_main(int argc, char **argv)
 			"fnfs invoke: \"%s\" is not TENANT/NAMESPACE/"
 			"FUNCTION\n",
 			fqfn);
-		free(mount);
-		return 2;
+		rc = 2;
+		goto done;
 	}
-	if (mount == NULL && (mount = find_mount()) == NULL)
-		return exit_code(ENOENT);
+	/* --include alone sends the body as a message (POST /), so that a
+	 * message comes back. --http alone: stdin is the message. */
+	if (build || (include && !http)) {
+		rc = build_head(method, target, hdrs, nhdrs, &head);
+		if (rc != 0)
+			goto done;
+	}
+	if (mount == NULL && (mount = find_mount()) == NULL) {
+		rc = exit_code(ENOENT);
+		goto done;
+	}
 	snprintf(dir, sizeof(dir), "%s/tenants/%s", mount, fqfn);
 	snprintf(path, sizeof(path), "%s/invoke", dir);
-	free(mount);
 	fd = open(path, O_RDWR | O_CLOEXEC);
 	if (fd < 0) {
 		err = errno;
 		fprintf(stderr, "fnfs invoke: %s: %s\n", fqfn,
 			err == ENOENT ? "no such function" : strerror(err));
-		return exit_code(err);
+		rc = exit_code(err);
+		goto done;
 	}
 	/* The request, then the response: a write error is the request's
 	 * (EINVAL, EOPNOTSUPP), a read error the call's. */
-	err = copy(0, fd);
+	if (head.len > 0)
+		err = write_all(fd, head.data, head.len);
 	if (err == 0)
-		err = copy(fd, 1);
+		err = copy(0, fd);
+	if (err == 0)
+		err = http || include || build ? print_message(fd, include)
+					       : copy(fd, 1);
 	close(fd);
 	if (err != 0) {
 		fprintf(stderr, "fnfs invoke: %s: %s\n", fqfn, strerror(err));
 		if (err != EINTR)
 			print_detail(dir);
 	}
-	return exit_code(err);
+	rc = exit_code(err);
+done:
+	free(mount);
+	free(hdrs);
+	rt_buf_free(&head);
+	return rc;
 }

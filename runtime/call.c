@@ -15,6 +15,7 @@
 
 #include "frame.h"
 #include "lambda.h"
+#include "http.h"
 #include "worker.h"
 
 /* A write to a process's stdin, with its bytes. */
@@ -43,6 +44,7 @@ void rt_call_finish(struct rt_call *c, const char *status, const char *reason,
 		return;
 	assert(c->timer != NULL && (c->run == NULL || c->run->call == c));
 	rt_lambda_call_over(c);
+	rt_http_call_over(c);
 	rt_worker_send(rt_worker_of(in),
 		       json_pack("{s:s, s:I, s:s, s:s, s:s, s:I}", "type",
 				 "result", "call", (json_int_t)c->id, "status",
@@ -133,6 +135,10 @@ static void hot_send(struct rt_call *c)
 		rt_lambda_send(c); /* to the runtime's /next */
 		return;
 	}
+	if (rt_http_is(in)) {
+		rt_http_send(c);
+		return;
+	}
 	rc = rt_frame_request(is_json(in), c->idstr,
 			      c->body != NULL ? c->body : "", c->len,
 			      c->deadline_ms, &frame);
@@ -198,10 +204,14 @@ static void on_deadline(uv_timer_t *t)
 
 	if (in == NULL)
 		return;
-	r = c->run != NULL ? c->run : c->sent ? in->run : NULL;
+	r = c->run != NULL		 ? c->run
+	    : c->sent && c->http == NULL ? in->run
+					 : NULL;
 	rt_call_finish(c, "timeout", "no response within the timeout", NULL, 0);
 	/* Its process may answer late, or never: a hot one starts over at
-	 * once, so that the next call gets a clean process. */
+	 * once, so that the next call gets a clean process. An http
+	 * server is not: its request is cancelled (the connection closed),
+	 * the others it serves go on. */
 	if (r != NULL && !r->reaped) {
 		kill_run(r);
 		if (!r->cold && in->run == r)
@@ -272,7 +282,8 @@ void rt_call_ready(struct rt_instance *in)
 	struct rt_call *c = in->call;
 
 	if (c != NULL && !c->sent && in->run != NULL && !in->run->killed &&
-	    (in->run->calls || rt_lambda_is(in)) && in->state == RT_RUNNING)
+	    (in->run->calls || rt_lambda_is(in) || rt_http_is(in)) &&
+	    in->state == RT_RUNNING)
 		hot_send(c);
 }
 

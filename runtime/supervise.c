@@ -847,6 +847,17 @@ int rt_instance_mode_is(const struct rt_instance *in, const char *mode)
 	return m != NULL && strcmp(m, mode) == 0;
 }
 
+/* Whether `in` takes its calls on its process's stdin and stdout: a hot
+ * instance of format line or json. Those of format http and lambda take
+ * them over HTTP; their stdout goes to the log. */
+static int stdio_calls(const struct rt_instance *in)
+{
+	const char *f = json_string_value(json_object_get(in->spec, "format"));
+
+	return rt_instance_mode_is(in, "hot") &&
+	       (f == NULL || strcmp(f, "line") == 0 || strcmp(f, "json") == 0);
+}
+
 static void spawn(struct rt_instance *in)
 {
 	struct rt_sup *s = in->sup;
@@ -874,10 +885,7 @@ static void spawn(struct rt_instance *in)
 		spawn_failed(in, why);
 		return;
 	}
-	/* A lambda runtime takes its calls from its API, not on stdin. */
-	r = rt_run_spawn(in,
-			 rt_instance_mode_is(in, "hot") && !rt_lambda_is(in),
-			 tag, &why);
+	r = rt_run_spawn(in, stdio_calls(in), tag, &why);
 	if (r == NULL) {
 		spawn_failed(in, why);
 		return;

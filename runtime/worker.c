@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "code.h"
+#include "http.h"
 #include "worker.h"
 
 /* Reconnection: full jitter under a ceiling that doubles from
@@ -368,6 +369,7 @@ static void maybe_exit(struct rt_worker *w, int give_up)
 		       "exiting without them",
 		       w->id, w->sup.runs.count, RT_REAP_WAIT_MS);
 	w->closed = 1;
+	rt_http_close(w);
 	rt_sup_close(&w->sup);
 	uv_timer_stop(&w->tick);
 	uv_timer_stop(&w->retry);

@@ -23,6 +23,8 @@
 	1000 /* at exit, wait this long for SIGKILLed children */
 #define RT_CGROUP_WAIT_MS 500 /* at exit, for their groups to empty */
 
+struct rt_curluv;
+
 /* A call a worker runs on one of its hot or cold instances. */
 struct rt_call {
 	struct rt_instance *in; /* NULL once finished */
@@ -36,6 +38,7 @@ struct rt_call {
 	struct rt_run *run; /* cold: its process */
 	struct rt_buf resp; /* cold: its stdout so far */
 	void *lambda;	    /* lambda.c: the runtime API it was handed to */
+	void *http;	    /* http.c: its transfer under way, or NULL */
 };
 
 /* The worker process. */
@@ -84,6 +87,7 @@ struct rt_worker {
 				   processes are left, or 0 */
 	int closed;		/* its handles are closing: the loop ends */
 	void *code;		/* the code cache (fetch.c), or NULL */
+	struct rt_curluv *curl; /* the HTTP client (curluv.h), or NULL */
 	int exit_code;
 
 	/* The controller's silence (silence.h): heard, armed, timeout. */

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "../runtime/frame.h"
+#include "../runtime/httpmsg.h"
 #include "common.h"
 #include "fence.h"
 #include "internal.h"
@@ -507,6 +508,11 @@ int sched_call_check(struct sched *s, struct sched_function *fn,
 		rc = -EFBIG;
 		rt_buf_printf(&why, "a request holds at most %u bytes",
 			      SCHED_CALL_MAX);
+	} else if (fn->spec.mode == SCHED_MODE_HOT &&
+		   fn->spec.format == SCHED_FORMAT_HTTP) {
+		/* An HTTP request message must be well formed (httpmsg.h). */
+		if (!partial)
+			rc = rt_httpmsg_check(body, len, &why);
 	} else if (fn->spec.mode == SCHED_MODE_HOT) {
 		int json = fn->spec.format == SCHED_FORMAT_JSON;
 		size_t n = len;
