@@ -146,6 +146,8 @@ int rt_wire_feed(struct rt_buf *in, const char *data, size_t n,
 		off += used;
 		rc = fn(&m, arg);
 		rt_msg_free(&m);
+		if (rc == RT_WIRE_PAUSE)
+			break;
 		if (rc != 0)
 			return rc;
 	}
@@ -155,7 +157,7 @@ int rt_wire_feed(struct rt_buf *in, const char *data, size_t n,
 		memmove(in->data, in->data + off, in->len - off);
 		in->len -= off;
 	}
-	return 0;
+	return rc == RT_WIRE_PAUSE ? RT_WIRE_PAUSE : 0;
 }
 
 /* A queued write and its bytes. */
