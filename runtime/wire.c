@@ -232,8 +232,10 @@ int rt_wire_out_flush(struct rt_wire_out *o)
 			      : rt_stream_write(o->stream, o->pending.data,
 						o->pending.len);
 	o->pending.len = 0;
-	/* A large body's room is not kept. */
-	if (o->pending.cap > 65536)
+	/* A larger body's room is not kept. Up to a code chunk's it is:
+	 * the code pump flushes after each chunk, and a buffer allocated
+	 * anew for each would be page-faulted in anew each time. */
+	if (o->pending.cap > (512u << 10))
 		rt_buf_free(&o->pending);
 	return rc;
 }
