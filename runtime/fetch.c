@@ -60,9 +60,8 @@ struct tree {
 	size_t nobjs;	      /* (each once), counted in refs */
 	char (*need)[65];     /* those to download, in order */
 	size_t nneed, got;    /* asked for; arrived */
-	unsigned short *modes; /* of each of objs: what the tree wants of its
-				  first file with it (file_mode), owned */
-	unsigned short *need_modes; /* of each of need (in modes' block) */
+	uint16_t *modes;      /* of each of objs: its first file's mode */
+	uint16_t *need_modes; /* of each of need (in modes' block) */
 	struct rt_code_asm a; /* the object being received */
 	int receiving;	      /* a is begun */
 	int fd;		      /* its temporary file, or -1 */
@@ -543,7 +542,7 @@ static int need_cb(const struct rt_code_entry *e, void *arg)
 		return 0;
 	if (rt_map_put(&x->seen, e->hash, (void *)1) < 0)
 		return -ENOMEM;
-	t->modes[t->nobjs] = (unsigned short)(file_mode(e->perm));
+	t->modes[t->nobjs] = (uint16_t)file_mode(e->perm);
 	memcpy(t->objs[t->nobjs++], e->hash, 65);
 	return 0;
 }
@@ -567,10 +566,10 @@ static int got_manifest(struct rt_worker *w, struct tree *t)
 
 	rc = rt_code_manifest_parse(t->man.data ? t->man.data : "", t->man.len,
 				    FILES_MAX, count_cb, &n, &why);
-	if (rc == 0 && ((t->objs = calloc(n + 1, sizeof(*t->objs))) == NULL ||
-			(t->need = calloc(n + 1, sizeof(*t->need))) == NULL ||
-			(t->modes = calloc(2 * (n + 1), sizeof(*t->modes))) ==
-				NULL))
+	if (rc == 0 &&
+	    ((t->objs = calloc(n + 1, sizeof(*t->objs))) == NULL ||
+	     (t->need = calloc(n + 1, sizeof(*t->need))) == NULL ||
+	     (t->modes = calloc(2 * (n + 1), sizeof(*t->modes))) == NULL))
 		rc = -ENOMEM;
 	if (rc == 0) {
 		struct need_ctx x = { t, { 0 } };

@@ -509,7 +509,7 @@ static int fail(int err, const char *what, const char *arg)
 	int e = errno;
 
 	rt_child_say(err, e, "sandbox: ", what, arg ? " " : "", arg ? arg : "",
-		     NULL);
+		     (char *)NULL);
 	return -1;
 }
 

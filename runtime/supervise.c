@@ -528,7 +528,7 @@ static __attribute__((noreturn)) void child(const struct child_args *a)
 	setsid();
 	/* Its groups first: everything it starts is in them too. */
 	if (a->cg->n > 0 && (rc = rt_cg_apply(a->cg, &failed)) < 0) {
-		rt_child_say(a->err, -rc, "cgroup ", failed, NULL);
+		rt_child_say(a->err, -rc, "cgroup ", failed, (char *)NULL);
 		_exit(127);
 	}
 	if (rt_sandbox_enter(a->sb, a->err) < 0)
@@ -541,14 +541,14 @@ static __attribute__((noreturn)) void child(const struct child_args *a)
 	 * worker opens it, the function enters it by that descriptor. */
 	if (a->code_cwd &&
 	    (code = open(a->cwd, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
-		rt_child_say(2, errno, "code ", a->cwd, NULL);
+		rt_child_say(2, errno, "code ", a->cwd, (char *)NULL);
 		_exit(127);
 	}
 	if (rt_sandbox_drop(a->sb, 2) < 0)
 		_exit(127);
 	/* As the function's user: its permissions apply. */
 	if (code >= 0 ? fchdir(code) < 0 : chdir(a->cwd) < 0) {
-		rt_child_say(2, errno, "cwd ", a->cwd, NULL);
+		rt_child_say(2, errno, "cwd ", a->cwd, (char *)NULL);
 		_exit(127);
 	}
 	rt_close_fds(-1);
@@ -570,7 +570,7 @@ static __attribute__((noreturn)) void child(const struct child_args *a)
 		if (a->paths[i] == NULL)
 			errno = seen;
 	}
-	rt_child_say(2, errno, "cannot run ", a->argv[0], NULL);
+	rt_child_say(2, errno, "cannot run ", a->argv[0], (char *)NULL);
 	_exit(127);
 }
 

@@ -26,12 +26,12 @@
 #define RETRY_MAX_MS   2000
 /* A connection not registered this long after it was started (a connect
  * or a TLS handshake with no answer) is given up and tried again. */
-#define CONNECT_TIMEOUT_MS	 5000
+#define CONNECT_TIMEOUT_MS 5000
 /* The controller's messages are handled in slices of about this long:
  * a hundred starts at once (a failover) take the better part of a second,
  * and between slices the loop runs (the started reports go out as the
  * spawns proceed, pings are answered, exits reaped). */
-#define SLICE_MS 10
+#define SLICE_MS		 10
 #define ORPHAN_TIMEOUT_DEFAULT_S 60
 
 static void conn_lost(struct rt_worker *w, const char *why);
@@ -556,7 +556,7 @@ static int handle_cb(const struct rt_msg *m, void *arg)
 	if (!w->connected && !w->connecting)
 		return 1;
 	/* The rest in the next slice (on_resume), after the loop has run. */
-	return rt_mono_ms() - w->slice_mono >= SLICE_MS ? RT_WIRE_PAUSE : 0;
+	return rt_mono_ms() - w->slice_t0 >= SLICE_MS ? RT_WIRE_PAUSE : 0;
 }
 
 /* Decodes `n` bytes of frames and handles them, with what a slice left
@@ -566,7 +566,7 @@ static void frames(struct rt_worker *w, const char *data, size_t n)
 	struct rt_buf why = { 0 };
 	int rc;
 
-	w->slice_mono = rt_mono_ms();
+	w->slice_t0 = rt_mono_ms();
 	rc = rt_wire_feed(&w->in, data, n, handle_cb, w, &why);
 	if (rc == RT_WIRE_PAUSE && !w->closed)
 		uv_idle_start(&w->resume, on_resume);

@@ -29,7 +29,7 @@ static long sys4(long n, long a, long b, long c, long d)
 }
 
 /* The kernel's sigset: 64 bits. */
-#define SIGBIT(s) (1UL << ((s) - 1))
+#define SIGBIT(s) (1UL << ((s)-1))
 
 __attribute__((noreturn, force_align_arg_pointer, used)) void _start(void)
 {

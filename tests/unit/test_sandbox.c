@@ -909,7 +909,7 @@ static void said(int err, const char *a, const char *b, char *out, size_t n)
 	ssize_t r;
 
 	CHECK(pipe(fd) == 0);
-	rt_child_say(fd[1], err, a, b, NULL);
+	rt_child_say(fd[1], err, a, b, (char *)NULL);
 	close(fd[1]);
 	r = read(fd[0], out, n - 1);
 	out[r > 0 ? r : 0] = '\0';
