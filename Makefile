@@ -73,10 +73,18 @@ $(B)/unit-tests: $(UNIT_OBJ) $(LIB_OBJ)
 # The sandbox's init: a small static program whose bytes fnfs carries
 # (runtime/sandbox.c runs it from a memfd). Never sanitized: it runs as
 # pid 1 of a namespace, before and beside the function.
-$(B)/fnfs-init: runtime/init/fnfs-init.c runtime/init/loop.c runtime/init/loop.h
+# On x86-64 it has no C library at all (runtime/init/bare.c).
+$(B)/fnfs-init: runtime/init/fnfs-init.c runtime/init/loop.c runtime/init/loop.h runtime/init/bare.c
 	@mkdir -p $(dir $@)
-	$(CC) -std=gnu11 -D_GNU_SOURCE -Os -static -s $(WARN) -o $@ \
-		runtime/init/fnfs-init.c runtime/init/loop.c
+	if [ "$$($(CC) -dumpmachine | cut -d- -f1)" = x86_64 ]; then \
+		$(CC) -std=gnu11 -D_GNU_SOURCE -Os -static -s -nostdlib \
+			-ffreestanding -fno-stack-protector -fno-pie -no-pie \
+			-fno-asynchronous-unwind-tables -Wl,--build-id=none \
+			$(WARN) -o $@ runtime/init/bare.c; \
+	else \
+		$(CC) -std=gnu11 -D_GNU_SOURCE -Os -static -s $(WARN) -o $@ \
+			runtime/init/fnfs-init.c runtime/init/loop.c; \
+	fi
 
 $(B)/runtime/init-blob.o: $(B)/fnfs-init
 	@mkdir -p $(dir $@)

@@ -8,8 +8,10 @@
  * cached in DATA/cache/ID/code/objects, trees unpacked (in libuv's
  * thread pool, into a temporary directory renamed into place) in
  * DATA/cache/ID/code/trees/HASH/t: files 0444 or 0555 and directories
- * 0555, owned by the worker. A tree and the objects only it references
- * are removed once no instance uses it and no start waits for it.
+ * 0555, owned by the worker; a file is a hard link to its object when
+ * the object has its mode (no copy of the bytes). A tree and the objects
+ * only it references are removed once no instance uses it and no start
+ * waits for it.
  *
  * The function enters its tree by a descriptor the worker opens before
  * it drops its privileges (supervise.c), so the tree is reached by no
@@ -58,6 +60,8 @@ struct tree {
 	size_t nobjs;	      /* (each once), counted in refs */
 	char (*need)[65];     /* those to download, in order */
 	size_t nneed, got;    /* asked for; arrived */
+	uint16_t *modes;      /* of each of objs: its first file's mode */
+	uint16_t *need_modes; /* of each of need (in modes' block) */
 	struct rt_code_asm a; /* the object being received */
 	int receiving;	      /* a is begun */
 	int fd;		      /* its temporary file, or -1 */
@@ -229,6 +233,7 @@ static void tree_drop(struct rt_worker *w, struct tree *t)
 	free(t->part);
 	free(t->objs);
 	free(t->need);
+	free(t->modes);
 	rt_buf_free(&t->man);
 	free(t);
 }
@@ -343,6 +348,12 @@ struct build_ctx {
 	struct rt_buf p, o;
 };
 
+/* The mode of a file in a tree: read-only, executable as asked. */
+static unsigned file_mode(unsigned perm)
+{
+	return (perm & 0555) | 0444;
+}
+
 static int copy_file(const char *from, const char *to, unsigned perm)
 {
 	char buf[65536];
@@ -361,13 +372,29 @@ static int copy_file(const char *from, const char *to, unsigned perm)
 			rc = -EIO;
 			goto out;
 		}
-	if (r < 0 || fchmod(out, (perm & 0555) | 0444) < 0)
+	if (r < 0 || fchmod(out, file_mode(perm)) < 0)
 		rc = -errno;
 out:
 	if (out >= 0)
 		close(out);
 	close(in);
 	return rc;
+}
+
+/* A file of a tree is its object itself, hard-linked, when the object
+ * has the mode the file wants (what end_object gave it for the first
+ * file that wanted it): no copy of its bytes. An object is never written
+ * or chmod'ed once in the cache, and nothing here writes a tree's file. A
+ * file that wants another mode (the same bytes, executable once and not
+ * elsewhere) is a copy. */
+static int link_or_copy(const char *from, const char *to, unsigned perm)
+{
+	struct stat sb;
+
+	if (stat(from, &sb) == 0 && (sb.st_mode & 07777) == file_mode(perm) &&
+	    link(from, to) == 0)
+		return 0;
+	return copy_file(from, to, perm);
 }
 
 static int build_cb(const struct rt_code_entry *e, void *arg)
@@ -382,7 +409,7 @@ static int build_cb(const struct rt_code_entry *e, void *arg)
 		rc = mkdir(x->p.data, 0700) < 0 ? -errno : 0;
 	} else {
 		path_of(&x->o, x->j->objects, e->hash);
-		rc = x->o.data ? copy_file(x->o.data, x->p.data, e->perm)
+		rc = x->o.data ? link_or_copy(x->o.data, x->p.data, e->perm)
 			       : -ENOMEM;
 	}
 	if (rc < 0)
@@ -515,6 +542,7 @@ static int need_cb(const struct rt_code_entry *e, void *arg)
 		return 0;
 	if (rt_map_put(&x->seen, e->hash, (void *)1) < 0)
 		return -ENOMEM;
+	t->modes[t->nobjs] = (uint16_t)file_mode(e->perm);
 	memcpy(t->objs[t->nobjs++], e->hash, 65);
 	return 0;
 }
@@ -538,8 +566,10 @@ static int got_manifest(struct rt_worker *w, struct tree *t)
 
 	rc = rt_code_manifest_parse(t->man.data ? t->man.data : "", t->man.len,
 				    FILES_MAX, count_cb, &n, &why);
-	if (rc == 0 && ((t->objs = calloc(n + 1, sizeof(*t->objs))) == NULL ||
-			(t->need = calloc(n + 1, sizeof(*t->need))) == NULL))
+	if (rc == 0 &&
+	    ((t->objs = calloc(n + 1, sizeof(*t->objs))) == NULL ||
+	     (t->need = calloc(n + 1, sizeof(*t->need))) == NULL ||
+	     (t->modes = calloc(2 * (n + 1), sizeof(*t->modes))) == NULL))
 		rc = -ENOMEM;
 	if (rc == 0) {
 		struct need_ctx x = { t, { 0 } };
@@ -555,10 +585,13 @@ static int got_manifest(struct rt_worker *w, struct tree *t)
 		return rc;
 	}
 	t->have_man = 1;
+	t->need_modes = t->modes + n + 1;
 	for (i = 0; i < t->nobjs; i++) {
 		path_of(&p, c->objects, t->objs[i]);
-		if (p.data == NULL || access(p.data, F_OK) < 0)
+		if (p.data == NULL || access(p.data, F_OK) < 0) {
+			t->need_modes[t->nneed] = t->modes[i];
 			memcpy(t->need[t->nneed++], t->objs[i], 65);
+		}
 		ref_add(c, t->objs[i]);
 	}
 	rt_buf_free(&p);
@@ -645,7 +678,8 @@ static int end_object(struct rt_worker *w, struct tree *t, struct rt_buf *why)
 		return rc;
 	}
 	path_of(&p, c->objects, t->need[t->got]);
-	if (p.data == NULL || fchmod(t->fd, 0400) < 0 ||
+	/* The mode a tree gives its file: linked into the tree as it is. */
+	if (p.data == NULL || fchmod(t->fd, t->need_modes[t->got]) < 0 ||
 	    rename(t->part, p.data) < 0) {
 		rt_buf_printf(why, "code: cannot keep object %.12s: %s",
 			      t->need[t->got], strerror(errno));
@@ -734,6 +768,8 @@ static void restart(struct rt_worker *w, struct tree *t)
 		ref_drop(c, t->objs[i]);
 	free(t->objs);
 	free(t->need);
+	free(t->modes);
+	t->modes = t->need_modes = NULL;
 	t->objs = t->need = NULL;
 	t->nobjs = t->nneed = t->got = 0;
 	t->have_man = 0;
@@ -983,6 +1019,7 @@ static int free_cb(const char *key, void *value, void *arg)
 	free(t->part);
 	free(t->objs);
 	free(t->need);
+	free(t->modes);
 	rt_buf_free(&t->man);
 	free(t);
 	return 0;

@@ -15,6 +15,7 @@
 #include <pwd.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -477,11 +478,46 @@ __attribute__((constructor(101))) static void init_hook(int argc, char **argv)
 
 /* ============================================== in the child, as root */
 
-/* Writes "fnfs: WHAT: strerror(errno)" to `err`; returns -1. */
+/* Appends `p` to the line of rt_child_say, keeping room for '\n'. */
+static size_t say_put(char *line, size_t n, size_t cap, const char *p)
+{
+	size_t k = strlen(p);
+
+	if (k > cap - 1 - n)
+		k = cap - 1 - n;
+	memcpy(line + n, p, k);
+	return n + k;
+}
+
+void rt_child_say(int fd, int err, const char *s, ...)
+{
+	char line[1024];
+	const char *desc;
+	size_t n = say_put(line, 0, sizeof(line), "fnfs: ");
+	va_list ap;
+
+	va_start(ap, s);
+	for (; s != NULL; s = va_arg(ap, const char *))
+		n = say_put(line, n, sizeof(line), s);
+	va_end(ap);
+	if (err != 0) {
+		desc = strerrordesc_np(err);
+		n = say_put(line, n, sizeof(line), ": ");
+		n = say_put(line, n, sizeof(line),
+			    desc != NULL ? desc : "unknown error");
+	}
+	line[n++] = '\n';
+	if (write(fd, line, n) < 0)
+		return; /* nowhere else to say it */
+}
+
+/* Writes "fnfs: sandbox: WHAT ARG: <errno>" to `err`; returns -1. */
 static int fail(int err, const char *what, const char *arg)
 {
-	dprintf(err, "fnfs: sandbox: %s%s%s: %s\n", what, arg ? " " : "",
-		arg ? arg : "", strerror(errno));
+	int e = errno;
+
+	rt_child_say(err, e, "sandbox: ", what, arg ? " " : "", arg ? arg : "",
+		     (char *)NULL);
 	return -1;
 }
 

@@ -84,6 +84,13 @@ int rt_sandbox_pidfd(pid_t pid);
  * parent, when a pid namespace hides it from getppid). */
 int rt_sandbox_worker_alive(void);
 
+/* In the child of a spawn, which shares the worker's memory until its
+ * exec (vfork): writes "fnfs: ", the strings up to NULL and, when `err`
+ * is non-zero, ": " and its description, as one line to `fd`. Neither
+ * allocates nor takes a lock (dprintf does both). */
+void rt_child_say(int fd, int err, const char *s, ...)
+	__attribute__((sentinel));
+
 /* In the child, as root, after its cgroups: the namespaces and the
  * mounts. Writes the reason to `err` and returns -1 on failure. */
 int rt_sandbox_enter(const struct rt_sandbox *sb, int err);

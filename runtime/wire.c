@@ -146,6 +146,8 @@ int rt_wire_feed(struct rt_buf *in, const char *data, size_t n,
 		off += used;
 		rc = fn(&m, arg);
 		rt_msg_free(&m);
+		if (rc == RT_WIRE_PAUSE)
+			break;
 		if (rc != 0)
 			return rc;
 	}
@@ -155,7 +157,7 @@ int rt_wire_feed(struct rt_buf *in, const char *data, size_t n,
 		memmove(in->data, in->data + off, in->len - off);
 		in->len -= off;
 	}
-	return 0;
+	return rc == RT_WIRE_PAUSE ? RT_WIRE_PAUSE : 0;
 }
 
 /* A queued write and its bytes. */
@@ -230,8 +232,10 @@ int rt_wire_out_flush(struct rt_wire_out *o)
 			      : rt_stream_write(o->stream, o->pending.data,
 						o->pending.len);
 	o->pending.len = 0;
-	/* A large body's room is not kept. */
-	if (o->pending.cap > 65536)
+	/* A larger body's room is not kept. Up to a code chunk's it is:
+	 * the code pump flushes after each chunk, and a buffer allocated
+	 * anew for each would be page-faulted in anew each time. */
+	if (o->pending.cap > (512u << 10))
 		rt_buf_free(&o->pending);
 	return rc;
 }

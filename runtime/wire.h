@@ -49,7 +49,10 @@ int rt_wire_encode(struct rt_buf *out, json_t *header, const void *body,
  * every whole message to `fn` (which returns non-zero to stop, e.g. when
  * the connection is being closed), keeping the rest for next time.
  * Returns 0, the first non-zero of `fn`, or -EPROTO/-ENOMEM with the
- * reason in `why`: the peer sent what cannot be a frame. */
+ * reason in `why`: the peer sent what cannot be a frame. When `fn`
+ * returns RT_WIRE_PAUSE, the messages after that one stay in `in` (fed
+ * again with `n` = 0, they come first, in order). */
+#define RT_WIRE_PAUSE 2
 int rt_wire_feed(struct rt_buf *in, const char *data, size_t n,
 		 int (*fn)(const struct rt_msg *m, void *arg), void *arg,
 		 struct rt_buf *why);

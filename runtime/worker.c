@@ -27,7 +27,12 @@
 #define RETRY_MAX_MS   2000
 /* A connection not registered this long after it was started (a connect
  * or a TLS handshake with no answer) is given up and tried again. */
-#define CONNECT_TIMEOUT_MS	 5000
+#define CONNECT_TIMEOUT_MS 5000
+/* The controller's messages are handled in slices of about this long:
+ * a hundred starts at once (a failover) take the better part of a second,
+ * and between slices the loop runs (the started reports go out as the
+ * spawns proceed, pings are answered, exits reaped). */
+#define SLICE_MS		 10
 #define ORPHAN_TIMEOUT_DEFAULT_S 60
 
 static void conn_lost(struct rt_worker *w, const char *why);
@@ -375,6 +380,7 @@ static void maybe_exit(struct rt_worker *w, int give_up)
 	uv_timer_stop(&w->retry);
 	uv_close((uv_handle_t *)&w->tick, NULL);
 	uv_close((uv_handle_t *)&w->retry, NULL);
+	uv_close((uv_handle_t *)&w->resume, NULL);
 	for (i = 0; i < 3; i++)
 		uv_close((uv_handle_t *)&w->sig[i], NULL);
 	uv_close((uv_handle_t *)&w->sigchld, NULL);
@@ -532,6 +538,7 @@ static void handle(struct rt_worker *w, const struct rt_msg *m)
 
 static void send_heartbeat(struct rt_worker *w, json_t *samples);
 static json_t *samples_of(struct rt_worker *w);
+static void on_resume(uv_idle_t *h);
 
 static int handle_cb(const struct rt_msg *m, void *arg)
 {
@@ -548,16 +555,25 @@ static int handle_cb(const struct rt_msg *m, void *arg)
 		rt_wire_out_flush(&w->out); /* now, not after the run */
 	}
 	/* Stop when the connection ended while handling. */
-	return !w->connected && !w->connecting;
+	if (!w->connected && !w->connecting)
+		return 1;
+	/* The rest in the next slice (on_resume), after the loop has run. */
+	return rt_mono_ms() - w->slice_t0 >= SLICE_MS ? RT_WIRE_PAUSE : 0;
 }
 
-/* Decodes `n` bytes of frames and handles them. */
+/* Decodes `n` bytes of frames and handles them, with what a slice left
+ * in `in` first. */
 static void frames(struct rt_worker *w, const char *data, size_t n)
 {
 	struct rt_buf why = { 0 };
 	int rc;
 
+	w->slice_t0 = rt_mono_ms();
 	rc = rt_wire_feed(&w->in, data, n, handle_cb, w, &why);
+	if (rc == RT_WIRE_PAUSE && !w->closed)
+		uv_idle_start(&w->resume, on_resume);
+	else
+		uv_idle_stop(&w->resume);
 	if (rc < 0) {
 		rt_log(RT_LOG_ERROR,
 		       "worker %s: bad message from the controller: %s", w->id,
@@ -565,6 +581,18 @@ static void frames(struct rt_worker *w, const char *data, size_t n)
 		conn_lost(w, "protocol error");
 	}
 	rt_buf_free(&why);
+}
+
+/* The next slice of the messages already read. */
+static void on_resume(uv_idle_t *h)
+{
+	struct rt_worker *w = h->data;
+
+	if (!w->connected && !w->connecting) {
+		uv_idle_stop(h); /* lost meanwhile: `in` was emptied */
+		return;
+	}
+	frames(w, NULL, 0);
 }
 
 /* Bytes of a TLS connection: the handshake, at whose end the controller's
@@ -1141,6 +1169,8 @@ int rt_worker_main(int argc, char **argv)
 	w.tick.data = &w;
 	uv_timer_init(&loop, &w.retry);
 	w.retry.data = &w;
+	uv_idle_init(&loop, &w.resume);
+	w.resume.data = &w;
 	uv_timer_start(&w.tick, on_tick, RT_SAMPLE_MS, RT_SAMPLE_MS);
 	for (i = 0; i < 3; i++) {
 		uv_signal_init(&loop, &w.sig[i]);

@@ -75,6 +75,8 @@ struct rt_worker {
 	int registered_once; /* it was, at least once */
 	int connecting;
 	struct rt_buf in;  /* bytes read, not yet decoded */
+	uv_idle_t resume;  /* frames left in `in` for the next slice */
+	int64_t slice_t0;  /* when the current slice began */
 	uv_timer_t tick;   /* heartbeat and sampling */
 	int64_t beat_mono; /* when the last heartbeat went out */
 	uv_timer_t retry;  /* reconnection */

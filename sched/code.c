@@ -33,7 +33,8 @@
 
 #define GARBAGE_PER_TURN 256  /* objects unlinked per timer turn */
 #define CODE_GET_MAX	 1024 /* objects one code.get may ask for */
-#define PUMP_RETRY_MS	 2    /* a full backlog is looked at again */
+#define PUMP_RETRY_MS	 1    /* a full backlog is looked at again */
+#define PUMP_SLICE_MS	 5    /* chunks sent in one go at most this long */
 
 /* Writes of one file not yet closed. */
 struct sched_code_stage {
@@ -1870,9 +1871,13 @@ static void send_error(struct sched *s, struct sched_worker *w,
 			      "err", err, "reason", why));
 }
 
-/* Sends what `o` holds while the connection's backlog allows. Returns 1
- * when it stopped for the backlog, 0 when it has sent everything. */
-static int pump_out(struct sched *s, struct sched_worker *w, struct code_out *o)
+/* What pump_one did. */
+enum { PUMP_DONE, PUMP_FULL, PUMP_SENT };
+
+/* Sends the next chunk of what `o` holds, unless the connection's
+ * backlog is full. Returns PUMP_DONE when everything is sent, PUMP_FULL
+ * when it stopped for the backlog, PUMP_SENT after a chunk. */
+static int pump_one(struct sched *s, struct sched_worker *w, struct code_out *o)
 {
 	struct sched_code_state *c = st_of(s);
 	static char buf[RT_CODE_CHUNK_MAX];
@@ -1884,7 +1889,7 @@ static int pump_out(struct sched *s, struct sched_worker *w, struct code_out *o)
 		ssize_t r;
 
 		if (sched__conn_backlog(w->conn) >= SCHED_CODE_BACKLOG)
-			return 1;
+			return PUMP_FULL;
 		if (o->fd < 0) {
 			o->fd = refs_of(c, it->object) > 0
 					? object_open(c, it->object)
@@ -1926,23 +1931,32 @@ static int pump_out(struct sched *s, struct sched_worker *w, struct code_out *o)
 					   (json_int_t)o->size, "last",
 					   o->off + len == o->size),
 				 buf, len);
+		/* To the kernel at once, not at the end of the loop's turn:
+		 * while it takes them, chunks follow one another. */
+		sched__conn_flush(w->conn);
 		o->off += len;
 		if (o->off == o->size) {
 			close(o->fd);
 			o->fd = -1;
 			o->head++;
 		}
+		return o->head < o->n ? PUMP_SENT : PUMP_DONE;
 	}
-	o->head = o->n = 0;
-	return 0;
+	return PUMP_DONE;
 }
 
+/* Sends chunks to every worker that waits for some, one chunk to each
+ * in turn (downloads to several workers go side by side, not one after
+ * the other), while their connections take them, for up to
+ * PUMP_SLICE_MS; then again at the loop's next turn, or PUMP_RETRY_MS
+ * later when every connection with more to send is full. */
 static void pump(struct sched *s)
 {
 	struct sched_code_state *c = st_of(s);
+	int64_t t0 = rt_mono_ms();
 	void **v;
 	size_t i, n;
-	int again = 0;
+	int full = 0, sent = 1, rc;
 
 	v = rt_idmap_values(&c->outs, &n);
 	for (i = 0; v != NULL && i < n; i++) {
@@ -1956,13 +1970,35 @@ static void pump(struct sched *s)
 		    o->head == o->n) {
 			rt_idmap_del(&c->outs, o->worker_id);
 			out_free(o);
-			continue;
+			v[i] = NULL;
 		}
-		again |= pump_out(s, w, o);
+	}
+	while (v != NULL && sent && rt_mono_ms() - t0 < PUMP_SLICE_MS) {
+		sent = 0;
+		for (i = 0; i < n; i++) {
+			struct code_out *o = v[i];
+			struct sched_worker *w;
+
+			if (o == NULL)
+				continue;
+			w = (struct sched_worker *)sched_find(s, o->worker_id);
+			rc = w != NULL && w->online && w->conn == o->conn
+				     ? pump_one(s, w, o)
+				     : PUMP_DONE;
+			if (rc == PUMP_SENT) {
+				sent = 1;
+				continue;
+			}
+			if (rc == PUMP_FULL)
+				full = 1;
+			else
+				o->head = o->n = 0; /* dropped next time */
+			v[i] = NULL;
+		}
 	}
 	free(v);
-	if (again && c->started)
-		uv_timer_start(&c->pump, on_pump, PUMP_RETRY_MS, 0);
+	if (c->started && (sent || full))
+		uv_timer_start(&c->pump, on_pump, sent ? 0 : PUMP_RETRY_MS, 0);
 }
 
 /* Queues object `object` of download `hash` for `w`. */

@@ -65,6 +65,12 @@ void sched__conn_send_body(struct conn *c, json_t *header, const void *body,
 	rt_wire_out_send(&c->out, header, body, len);
 }
 
+void sched__conn_flush(struct conn *c)
+{
+	if (c != NULL && !c->closing)
+		rt_wire_out_flush(&c->out);
+}
+
 size_t sched__conn_backlog(const struct conn *c)
 {
 	if (c == NULL || c->closing)

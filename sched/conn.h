@@ -84,6 +84,10 @@ void sched__conn_send_body(struct conn *c, json_t *header, const void *body,
  * the header. */
 void sched__conn_send(struct conn *c, json_t *header);
 
+/* Hands what is queued on `c` to its transport now, not at the end of
+ * the loop's turn: a sender of bulk data keeps the socket full. */
+void sched__conn_flush(struct conn *c);
+
 /* Bytes queued on `c` and not yet handed to the kernel (frames, and
  * what the transport has yet to write): senders of bulk data (code
  * chunks) keep it bounded so that calls are not stuck behind them. */

@@ -901,3 +901,34 @@ TEST(cgroup_fake_v2)
 	snprintf(p, sizeof(p), "rm -rf %s", fake);
 	CHECK(system(p) == 0);
 }
+
+/* What rt_child_say writes through a pipe. */
+static void said(int err, const char *a, const char *b, char *out, size_t n)
+{
+	int fd[2];
+	ssize_t r;
+
+	CHECK(pipe(fd) == 0);
+	rt_child_say(fd[1], err, a, b, (char *)NULL);
+	close(fd[1]);
+	r = read(fd[0], out, n - 1);
+	out[r > 0 ? r : 0] = '\0';
+	close(fd[0]);
+}
+
+TEST(sandbox_child_say_is_one_line)
+{
+	char out[2048], big[1500];
+
+	said(ENOENT, "cwd ", "/nowhere", out, sizeof(out));
+	CHECK_STR(out, "fnfs: cwd /nowhere: No such file or directory\n");
+	said(0, "cannot run ", "x", out, sizeof(out));
+	CHECK_STR(out, "fnfs: cannot run x\n");
+	/* Too long: cut, still one line. */
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	said(EACCES, "code ", big, out, sizeof(out));
+	CHECK(strlen(out) == 1024 && out[1023] == '\n');
+	CHECK(strncmp(out, "fnfs: code xxx", 14) == 0);
+	CHECK(strchr(out, '\n') == out + 1023);
+}

@@ -327,3 +327,59 @@ TEST(wire_stream_write_keeps_order_past_a_full_socket)
 	close(sv[1]);
 	rt_buf_free(&got);
 }
+
+/* Counts the messages it is handed and pauses after each `every`-th. */
+struct pause_ctx {
+	int seen, every;
+	char types[8][8];
+};
+
+static int pause_cb(const struct rt_msg *m, void *arg)
+{
+	struct pause_ctx *x = arg;
+
+	if (x->seen < 8)
+		snprintf(x->types[x->seen], sizeof(x->types[0]), "%s", m->type);
+	x->seen++;
+	return x->seen % x->every == 0 ? RT_WIRE_PAUSE : 0;
+}
+
+TEST(wire_feed_pause_keeps_the_rest_in_order)
+{
+	struct rt_buf in = { 0 }, all = frame_of("a", NULL, 0),
+		      b = frame_of("b", "B", 1), c = frame_of("c", NULL, 0),
+		      d = frame_of("d", "DD", 2);
+	struct pause_ctx x = { 0, 2, { { 0 } } };
+	size_t half;
+
+	rt_buf_append(&all, b.data, b.len);
+	rt_buf_append(&all, c.data, c.len);
+	half = all.len;
+	/* a, b: paused; c waits in `in`. */
+	CHECK(rt_wire_feed(&in, all.data, all.len, pause_cb, &x, NULL) ==
+	      RT_WIRE_PAUSE);
+	CHECK(x.seen == 2);
+	CHECK(in.len == c.len && memcmp(in.data, c.data, c.len) == 0);
+	/* New bytes come after what was left: c, then d (paused again). */
+	CHECK(rt_wire_feed(&in, d.data, d.len, pause_cb, &x, NULL) ==
+	      RT_WIRE_PAUSE);
+	CHECK(x.seen == 4 && in.len == 0);
+	CHECK_STR(x.types[2], "c");
+	CHECK_STR(x.types[3], "d");
+	/* Nothing left: fed again with nothing, it returns 0. */
+	CHECK(rt_wire_feed(&in, NULL, 0, pause_cb, &x, NULL) == 0);
+	CHECK(x.seen == 4);
+	/* A partial frame stays, and completes with the next bytes. */
+	x.every = 100;
+	CHECK(rt_wire_feed(&in, all.data, half - 1, pause_cb, &x, NULL) == 0);
+	CHECK(x.seen == 6 && in.len == c.len - 1);
+	CHECK(rt_wire_feed(&in, all.data + half - 1, 1, pause_cb, &x, NULL) ==
+	      0);
+	CHECK(x.seen == 7 && in.len == 0);
+	CHECK_STR(x.types[6], "c");
+	rt_buf_free(&in);
+	rt_buf_free(&all);
+	rt_buf_free(&b);
+	rt_buf_free(&c);
+	rt_buf_free(&d);
+}
