@@ -215,8 +215,7 @@ static void probe_failed(struct probe *p, const char *fmt, ...)
 	vsnprintf(rd->last, sizeof(rd->last), fmt, ap);
 	va_end(ap);
 	probe_end(p);
-	uv_timer_start(&rd->retry, on_retry, RT_READY_RETRY_MS,
-		       0);
+	uv_timer_start(&rd->retry, on_retry, RT_READY_RETRY_MS, 0);
 }
 
 static void probe_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
@@ -242,10 +241,9 @@ static void on_answer(uv_stream_t *s, ssize_t n, const uv_buf_t *b)
 		return;
 	if (st < 0) {
 		probe_failed(p, "GET %s on %s: %s", p->rd->path, p->where,
-			     n > 0 ? "not an HTTP response"
-			     : n == UV_EOF
-				     ? "closed without an answer"
-				     : uv_strerror((int)n));
+			     n > 0	   ? "not an HTTP response"
+			     : n == UV_EOF ? "closed without an answer"
+					   : uv_strerror((int)n));
 		return;
 	}
 	if (!rt_ready_http_ok(st)) {
@@ -320,8 +318,7 @@ static void probe_start(struct rt_ready *rd)
 	p = calloc(1, sizeof(*p));
 	if (p == NULL) {
 		snprintf(rd->last, sizeof(rd->last), "out of memory");
-		uv_timer_start(&rd->retry, on_retry,
-			       RT_READY_RETRY_MS, 0);
+		uv_timer_start(&rd->retry, on_retry, RT_READY_RETRY_MS, 0);
 		return;
 	}
 	p->rd = rd;
@@ -334,10 +331,11 @@ static void probe_start(struct rt_ready *rd)
 		uv_tcp_init(in->sup->loop, &p->u.tcp);
 	}
 	p->u.h.data = p;
+	/* A socket has no host name: "localhost" stands for it. */
 	if (rd->kind == RT_READY_HTTP)
 		rt_ready_request(rd->path,
-				 in->port > 0 ? p->where : "localhost", p->req,
-				 sizeof(p->req));
+				 p->where[0] == 'u' ? "localhost" : p->where,
+				 p->req, sizeof(p->req));
 	rd->probe = p;
 	uv_timer_start(&rd->retry, on_probe_slow, RT_READY_ATTEMPT_MS, 0);
 	if (p->where[0] == 'u') {
@@ -479,16 +477,16 @@ int rt_ready_watch(struct rt_instance *in)
 		/* It has only just been forked: give it a moment. */
 		uv_timer_start(&rd->retry, on_retry, RT_READY_RETRY_MS, 0);
 		if (in->listener != NULL)
-			snprintf(where, sizeof(where), "unix:%s or 127.0.0.1:%d",
-				 in->listener, in->port);
+			snprintf(where, sizeof(where),
+				 "unix:%s or 127.0.0.1:%d", in->listener,
+				 in->port);
 		else
 			snprintf(where, sizeof(where), "127.0.0.1:%d",
 				 in->port);
-		rt_instance_set_state(in, RT_STARTING,
-				      "waiting to be ready: %s%s on %s",
-				      rd->kind == RT_READY_TCP ? "tcp" : "http:",
-				      rd->kind == RT_READY_TCP ? "" : rd->path,
-				      where);
+		rt_instance_set_state(
+			in, RT_STARTING, "waiting to be ready: %s%s on %s",
+			rd->kind == RT_READY_TCP ? "tcp" : "http:",
+			rd->kind == RT_READY_TCP ? "" : rd->path, where);
 		break;
 	case RT_READY_NOTIFY:
 		snprintf(rd->last, sizeof(rd->last),

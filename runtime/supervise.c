@@ -1402,7 +1402,7 @@ void rt_instance_sample(struct rt_instance *in)
 	    rt_proc_sample(in->pid, &in->cpu_seconds, &in->rss_bytes) == 0 &&
 	    (in->cgroup == NULL || !rt_cg_has(&in->sup->cg, RT_CG_MEMORY)) &&
 	    limit > 0 && in->rss_bytes > (long long)limit * 1024 * 1024 &&
-	    in->state == RT_RUNNING) {
+	    (in->state == RT_RUNNING || in->state == RT_STARTING)) {
 		/* No cgroup to enforce the limit: RSS sampling does. */
 		rt_log(RT_LOG_WARN, "%s: rss %lld bytes over %d MB; killing",
 		       in->id, in->rss_bytes, limit);

@@ -64,7 +64,8 @@ static int feed_all(const char *text)
 
 TEST(ready_http_answers)
 {
-	static const char ok[] = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n";
+	static const char ok[] =
+		"HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n";
 	struct rt_ready_http h;
 	size_t i;
 	int st = 0;
@@ -119,12 +120,12 @@ TEST(ready_notify_lines)
 /* ================================================= on a loop, for real */
 
 static struct {
-	int ready;	/* ready reports with no why */
-	int unready;	/* ready reports with a why */
-	char why[256];	/* the last why */
-	int spawned;	/* spawns */
-	int exited;	/* exits */
-	int states;	/* state reports */
+	int ready;	    /* ready reports with no why */
+	int unready;	    /* ready reports with a why */
+	char why[256];	    /* the last why */
+	int spawned;	    /* spawns */
+	int exited;	    /* exits */
+	int states;	    /* state reports */
 	enum rt_state last; /* the last state reported */
 } rec;
 
@@ -310,11 +311,10 @@ TEST(ready_lambda_waits_for_its_caller)
 	struct rt_instance *in;
 
 	setup();
-	in = start_new("t/n/l/0",
-		       json_pack("{s:s, s:s, s:s, s:s, s:i}", "command",
-				 "exec sleep 30", "mode", "hot", "format",
-				 "lambda", "ready", "lambda", "ready_timeout",
-				 10));
+	in = start_new("t/n/l/0", json_pack("{s:s, s:s, s:s, s:s, s:i}",
+					    "command", "exec sleep 30", "mode",
+					    "hot", "format", "lambda", "ready",
+					    "lambda", "ready_timeout", 10));
 	CHECK(in->state == RT_STARTING && in->ready != NULL);
 	CHECK(strstr(in->reason, "first /next") != NULL);
 	uv_run(&loop, UV_RUN_NOWAIT);
@@ -333,12 +333,11 @@ TEST(ready_timeout_stops_it)
 	in = start_new("t/n/t/0",
 		       json_pack("{s:s, s:s, s:s, s:i, s:s, s:i}", "command",
 				 "exec sleep 30", "mode", "daemon", "ready",
-				 "notify", "ready_timeout", 1,
-				 "restart_policy", "never", "grace_ms", 500));
+				 "notify", "ready_timeout", 1, "restart_policy",
+				 "never", "grace_ms", 500));
 	CHECK(in->state == RT_STARTING);
 	CHECK(run_until(is_unready, 3000));
-	CHECK_STR(rec.why,
-		  "not ready within 1 s: no line on FN_NOTIFY_FD yet");
+	CHECK_STR(rec.why, "not ready within 1 s: no line on FN_NOTIFY_FD yet");
 	CHECK(in->state == RT_STOPPING);
 	CHECK(strstr(in->reason, "not ready within 1 s") != NULL);
 	CHECK(in->ready == NULL);
@@ -367,7 +366,6 @@ static void on_conn(uv_stream_t *s, int status)
 		accepted++;
 	uv_close((uv_handle_t *)c, (uv_close_cb)free);
 }
-
 
 TEST(ready_tcp_probe)
 {
