@@ -136,6 +136,13 @@ write "$U/ready" tcp
 write "$U/command" "$SERVER 1 $REC/unixd unix"
 check "ready tcp on the FN_LISTENER socket" wait_until 10 state_is "$U/instances/0/state" running
 check "only once it listens there" test -n "$(last "$REC/unixd" listening)"
+V=$NS/unixhttp
+mkdir "$V"
+write "$V/mounts" "$REC rw"
+write "$V/ready" http:/healthz
+write "$V/command" "$SERVER 1 $REC/unixhttp unixhttp"
+check "ready http:/healthz on the FN_LISTENER socket" wait_until 10 state_is "$V/instances/0/state" running
+check "its health check answered there" reason_has "$V/instances/0" "ready (GET /healthz answered 200)"
 
 # ---- started: as before, running at once (even when its server only
 # listens 6 s later)

@@ -199,6 +199,7 @@ static void setup(void)
 static int run_until(int (*done)(void), int ms)
 {
 	timed_out = 0;
+	uv_update_time(&loop); /* a spawn may have taken a while */
 	uv_timer_start(&limit, on_limit, (uint64_t)ms, 0);
 	while (!done() && !timed_out)
 		uv_run(&loop, UV_RUN_ONCE);
