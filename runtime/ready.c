@@ -16,6 +16,10 @@
 #include <arpa/inet.h>
 #include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -304,8 +308,46 @@ static void on_probe_slow(uv_timer_t *t)
 			     RT_READY_ATTEMPT_MS, rd->probe->where);
 }
 
+/* A TCP socket made in the network namespace of process `pid` when it
+ * has one of its own (a sandbox with `network none`): its 127.0.0.1 is
+ * not the worker's. Returns the socket, -2 when the process shares the
+ * worker's namespace (a socket of the worker's own does), or -1. The
+ * loop's thread enters that namespace only to make the socket and comes
+ * back at once; nothing waits. */
+static int netns_socket(pid_t pid)
+{
+	char path[64];
+	struct stat theirs, ours;
+	int target = -1, self = -1, fd = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
+	if (stat(path, &theirs) < 0 ||
+	    stat("/proc/thread-self/ns/net", &ours) < 0 ||
+	    (theirs.st_ino == ours.st_ino && theirs.st_dev == ours.st_dev))
+		return -2;
+	target = open(path, O_RDONLY | O_CLOEXEC);
+	self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (target >= 0 && self >= 0 && setns(target, CLONE_NEWNET) == 0) {
+		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (setns(self, CLONE_NEWNET) < 0) {
+			/* Cannot happen with our own namespace's descriptor;
+			 * were it to, the worker's connections would go
+			 * astray: say so loudly. */
+			rt_log(RT_LOG_ERROR,
+			       "ready: cannot go back to the worker's network "
+			       "namespace: %s",
+			       strerror(errno));
+		}
+	}
+	if (target >= 0)
+		close(target);
+	if (self >= 0)
+		close(self);
+	return fd;
+}
+
 /* Starts a probe: on the FN_LISTENER socket once it exists, else on
- * 127.0.0.1:PORT. */
+ * 127.0.0.1:PORT (in the process's own network namespace if it has one). */
 static void probe_start(struct rt_ready *rd)
 {
 	struct rt_instance *in = watched(rd);
@@ -327,8 +369,12 @@ static void probe_start(struct rt_ready *rd)
 		snprintf(p->where, sizeof(p->where), "unix:%s", in->listener);
 		uv_pipe_init(in->sup->loop, &p->u.pipe, 0);
 	} else {
+		int fd = netns_socket(in->pid);
+
 		snprintf(p->where, sizeof(p->where), "127.0.0.1:%d", in->port);
 		uv_tcp_init(in->sup->loop, &p->u.tcp);
+		if (fd >= 0 && uv_tcp_open(&p->u.tcp, fd) < 0)
+			close(fd);
 	}
 	p->u.h.data = p;
 	/* A socket has no host name: "localhost" stands for it. */

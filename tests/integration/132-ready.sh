@@ -136,6 +136,16 @@ write "$U/ready" tcp
 write "$U/command" "$SERVER 1 $REC/unixd unix"
 check "ready tcp on the FN_LISTENER socket" wait_until 10 state_is "$U/instances/0/state" running
 check "only once it listens there" test -n "$(last "$REC/unixd" listening)"
+# A network of its own (network none): its 127.0.0.1:$PORT is probed
+# from inside it.
+X=$NS/netnone
+mkdir "$X"
+write "$X/mounts" "$REC rw"
+write "$X/network" none
+write "$X/ready" tcp
+write "$X/command" "$SERVER 1 $REC/netnone tcp"
+check "ready tcp with network none: its own loopback is probed" wait_until 10 state_is "$X/instances/0/state" running
+check "only once it listens" test -n "$(last "$REC/netnone" listening)"
 V=$NS/unixhttp
 mkdir "$V"
 write "$V/mounts" "$REC rw"
