@@ -119,6 +119,22 @@ echo 1 >"$M/restart" || rc=1
 ms=$(ms_since "$t0")
 check_eq "restart succeeds" "$rc" "0"
 check "it returns once the line came (${ms} ms)" test "$ms" -ge 1400 -a "$ms" -lt 15000
+# A readiness slower than the controller's usual 10 s bound of a write:
+# the bound follows ready_timeout, so restart still returns once ready.
+L=$NS/slow
+mkdir "$L"
+write "$L/ready" notify
+write "$L/ready_timeout" 20
+write "$L/command" 'sleep 11; echo >&"$FN_NOTIFY_FD"; exec sleep 1000'
+check "a slow starter is starting" wait_until 5 state_is "$L/instances/0/state" starting
+t0=$(now)
+rc=0
+echo 1 >"$L/restart" || rc=1
+ms=$(ms_since "$t0")
+check_eq "its restart succeeds" "$rc" "0"
+check "past 10 s, once ready (${ms} ms)" test "$ms" -ge 10500 -a "$ms" -lt 28000
+check_eq "it is running when restart returns" "$(cat "$L/instances/0/state")" "running"
+write "$L/state" stop
 M2=$NS/notifyeof
 mkdir "$M2"
 write "$M2/ready" notify
