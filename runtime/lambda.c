@@ -78,14 +78,6 @@ int rt_lambda_is(const struct rt_instance *in)
 	       strcmp(f, "lambda") == 0;
 }
 
-/* H-ready's ready.c defines the real one; until then, the instance runs
- * from its spawn already, and this only says so in the worker's log. */
-__attribute__((weak)) void rt_instance_ready(struct rt_instance *in,
-					     const char *how)
-{
-	rt_log(RT_LOG_DEBUG, "%s: ready (%s)", in->id, how);
-}
-
 /* ======================================================= connections */
 
 static void srv_release(struct lsrv *srv)

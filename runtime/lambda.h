@@ -46,8 +46,4 @@ void rt_lambda_send(struct rt_call *c);
  * response to it is refused from now on. */
 void rt_lambda_call_over(struct rt_call *c);
 
-/* Marks `in` ready; `how` says what made it so ("first /next"). The one
- * in ready.c wins at the link; lambda.c has a weak one for today. */
-void rt_instance_ready(struct rt_instance *in, const char *how);
-
 #endif

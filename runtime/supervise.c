@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "lambda.h"
+#include "ready.h"
 #include "sandbox.h"
 #include "supervise.h"
 #include "wire.h" /* rt_read_alloc */
@@ -44,14 +45,13 @@ void rt_exit_words(const struct rt_exit *e, char *out, size_t n)
 
 static void ns_release(struct rt_instance *in);
 
-static void set_state(struct rt_instance *in, enum rt_state s, const char *fmt,
-		      ...) __attribute__((format(printf, 3, 4)));
+static void set_state_v(struct rt_instance *in, enum rt_state s,
+			const char *fmt, va_list ap)
+	__attribute__((format(printf, 3, 0)));
 
-static void set_state(struct rt_instance *in, enum rt_state s, const char *fmt,
-		      ...)
+static void set_state_v(struct rt_instance *in, enum rt_state s,
+			const char *fmt, va_list ap)
 {
-	va_list ap;
-
 	assert((unsigned)s < RT_STATE_COUNT);
 	assert(!in->freeing);
 	in->state = s;
@@ -61,12 +61,22 @@ static void set_state(struct rt_instance *in, enum rt_state s, const char *fmt,
 		ns_release(in);
 		rt_lambda_forget(in);
 	}
-	va_start(ap, fmt);
 	vsnprintf(in->reason, sizeof(in->reason), fmt, ap);
-	va_end(ap);
 	if (in->sup->ev->state != NULL)
 		in->sup->ev->state(in);
 }
+
+void rt_instance_set_state(struct rt_instance *in, enum rt_state s,
+			   const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	set_state_v(in, s, fmt, ap);
+	va_end(ap);
+}
+
+#define set_state rt_instance_set_state
 
 /* =============================================================== logs */
 
@@ -269,6 +279,8 @@ static void run_release(struct rt_run *r)
 	assert(rt_idmap_get(&r->sup->runs, (uint64_t)r->pid) != r);
 	rt_cgroup_finish(r->sup, r->cgroup);
 	r->cgroup = NULL;
+	if (r->notify_fd >= 0)
+		close(r->notify_fd);
 	if (in != NULL) {
 		assert(in->runs > 0);
 		in->runs--;
@@ -425,8 +437,10 @@ static char **build_env(struct rt_instance *in, const char *home)
 					    NULL };
 	json_t *env = json_object_get(in->spec, "env"), *v;
 	size_t n = json_array_size(env), i, k = 0;
-	/* keep, env, the endpoint's two, the format's, the NULL */
-	char **out = calloc(n + 4 + 2 + RT_LAMBDA_ENV_MAX + 1, sizeof(char *));
+	/* keep, env, the endpoint's two, FN_NOTIFY_FD, the format's, the NULL
+	 */
+	char **out = calloc(n + 4 + 2 + 1 + RT_LAMBDA_ENV_MAX + 1,
+			    sizeof(char *));
 	const char *val;
 
 	if (out == NULL)
@@ -451,6 +465,9 @@ static char **build_env(struct rt_instance *in, const char *home)
 		rt_log(RT_LOG_WARN, "%s: out of memory for PORT", in->id);
 	if (rt_lambda_env(in, out, &k) < 0)
 		rt_log(RT_LOG_WARN, "%s: out of memory for the env", in->id);
+	if (rt_ready_env(in, out, &k) < 0)
+		rt_log(RT_LOG_WARN, "%s: out of memory for FN_NOTIFY_FD",
+		       in->id);
 	return out;
 }
 
@@ -503,6 +520,7 @@ static char **split_words(const char *cmd)
 struct child_args {
 	pid_t worker;
 	int in, out, err;
+	int notify; /* FN_NOTIFY_FD's write end, or -1 */
 	const char *cwd;
 	int code_cwd; /* cwd is the code's tree: opened before the drop */
 	char **argv, **env;
@@ -561,7 +579,14 @@ static __attribute__((noreturn)) void child(const struct child_args *a)
 		rt_child_say(2, errno, "cwd ", a->cwd, (char *)NULL);
 		_exit(127);
 	}
-	rt_close_fds(-1);
+	/* ready notify: its pipe at the number FN_NOTIFY_FD names, kept
+	 * open across the exec (dup2 clears close-on-exec). */
+	if (a->notify >= 0 &&
+	    (a->notify == RT_READY_NOTIFY_FD
+		     ? fcntl(a->notify, F_SETFD, 0)
+		     : dup2(a->notify, RT_READY_NOTIFY_FD)) < 0)
+		_exit(127);
+	rt_close_fds(a->notify >= 0 ? RT_READY_NOTIFY_FD : -1);
 	if (a->paths == NULL) {
 		execve(a->argv[0], a->argv, a->env);
 	} else {
@@ -688,6 +713,7 @@ struct rt_run *rt_run_spawn(struct rt_instance *in, int calls, const char *tag,
 	struct rt_run *r = NULL, *done = NULL;
 	/* err: stderr (the log); in, out: a call's stdin and stdout */
 	int err[2] = { -1, -1 }, ip[2] = { -1, -1 }, op[2] = { -1, -1 };
+	int np[2] = { -1, -1 }; /* ready notify: FN_NOTIFY_FD */
 	sigset_t all, old;
 	pid_t pid, init = 0;
 	void *stack = NULL;
@@ -716,8 +742,12 @@ struct rt_run *rt_run_spawn(struct rt_instance *in, int calls, const char *tag,
 		shell[2] = script.data;
 	}
 	r = calloc(1, sizeof(*r));
+	if (r != NULL)
+		r->notify_fd = -1;
 	if (env == NULL || r == NULL || pipe2(err, O_CLOEXEC) < 0 ||
-	    (calls && (pipe2(ip, O_CLOEXEC) < 0 || pipe2(op, O_CLOEXEC) < 0))) {
+	    (calls && (pipe2(ip, O_CLOEXEC) < 0 || pipe2(op, O_CLOEXEC) < 0)) ||
+	    (!rt_instance_mode_is(in, "cold") && rt_ready_wants_notify(in) &&
+	     pipe2(np, O_CLOEXEC) < 0)) {
 		*why = "out of resources";
 		goto out;
 	}
@@ -736,6 +766,7 @@ struct rt_run *rt_run_spawn(struct rt_instance *in, int calls, const char *tag,
 				 ip[0],
 				 calls ? op[1] : err[1],
 				 err[1],
+				 np[1],
 				 cwd != NULL && cwd[0] != '\0' ? cwd
 				 : code_dir != NULL	       ? code_dir
 							       : "/",
@@ -808,6 +839,8 @@ struct rt_run *rt_run_spawn(struct rt_instance *in, int calls, const char *tag,
 	r->in = in;
 	r->pid = pid;
 	r->sup = s;
+	r->notify_fd = np[0];
+	np[0] = -1;
 	r->calls = calls;
 	r->cgroup = cgroup;
 	cgroup = NULL;
@@ -842,6 +875,10 @@ out:
 		close(op[0]);
 	if (op[1] >= 0)
 		close(op[1]);
+	if (np[0] >= 0)
+		close(np[0]);
+	if (np[1] >= 0)
+		close(np[1]);
 	free(r);
 	free(cgroup);
 	rt_cg_plan_free(&plan);
@@ -885,6 +922,7 @@ static void spawn(struct rt_instance *in)
 	if (in->spawned++ > 0)
 		in->restarts++;
 	in->oom_pending = 0;
+	in->unready[0] = '\0';
 	if (s->simulate || rt_instance_mode_is(in, "cold")) {
 		/* A cold instance is a slot: each call forks its own
 		 * process. */
@@ -909,10 +947,14 @@ static void spawn(struct rt_instance *in)
 	rt_cgroup_finish(s, in->cgroup);
 	in->cgroup = r->cgroup; /* read at its exit for an OOM kill */
 	r->cgroup = NULL;
-	set_state(in, RT_RUNNING, "started");
+	/* Running once ready: now, or when its readiness says so. */
+	if (rt_ready_watch(in) != 0)
+		set_state(in, RT_RUNNING, "started");
 spawned:
 	if (s->ev->spawned != NULL)
 		s->ev->spawned(in, NULL);
+	if (!in->freeing && in->state == RT_RUNNING && s->ev->ready != NULL)
+		s->ev->ready(in, NULL);
 }
 
 /* ============================================================= exits */
@@ -1011,15 +1053,23 @@ static void after_exit(struct rt_instance *in, int64_t code, int sig)
 {
 	const char *policy = json_string_value(
 		json_object_get(in->spec, "restart_policy"));
-	char what[64];
-	int failure;
+	char what[64], cause[256];
+	int failure, early = in->state == RT_STARTING;
 
 	assert(!in->freeing && in->run == NULL);
+	rt_ready_unwatch(in);
 	record_exit(in, code, sig);
 	if (in->sup->ev->exited != NULL)
 		in->sup->ev->exited(in, &in->exits[0]);
 	assert(!in->freeing);
 	rt_exit_words(&in->exits[0], what, sizeof(what));
+	/* Why it ended: stopped unready, or its own exit (before it was
+	 * ready, maybe). */
+	if (in->unready[0] != '\0')
+		snprintf(cause, sizeof(cause), "%s", in->unready);
+	else
+		snprintf(cause, sizeof(cause), "exited (%s)%s", what,
+			 early ? " before it was ready" : "");
 	failure = in->exits[0].oom || sig != 0 || code != 0;
 	uv_timer_stop(in->timer);
 
@@ -1043,9 +1093,8 @@ static void after_exit(struct rt_instance *in, int64_t code, int sig)
 		return;
 	}
 	if (policy != NULL && strcmp(policy, "never") == 0) {
-		set_state(in, RT_FAILED,
-			  "exited (%s); restart_policy never restarts it",
-			  what);
+		set_state(in, RT_FAILED, "%s; restart_policy never restarts it",
+			  cause);
 		return;
 	}
 	if (policy != NULL && strcmp(policy, "on-failure") == 0 && !failure) {
@@ -1056,16 +1105,16 @@ static void after_exit(struct rt_instance *in, int64_t code, int sig)
 	}
 	if (in->nrecent > RT_START_LIMIT) {
 		set_state(in, RT_FAILED,
-			  "exited (%s); more than %d exits within %d s: start "
-			  "limit reached",
-			  what, RT_START_LIMIT, RT_START_WINDOW_MS / 1000);
+			  "%s; more than %d exits within %d s: start limit "
+			  "reached",
+			  cause, RT_START_LIMIT, RT_START_WINDOW_MS / 1000);
 		return;
 	}
 	if (rt_mono_ms() - in->started_mono >= RT_BACKOFF_RESET_MS)
 		in->backoff_ms = RT_BACKOFF_FIRST_MS;
 	assert(in->backoff_ms >= RT_BACKOFF_FIRST_MS &&
 	       in->backoff_ms <= RT_BACKOFF_MAX_MS);
-	set_state(in, RT_BACKOFF, "exited (%s); restarting in %d ms", what,
+	set_state(in, RT_BACKOFF, "%s; restarting in %d ms", cause,
 		  in->backoff_ms);
 	schedule(in, in->backoff_ms, on_backoff_done);
 	in->backoff_ms = in->backoff_ms * 2 > RT_BACKOFF_MAX_MS
@@ -1098,14 +1147,20 @@ static void schedule(struct rt_instance *in, int ms, uv_timer_cb cb)
 	uv_timer_start(in->timer, cb, (uint64_t)ms, 0);
 }
 
-/* Sends SIGTERM to the group and arms the SIGKILL. */
-static void terminate(struct rt_instance *in)
+/* Sends SIGTERM to the group and arms the SIGKILL; `why` (NULL:
+ * "stopping") is its reason meanwhile. */
+static void terminate(struct rt_instance *in, const char *why)
 {
 	int grace = (int)json_integer_value(
 		json_object_get(in->spec, "grace_ms"));
 
 	assert(in->run != NULL && in->pid > 0);
-	set_state(in, RT_STOPPING, "stopping");
+	/* Whatever its readiness says from now on changes nothing. */
+	rt_ready_unwatch(in);
+	if (why != NULL)
+		set_state(in, RT_STOPPING, "%s; stopping", why);
+	else
+		set_state(in, RT_STOPPING, "stopping");
 	/* The group, and the leader itself in case it has not made its
 	 * group yet (just forked). */
 	kill(-in->pid, SIGTERM);
@@ -1250,7 +1305,7 @@ int rt_instance_start(struct rt_instance *in, json_t *spec, long long revision)
 		 * once it has exited. */
 		in->restart_now = 1;
 		if (in->state != RT_STOPPING)
-			terminate(in);
+			terminate(in, NULL);
 		return 0;
 	}
 	uv_timer_stop(in->timer);
@@ -1271,7 +1326,7 @@ int rt_instance_stop(struct rt_instance *in, int forget)
 	kill_other_runs(in); /* its calls' processes */
 	if (in->run != NULL) {
 		if (in->state != RT_STOPPING)
-			terminate(in);
+			terminate(in, NULL);
 		return 0;
 	}
 	uv_timer_stop(in->timer);
@@ -1307,6 +1362,19 @@ void rt_instance_fail_run(struct rt_instance *in, const char *why)
 	run_kill(in->run);
 }
 
+void rt_instance_unready(struct rt_instance *in, const char *why)
+{
+	if (in->freeing || in->run == NULL || in->state != RT_STARTING)
+		return;
+	snprintf(in->unready, sizeof(in->unready), "%s", why);
+	rt_log(RT_LOG_WARN, "%s: %s", in->id, why);
+	rt_ready_unwatch(in);
+	if (in->sup->ev->ready != NULL)
+		in->sup->ev->ready(in, in->unready);
+	if (!in->freeing && in->run != NULL && in->state != RT_STOPPING)
+		terminate(in, in->unready);
+}
+
 int rt_instance_restart(struct rt_instance *in)
 {
 	assert(!in->freeing);
@@ -1320,7 +1388,7 @@ int rt_instance_restart(struct rt_instance *in)
 	if (in->run != NULL) {
 		in->restart_now = 1;
 		if (in->state != RT_STOPPING)
-			terminate(in);
+			terminate(in, NULL);
 		return 0;
 	}
 	uv_timer_stop(in->timer);
@@ -1366,6 +1434,7 @@ void rt_instance_remove(struct rt_instance *in)
 		in->pid = 0;
 	}
 	ns_release(in);
+	rt_ready_unwatch(in);
 	rt_endpoint_forget(in);
 	rt_lambda_forget(in);
 	json_decref(in->spec);
@@ -1392,7 +1461,7 @@ void rt_instance_sample(struct rt_instance *in)
 	    rt_proc_sample(in->pid, &in->cpu_seconds, &in->rss_bytes) == 0 &&
 	    (in->cgroup == NULL || !rt_cg_has(&in->sup->cg, RT_CG_MEMORY)) &&
 	    limit > 0 && in->rss_bytes > (long long)limit * 1024 * 1024 &&
-	    in->state == RT_RUNNING) {
+	    (in->state == RT_RUNNING || in->state == RT_STARTING)) {
 		/* No cgroup to enforce the limit: RSS sampling does. */
 		rt_log(RT_LOG_WARN, "%s: rss %lld bytes over %d MB; killing",
 		       in->id, in->rss_bytes, limit);

@@ -52,6 +52,7 @@ struct rt_sup;
 struct rt_instance;
 struct rt_ns_init;
 struct rt_call;
+struct rt_ready;
 
 /* One spawned process of an instance, from spawn until its process has
  * been reaped and its pipes closed. Heap-allocated per spawn, since a
@@ -73,6 +74,9 @@ struct rt_run {
 	char *cgroup;		/* its groups' name until handed over, owned */
 	int code, sig;		/* its exit, once reaped */
 	int reaped;		/* its exit has been collected */
+	int notify_fd;		/* ready notify: the read end of its
+				 * FN_NOTIFY_FD pipe until ready.c takes it,
+				 * or -1 */
 	struct rt_run *next;	/* the supervisor's list of runs with pipes */
 	struct rt_run *prev;
 };
@@ -125,6 +129,10 @@ struct rt_instance {
 				* its exit is reported with it, so the exit
 				* of a copy stopped for a newer assignment is
 				* not taken for the new one's */
+	struct rt_ready *ready; /* ready.c: the watch of its live process
+				 * until it is ready, or NULL */
+	char unready[200];	/* why its process was stopped unready, or
+				 * "" (cleared at each spawn) */
 };
 
 /* What the supervisor reports to its owner. Each may be NULL. They are
@@ -134,6 +142,11 @@ struct rt_instance {
 struct rt_sup_events {
 	/* The state or reason of `in` changed. */
 	void (*state)(struct rt_instance *in);
+	/* `in` is ready (`why` NULL: its state is running now), or its
+	 * process was not ready within its ready_timeout (`why` says so;
+	 * it is being stopped). Follows `spawned`, at once for a process
+	 * that is ready when it runs (ready started). */
+	void (*ready)(struct rt_instance *in, const char *why);
 	/* A start of `in` ended: its process runs (pid in in->pid; 0 for a
 	 * cold or simulated slot), or, when `why` is set, it could not be
 	 * forked (an exit of status 127 is reported next). */
@@ -205,6 +218,16 @@ void rt_sup_collect(struct rt_sup *s);
 void rt_sup_free(struct rt_sup *s, int wait_ms);
 
 /* ---- supervise.c: instances */
+
+/* Sets the state of `in` and its reason (printf), and reports it. */
+void rt_instance_set_state(struct rt_instance *in, enum rt_state s,
+			   const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* `in`'s live process was not ready within its ready_timeout: it is
+ * stopped (SIGTERM, SIGKILL after the grace) with `why` as its reason,
+ * `ready` reports `why`, and its restart policy applies at its exit. */
+void rt_instance_unready(struct rt_instance *in, const char *why);
 
 /* Returns the spec's word for a state ("running"). */
 const char *rt_state_name(enum rt_state s);
@@ -314,6 +337,36 @@ int rt_endpoint_unix_ready(const struct rt_instance *in);
 
 /* Removes the socket and its directory; clears the fields. */
 void rt_endpoint_forget(struct rt_instance *in);
+
+/* ---- ready.c: readiness (ready.h has the pure parts) */
+
+/* Marks `in` ready, `how` saying by what ("tcp", "first /next"): its
+ * state goes from starting to running and `ready` is reported. Ignored
+ * unless its live process is waiting to be ready (a ready of a process
+ * replaced since, or being stopped, changes nothing). */
+void rt_instance_ready(struct rt_instance *in, const char *how);
+
+/* After a spawn of `in`'s process: 1 when it is ready now (ready
+ * started, or a cold slot); else 0, its state is starting and its
+ * readiness is watched (probed, or a line awaited on its FN_NOTIFY_FD,
+ * or rt_instance_ready awaited) for up to its ready_timeout. */
+int rt_ready_watch(struct rt_instance *in);
+
+/* Ends the watch of `in` (if any): its handles are closed. */
+void rt_ready_unwatch(struct rt_instance *in);
+
+/* Whether a spawn of `in` gets an FN_NOTIFY_FD (ready notify). */
+int rt_ready_wants_notify(const struct rt_instance *in);
+
+/* Appends FN_NOTIFY_FD=N to `env` at `*n` (room for one more) when `in`
+ * is ready by notify. Returns 0 or -ENOMEM. */
+int rt_ready_env(const struct rt_instance *in, char **env, size_t *n);
+
+/* The instance's ready_timeout in ms (its spec's, default 30 s). */
+int rt_ready_timeout_ms(const struct rt_instance *in);
+
+/* Why `in` is not ready yet: the last probe's failure, or its reason. */
+const char *rt_ready_why(const struct rt_instance *in);
 
 /* ---- proc.c: /proc */
 

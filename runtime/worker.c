@@ -108,8 +108,11 @@ static void reply(struct rt_worker *w, long long seq, int err, json_t *extra)
 /* The requests on one instance that wait for what its supervisor reports:
  * every request gets one answer, also when another replaces it. */
 struct rt_waits {
-	long long spawn; /* start, restart: answered when it is spawned */
-	long long exit;	 /* stop: answered when its process has exited */
+	long long spawn;     /* start, restart: answered when it is ready */
+	long long exit;	     /* stop: answered when its process has exited */
+	int64_t spawn_since; /* monotonic ms of the first spawn `spawn` has
+				seen, or 0: its readiness is bounded from
+				there (on_tick) */
 };
 
 static struct rt_waits *waits_get(struct rt_worker *w, const char *id)
@@ -149,15 +152,17 @@ static int wait_for(struct rt_worker *w, const char *id, long long seq,
 	slot = exit ? &q->exit : &q->spawn;
 	if (*slot > 0 && *slot != seq)
 		reply(w, *slot, 0, NULL);
+	if (!exit && *slot != seq)
+		q->spawn_since = 0;
 	*slot = seq;
 	waits_tidy(w, id);
 	return 0;
 }
 
 /* Answers what waits for a spawn (with `pid` when >= 0) or an exit of
- * `id`, with `err`. */
-static void answer(struct rt_worker *w, const char *id, int exit, int err,
-		   int pid)
+ * `id`, with `err` and, when not NULL, the reason `why`. */
+static void answer_why(struct rt_worker *w, const char *id, int exit, int err,
+		       int pid, const char *why)
 {
 	struct rt_waits *q = waits_get(w, id);
 	struct rt_instance *in;
@@ -172,13 +177,69 @@ static void answer(struct rt_worker *w, const char *id, int exit, int err,
 		extra = json_pack("{s:i, s:I}", "pid", pid, "epoch",
 				  (json_int_t)(in ? in->epoch : 0));
 	}
+	if (why != NULL) {
+		if (extra == NULL)
+			extra = json_object();
+		json_object_set_new(extra, "reason", json_string(why));
+	}
 	seq = exit ? q->exit : q->spawn;
-	if (exit)
+	if (exit) {
 		q->exit = 0;
-	else
+	} else {
 		q->spawn = 0;
+		q->spawn_since = 0;
+	}
 	waits_tidy(w, id);
 	reply(w, seq, err, extra);
+}
+
+static void answer(struct rt_worker *w, const char *id, int exit, int err,
+		   int pid)
+{
+	answer_why(w, id, exit, err, pid, NULL);
+}
+
+/* Gathers the ids of instances whose start or restart has waited longer
+ * than their ready_timeout since the first spawn it saw: that process
+ * exited before it was ready, and no later one is ready either (or none
+ * will come: it failed). */
+static int late_cb(const char *key, void *value, void *arg)
+{
+	struct rt_waits *q = value;
+
+	if (q->spawn > 0 && q->spawn_since > 0)
+		json_array_append_new(arg, json_string(key));
+	return 0;
+}
+
+/* Fails the waits gathered by late_cb that are past their bound with
+ * ETIMEDOUT. */
+static void answer_late(struct rt_worker *w)
+{
+	json_t *ids = json_array(), *v;
+	size_t i;
+
+	rt_map_each(&w->waits, late_cb, ids);
+	json_array_foreach (ids, i, v) {
+		const char *id = json_string_value(v);
+		struct rt_instance *in = rt_map_get(&w->sup.instances, id);
+		struct rt_waits *q = waits_get(w, id);
+		char why[300];
+		int limit;
+
+		if (in == NULL || q == NULL)
+			continue;
+		limit = rt_ready_timeout_ms(in);
+		/* The process it first saw is still watched: its own
+		 * deadline answers (ev_ready), to the ms. */
+		if (rt_mono_ms() - q->spawn_since <= limit ||
+		    (in->ready != NULL && in->started_mono == q->spawn_since))
+			continue;
+		snprintf(why, sizeof(why), "not ready within %d s: %s",
+			 limit / 1000, rt_ready_why(in));
+		answer_why(w, id, 0, ETIMEDOUT, -1, why);
+	}
+	json_decref(ids);
 }
 
 /* ============================================== the supervisor's events */
@@ -190,11 +251,30 @@ static void ev_state(struct rt_instance *in)
 
 static void ev_spawned(struct rt_instance *in, const char *why)
 {
+	struct rt_worker *w = rt_worker_of(in);
+	struct rt_waits *q = waits_get(w, in->id);
+
 	in->run_epoch = in->epoch;
-	/* A failed spawn answers too: the exit (status 127) follows. */
-	answer(rt_worker_of(in), in->id, 0, 0, why == NULL ? (int)in->pid : -1);
-	if (why == NULL)
-		rt_call_ready(in);
+	/* A failed spawn answers at once: the exit (status 127) follows.
+	 * A process that runs answers once ready (ev_ready), within its
+	 * ready_timeout from the first spawn the request sees. */
+	if (why != NULL)
+		answer(w, in->id, 0, 0, -1);
+	else if (q != NULL && q->spawn > 0 && q->spawn_since == 0)
+		q->spawn_since = in->started_mono;
+}
+
+static void ev_ready(struct rt_instance *in, const char *why)
+{
+	struct rt_worker *w = rt_worker_of(in);
+
+	if (why != NULL) {
+		/* Not ready in time: a restart waiting for it fails. */
+		answer_why(w, in->id, 0, ETIMEDOUT, -1, why);
+		return;
+	}
+	answer(w, in->id, 0, 0, (int)in->pid);
+	rt_call_ready(in);
 }
 
 static void ev_exited(struct rt_instance *in, const struct rt_exit *e)
@@ -232,6 +312,7 @@ static void ev_removed(struct rt_instance *in)
 static const struct rt_sup_events events = {
 	.state = ev_state,
 	.spawned = ev_spawned,
+	.ready = ev_ready,
 	.exited = ev_exited,
 	.removed = ev_removed,
 	.call_output = rt_call_on_output,
@@ -248,8 +329,15 @@ static void start_instance(struct rt_worker *w, struct rt_instance *in,
 		reply(w, seq, ENOMEM, NULL);
 		return;
 	}
-	if (rt_instance_start(in, spec, revision) == 1)
-		answer(w, in->id, 0, 0, (int)in->pid); /* it runs already */
+	if (rt_instance_start(in, spec, revision) == 1) {
+		struct rt_waits *q = waits_get(w, in->id);
+
+		if (in->state != RT_STARTING)
+			answer(w, in->id, 0, 0, (int)in->pid); /* it runs */
+		else if (q != NULL && q->spawn_since == 0)
+			/* Its process is waiting to be ready: so is this. */
+			q->spawn_since = in->started_mono;
+	}
 }
 
 void rt_worker_start(struct rt_worker *w, struct rt_instance *in, json_t *spec,
@@ -814,6 +902,7 @@ static void on_tick(uv_timer_t *t)
 
 	rt_sup_collect(&w->sup);
 	rt_code_tick(w);
+	answer_late(w);
 	if (w->connected)
 		send_heartbeat(w, samples);
 	else

@@ -223,6 +223,24 @@ out:
 	return rc;
 }
 
+/* The bound of a start or restart of `o` (a function or an instance): a
+ * start waits for its instances to be ready, which the worker says within
+ * ready_timeout of their spawn, after the old process's stop grace. */
+static int wait_bound(struct sched_obj *o)
+{
+	const struct sched_function *fn =
+		o->type == SCHED_INSTANCE
+			? sched__fn_of((struct sched_instance *)o)
+			: (const struct sched_function *)o;
+	long long ms = (long long)fn->spec.ready_timeout * 1000 +
+		       SCHED_READY_MARGIN_MS;
+
+	if (strcmp(sched_spec_ready(&fn->spec), "started") == 0 ||
+	    ms < SCHED_WAIT_MS)
+		return SCHED_WAIT_MS;
+	return (int)ms;
+}
+
 int sched_file_write(struct sched *s, struct sched_obj *o, enum sched_file f,
 		     const char *buf, size_t len, sched_done_fn done, void *arg,
 		     struct sched_wait **wait)
@@ -237,7 +255,7 @@ int sched_file_write(struct sched *s, struct sched_obj *o, enum sched_file f,
 	if (f != SCHED_FN_STATE && f != SCHED_FN_RESTART &&
 	    f != SCHED_INST_STATE && f != SCHED_INST_RESTART)
 		return -EACCES;
-	w = sched__wait_new(s, done, arg, SCHED_WAIT_MS);
+	w = sched__wait_new(s, done, arg, wait_bound(o));
 	if (w == NULL)
 		return -ENOMEM;
 	rc = write_instances(s, o, f, buf, len, w);

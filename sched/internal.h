@@ -25,6 +25,7 @@
 #define SCHED_STARTS_PER_MINUTE 10
 #define SCHED_RECOVERY_MS	3000  /* wait for known workers after a start */
 #define SCHED_WAIT_MS		10000 /* bound of a write that waits */
+#define SCHED_READY_MARGIN_MS	8000  /* + ready_timeout: a wait for ready */
 #define SCHED_LOG_WAIT_MS	5000  /* bound of a log read */
 #define SCHED_LOG_TAIL		65536 /* bytes of log per instance */
 #define SCHED_RESPAWN_MS	1000 /* delay before replacing a local worker */

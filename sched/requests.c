@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common.h"
 #include "conn.h"
 #include "requests.h"
 
@@ -121,6 +122,26 @@ void sched_wait_cancel(struct sched *s, struct sched_wait *w)
 	wait_finish(s, w);
 }
 
+/* A start or restart that failed says why (a process not ready within
+ * its ready_timeout): the function's `error` tells. */
+static void reply_reason(struct sched *s, const struct sched_request *r,
+			 const struct rt_msg *m, long long err)
+{
+	const char *why = rt_msg_str(m, "reason");
+	struct sched_obj *o = r->instance_id ? sched_find(s, r->instance_id)
+					     : NULL;
+	struct rt_buf line = { 0 };
+
+	if (why == NULL || err <= 0 || err == ECANCELED || o == NULL ||
+	    o->type != SCHED_INSTANCE)
+		return;
+	if (rt_buf_printf(&line, "instance %d: %s",
+			  ((struct sched_instance *)o)->n, why) == 0)
+		sched__set_error(sched__fn_of((struct sched_instance *)o),
+				 line.data);
+	rt_buf_free(&line);
+}
+
 /* A request got its answer (or never will: `m` NULL). */
 void sched__request_done(struct sched *s, struct sched_request *r,
 			 const struct rt_msg *m)
@@ -128,6 +149,8 @@ void sched__request_done(struct sched *s, struct sched_request *r,
 	struct sched_wait *w = r->wait;
 
 	rt_idmap_del(&s->requests, r->seq);
+	if (m != NULL)
+		reply_reason(s, r, m, rt_msg_int(m, "err", 0));
 	if (w != NULL) {
 		long long err = m ? rt_msg_int(m, "err", 0) : 0;
 
