@@ -850,6 +850,7 @@ static void spawn(struct rt_instance *in)
 	if (in->spawned++ > 0)
 		in->restarts++;
 	in->oom_pending = 0;
+	in->draining = 0;
 	if (s->simulate || rt_instance_mode_is(in, "cold")) {
 		/* A cold instance is a slot: each call forks its own
 		 * process. */
@@ -975,6 +976,7 @@ static void after_exit(struct rt_instance *in, int64_t code, int sig)
 	int failure;
 
 	assert(!in->freeing && in->run == NULL);
+	in->draining = 0; /* what it waited for died with the process */
 	record_exit(in, code, sig);
 	if (in->sup->ev->exited != NULL)
 		in->sup->ev->exited(in, &in->exits[0]);
@@ -1050,13 +1052,30 @@ static void schedule(struct rt_instance *in, int ms, uv_timer_cb cb)
 	uv_timer_start(in->timer, cb, (uint64_t)ms, 0);
 }
 
-/* Sends SIGTERM to the group and arms the SIGKILL. */
+/* Whether a stop of `in` waits for its calls first (a graceful stop):
+ * then it is `stopping` until rt_instance_drained finds them ended. */
+static int drain_first(struct rt_instance *in)
+{
+	if (in->draining)
+		return 1;
+	if (in->sup->ev->busy == NULL || !in->sup->ev->busy(in))
+		return 0;
+	in->draining = 1;
+	set_state(in, RT_STOPPING, "stopping: %d calls in flight end first",
+		  in->nsent > 0 ? in->nsent : in->ncalls);
+	return 1;
+}
+
+/* Sends SIGTERM to the group and arms the SIGKILL, once the calls in
+ * flight have ended. */
 static void terminate(struct rt_instance *in)
 {
 	int grace = (int)json_integer_value(
 		json_object_get(in->spec, "grace_ms"));
 
 	assert(in->run != NULL && in->pid > 0);
+	if (drain_first(in))
+		return;
 	set_state(in, RT_STOPPING, "stopping");
 	/* The group, and the leader itself in case it has not made its
 	 * group yet (just forked). */
@@ -1218,6 +1237,8 @@ int rt_instance_stop(struct rt_instance *in, int forget)
 	in->desired_run = 0;
 	in->restart_now = 0;
 	in->forget = forget;
+	if (drain_first(in))
+		return 0;
 	kill_other_runs(in); /* its calls' processes */
 	if (in->run != NULL) {
 		if (in->state != RT_STOPPING)
@@ -1242,6 +1263,26 @@ void rt_instance_fail(struct rt_instance *in, const char *why)
 	in->desired_run = 0;
 	uv_timer_stop(in->timer);
 	set_state(in, RT_FAILED, "%s", why);
+}
+
+static void on_drained(uv_timer_t *t)
+{
+	struct rt_instance *in = t->data;
+
+	if (!in->draining || in->freeing ||
+	    (in->sup->ev->busy != NULL && in->sup->ev->busy(in)))
+		return;
+	in->draining = 0;
+	if (!in->desired_run)
+		rt_instance_stop(in, in->forget);
+	else if (in->run != NULL)
+		terminate(in); /* restart_now: spawned again once exited */
+}
+
+void rt_instance_drained(struct rt_instance *in)
+{
+	if (in->draining && !in->freeing)
+		schedule(in, 0, on_drained);
 }
 
 int rt_instance_restart(struct rt_instance *in)

@@ -112,6 +112,7 @@ struct sched_call {
 	sched_call_fn done;  /* NULL: nobody waits (async, detached) */
 	void *arg;
 	struct sched_call *next; /* in the queue */
+	struct sched_call *on_next, *on_prev; /* in its instance's calls */
 	int late;		 /* past the deadline, waiting for the worker */
 	int cold;		 /* a cold function's call */
 };
@@ -193,8 +194,13 @@ void sched__dispatch(struct sched *s, struct sched_function *fn);
 void sched__on_result(struct sched *s, struct sched_worker *w,
 		      const struct rt_msg *m);
 
-/* Instance `in` can no longer answer its call (retired, lost, moved):
- * the call fails with ECONNRESET. */
+/* Whether instance `in` takes new calls now: running what it was last
+ * sent, on a usable worker, not being stopped or removed. Calls go to its
+ * free slots (slots.h). */
+int sched__takes_calls(const struct sched_instance *in);
+
+/* Instance `in` can no longer answer its calls (removed with its
+ * function, lost, moved): they fail with ECONNRESET. */
 void sched__call_lost(struct sched *s, struct sched_instance *in,
 		      const char *why);
 

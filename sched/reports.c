@@ -126,11 +126,13 @@ void sched__on_instance(struct sched *s, struct sched_worker *w,
 	char pid[16], rev[32];
 	size_t i;
 	int oldpid;
+	uint64_t oldrev;
 
 	if (in == NULL)
 		return;
 	old = in->state;
 	oldpid = in->pid;
+	oldrev = in->revision;
 	st = parse_state(rt_msg_str(m, "state"));
 	in->state = st;
 	in->pid = (int)rt_msg_int(m, "pid", 0);
@@ -196,6 +198,10 @@ void sched__on_instance(struct sched *s, struct sched_worker *w,
 		/* Stopped, yet wanted (a stop overtaken by a start, a worker
 		 * that stopped it by itself): the decision says what now. */
 		sched__act(s, in, DECIDE_CONVERGE, NULL, NULL);
+	if ((st != old || in->revision != oldrev) && !s->shutting_down)
+		/* A rolling deploy goes on once this one runs the new
+		 * revision (or failed). */
+		sched__roll_next(s, sched__fn_of(in));
 	if (st == SCHED_RUNNING &&
 	    sched__fn_of(in)->spec.mode != SCHED_MODE_DAEMON) {
 		/* Ready for calls: the queue may move. */
