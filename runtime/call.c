@@ -146,7 +146,11 @@ int rt_call_slots(const struct rt_instance *in)
 		json_object_get(in->spec, "concurrency"));
 
 	if (!rt_instance_mode_is(in, "hot") || f == NULL ||
-	    strcmp(f, "line") == 0 || n < 1)
+	    strcmp(f, "line") == 0)
+		return 1;
+	if (in->slots > 0) /* a concurrency changed since it started */
+		n = in->slots;
+	if (n < 1)
 		return 1;
 	return n > RT_CALLS_MAX ? RT_CALLS_MAX : (int)n;
 }
@@ -287,6 +291,7 @@ void rt_call_start(struct rt_worker *w, struct rt_instance *in,
 	}
 	c->in = in;
 	c->id = id;
+	in->slots = (int)rt_msg_int(m, "slots", 0);
 	snprintf(c->idstr, sizeof(c->idstr), "%lld", id);
 	c->deadline_ms = deadline;
 	if (m->body_len > 0)

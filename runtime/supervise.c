@@ -1273,10 +1273,11 @@ static void on_drained(uv_timer_t *t)
 	    (in->sup->ev->busy != NULL && in->sup->ev->busy(in)))
 		return;
 	in->draining = 0;
-	if (!in->desired_run)
+	/* Its state says `stopping` already: the stop goes on from here. */
+	if (in->run != NULL)
+		terminate(in); /* then restart_now or desired_run applies */
+	else if (!in->desired_run)
 		rt_instance_stop(in, in->forget);
-	else if (in->run != NULL)
-		terminate(in); /* restart_now: spawned again once exited */
 }
 
 void rt_instance_drained(struct rt_instance *in)

@@ -116,6 +116,8 @@ struct rt_instance {
 	int ncalls;	       /* how many */
 	int nsent;	       /* of them, handed to a process */
 	int draining;	       /* a stop or restart waits for its calls */
+	int slots;	       /* calls at once, as the controller's latest
+				* call said (0: its spec's concurrency) */
 	long long cold_spawns; /* cold: processes forked for calls */
 	long long epoch;       /* of the controller's assignment (its start
 				* said so), echoed in every report; 0: none */

@@ -351,10 +351,11 @@ static void send_call(struct sched *s, struct sched_call *c,
 	}
 	sched_obj_path(&in->obj, &id);
 	sched__send_body(s, in->worker,
-			 json_pack("{s:s, s:s, s:I, s:I}", "type", "call",
+			 json_pack("{s:s, s:s, s:I, s:I, s:i}", "type", "call",
 				   "instance", id.data ? id.data : "", "call",
 				   (json_int_t)c->id, "deadline_ms",
-				   (json_int_t)c->deadline_ms),
+				   (json_int_t)c->deadline_ms, "slots",
+				   sched_spec_slots(&fn->spec)),
 			 c->body, c->len);
 	rt_buf_free(&id);
 	free(c->body);
