@@ -163,7 +163,7 @@ static void hot_send(struct rt_call *c)
 	struct rt_buf frame = { 0 };
 	int rc;
 
-	assert(in != NULL && in->run != NULL && c->sent);
+	assert(in->run != NULL && c->sent);
 	rc = rt_frame_request(is_json(in), c->idstr,
 			      c->body != NULL ? c->body : "", c->len,
 			      c->deadline_ms, &frame);

@@ -307,14 +307,13 @@ int sched__takes_calls(const struct sched_instance *in)
 	/* It runs what it was last sent: one being replaced by a new
 	 * revision takes no more (its worker finishes those it has), one
 	 * not yet replaced in a rolling deploy goes on serving. */
-	return in->desired_run && !in->retiring &&
-	       in->state == SCHED_RUNNING && in->worker != NULL &&
-	       in->worker->online && !in->worker->draining && !in->sent_stop &&
-	       in->revision != 0 && in->sent_revision == in->revision;
+	return in->desired_run && !in->retiring && in->state == SCHED_RUNNING &&
+	       in->worker != NULL && in->worker->online &&
+	       !in->worker->draining && !in->sent_stop && in->revision != 0 &&
+	       in->sent_revision == in->revision;
 }
 
-static void slot_view(const struct sched_instance *in,
-		      struct slots_instance *v)
+static void slot_view(const struct sched_instance *in, struct slots_instance *v)
 {
 	v->n = in->n;
 	v->usable = sched__takes_calls(in);
@@ -471,8 +470,7 @@ static int find_free(const char *key, void *value, void *arg)
 
 	(void)key;
 	slot_view(in, &v);
-	if (sched_slots_prefer(&v, l->in != NULL ? &l->view : NULL,
-			       l->slots)) {
+	if (sched_slots_prefer(&v, l->in != NULL ? &l->view : NULL, l->slots)) {
 		l->in = in;
 		l->view = v;
 	}
@@ -502,7 +500,8 @@ void sched__dispatch(struct sched *s, struct sched_function *fn)
 	 * highest ones go idle and are the ones scaled in. A scan per call:
 	 * no sorted copy on the path of every call. */
 	while (fc->head != NULL) {
-		struct free_slot l = { sched_spec_slots(&fn->spec), NULL,
+		struct free_slot l = { sched_spec_slots(&fn->spec),
+				       NULL,
 				       { 0, 0, 0 } };
 		struct sched_call *c;
 

@@ -111,10 +111,10 @@ struct sched_call {
 	uv_timer_t *timer;   /* the deadline; frees the call once closed */
 	sched_call_fn done;  /* NULL: nobody waits (async, detached) */
 	void *arg;
-	struct sched_call *next; /* in the queue */
+	struct sched_call *next;	      /* in the queue */
 	struct sched_call *on_next, *on_prev; /* in its instance's calls */
-	int late;		 /* past the deadline, waiting for the worker */
-	int cold;		 /* a cold function's call */
+	int late; /* past the deadline, waiting for the worker */
+	int cold; /* a cold function's call */
 };
 
 /* Like events of a function, in the journal at most once a second: the

@@ -33,7 +33,8 @@ static int taking_revision(const struct sched_function *fn,
 	return in->desired_run && in->worker != NULL && in->worker->online &&
 	       in->sent_revision == fn->run_revision &&
 	       in->state != SCHED_FAILED &&
-	       !(in->state == SCHED_RUNNING && in->revision == fn->run_revision);
+	       !(in->state == SCHED_RUNNING &&
+		 in->revision == fn->run_revision);
 }
 
 /* Whether `in` waits for a start of its function's run revision. */

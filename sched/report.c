@@ -90,15 +90,14 @@ int sched__instance_call_stats(struct sched *s, struct sched_instance *in,
 	sched_stats_view(in->stats ? in->stats : &none, rt_now_ms(), &v);
 	v.cold_starts += (uint64_t)in->on_demand;
 	sched_stats_render(&v, out);
-	return rt_buf_printf(
-		out,
-		"queue_depth 0\ninstances 1\nrunning %d\nbusy %d\n"
-		"slots %d\nbusy_slots %d\n",
-		in->state == SCHED_RUNNING, in->busy > 0,
-		in->state == SCHED_RUNNING
-			? sched_spec_slots(&sched__fn_of(in)->spec)
-			: 0,
-		in->busy);
+	return rt_buf_printf(out,
+			     "queue_depth 0\ninstances 1\nrunning %d\nbusy %d\n"
+			     "slots %d\nbusy_slots %d\n",
+			     in->state == SCHED_RUNNING, in->busy > 0,
+			     in->state == SCHED_RUNNING
+				     ? sched_spec_slots(&sched__fn_of(in)->spec)
+				     : 0,
+			     in->busy);
 }
 
 /* ======================================================= text and lists */

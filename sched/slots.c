@@ -21,8 +21,7 @@ int sched_slots_prefer(const struct slots_instance *a,
 	return b == NULL || a->n < b->n;
 }
 
-int sched_slots_launch(int queued, int starting, int slots, int total,
-		       int max)
+int sched_slots_launch(int queued, int starting, int slots, int total, int max)
 {
 	int launched = 0;
 

@@ -30,7 +30,6 @@ int sched_slots_prefer(const struct slots_instance *a,
  * `total` instances of at most `max`, how many to launch: while the
  * waiting calls outnumber the slots on their way and fewer than `max`
  * exist, one more. */
-int sched_slots_launch(int queued, int starting, int slots, int total,
-		       int max);
+int sched_slots_launch(int queued, int starting, int slots, int total, int max);
 
 #endif

@@ -60,7 +60,7 @@ check "no slot is busy after them" wait_until 5 slots_busy "$S/stats" 0
 # Answers out of order: a slow call and a quick one on the same process.
 printf 'sleep 1.5 slow' | "$FNFS" invoke acme/prod/slots --mount "$MNT" >"$T/first" 2>&1 &
 p1=$!
-BGPIDS+=($p1)
+BGPIDS+=("$p1")
 wait_until 5 slots_busy "$S/stats" 1
 check_eq "a quick call overtakes a slow one" "$(printf quick | "$FNFS" invoke acme/prod/slots --mount "$MNT")" "QUICK"
 wait "$p1"

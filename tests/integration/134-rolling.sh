@@ -25,11 +25,11 @@ errors() { stat_of "$F/stats" system_errors_total; }
 # ---- scale-in while a 2 s call runs on the instance removed
 inv "sleep 3 a" >"$T/a" 2>&1 &
 pa=$!
-BGPIDS+=($pa)
+BGPIDS+=("$pa")
 wait_until 5 busy_on 0 1
 inv "sleep 2 b" >"$T/b" 2>&1 &
 pb=$!
-BGPIDS+=($pb)
+BGPIDS+=("$pb")
 check "a 2 s call runs on instance 1" wait_until 5 busy_on 1 1
 pid1=$(pid_of "$F/instances/1")
 write "$F/parallelism" 1
@@ -37,7 +37,7 @@ check_eq "parallelism 1: instance 1 is stopping while its call runs" "$(cat "$F/
 check "its process is still there" alive "$pid1"
 inv "c" >"$T/c" 2>&1 &
 pc=$!
-BGPIDS+=($pc)
+BGPIDS+=("$pc")
 wait "$pb"
 check_eq "the call on the instance scaled in finishes with its answer" "$? $(cat "$T/b")" "0 SLEEP 2 B"
 check "then instance 1 is removed" wait_until 10 eval '[ ! -e "$F/instances/1" ] && ! alive "$pid1"'
@@ -51,11 +51,11 @@ check_eq "no call failed" "$(errors)" 0
 # ---- stop and restart of an instance with a call in flight
 inv "sleep 2 d" >"$T/d" 2>&1 &
 pd=$!
-BGPIDS+=($pd)
+BGPIDS+=("$pd")
 wait_until 5 busy_on 0 1
 echo stop >"$F/instances/0/state" &
 ps=$!
-BGPIDS+=($ps)
+BGPIDS+=("$ps")
 check "echo stop > state: stopping while the call runs" wait_until 3 state_is "$F/instances/0/state" stopping
 check "the status says why" grep -q "^reason stopping: 1 calls in flight end first" "$F/instances/0/status"
 wait "$pd"
@@ -67,16 +67,17 @@ check "and starts again" wait_until 20 running_all "$F" 1
 pid0=$(pid_of "$F/instances/0")
 inv "sleep 2 e" >"$T/e" 2>&1 &
 pe=$!
-BGPIDS+=($pe)
+BGPIDS+=("$pe")
 wait_until 5 busy_on 0 1
 echo 1 >"$F/instances/0/restart" &
 pr=$!
-BGPIDS+=($pr)
+BGPIDS+=("$pr")
 check "echo 1 > restart: stopping while the call runs" wait_until 3 state_is "$F/instances/0/state" stopping
 wait "$pe"
 check_eq "the call finishes with its answer" "$? $(cat "$T/e")" "0 SLEEP 2 E"
 wait "$pr"
-check "then a new process runs" wait_until 20 eval 'running_all "$F" 1 && [ "$(pid_of "$F/instances/0")" != "$pid0" ]'
+new_process() { running_all "$F" 1 && [ "$(pid_of "$F/instances/0")" != "$pid0" ]; }
+check "then a new process runs" wait_until 20 new_process
 check_eq "no call failed" "$(errors)" 0
 
 # ---- a rolling deploy under a steady call load

@@ -216,9 +216,8 @@ TEST(slots_dispatch_fills_the_lowest_first)
 
 	/* Concurrency 4: instance 0 takes four calls, then instance 1. */
 	for (k = 0; k < 4; k++) {
-		i = pick(v, 3, 4);
-		CHECK(i == 1);
-		v[i].busy++;
+		CHECK(pick(v, 3, 4) == 1);
+		v[1].busy++;
 	}
 	CHECK(sched_slots_free(&v[1], 4) == 0);
 	CHECK(pick(v, 3, 4) == 2);
@@ -226,6 +225,8 @@ TEST(slots_dispatch_fills_the_lowest_first)
 	for (k = 0; k < 8; k++) {
 		i = pick(v, 3, 4);
 		CHECK(i >= 0);
+		if (i < 0)
+			break;
 		v[i].busy++;
 		seen[v[i].n]++;
 	}

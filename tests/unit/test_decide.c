@@ -271,8 +271,8 @@ static const struct row rolling_rows[] = {
 	  0, 0, 0, PLAIN_1024, F128, 2, 0, DECIDE_START, NULL, 1 },
 	{ "current while another takes it: nothing", C, 1, SCHED_RUNNING, 2, 0,
 	  1, PLAIN_1024, F128, 2, 0, DECIDE_NONE, NULL, 1 },
-	{ "unwanted while another takes it: stop", C, 0, SCHED_RUNNING, 1, 0,
-	  0, PLAIN_1024, F128, 2, 0, DECIDE_STOP, NULL, 0 },
+	{ "unwanted while another takes it: stop", C, 0, SCHED_RUNNING, 1, 0, 0,
+	  PLAIN_1024, F128, 2, 0, DECIDE_STOP, NULL, 0 },
 };
 
 TEST(decide_rolling)
