@@ -317,8 +317,9 @@ void rt_call_start(struct rt_worker *w, struct rt_instance *in,
 }
 
 /* Whether `in` can be handed a call now: it runs (a hot one's process
- * takes calls), or it is stopping for good and lets the calls it holds
- * finish first (a restart's wait for the new process). */
+ * takes calls), or it is stopping for good and serves the calls it holds
+ * first. While a restart waits for its calls, new ones wait for the new
+ * process. */
 static int can_send(const struct rt_instance *in)
 {
 	int cold = rt_instance_mode_is(in, "cold");

@@ -123,8 +123,9 @@ void rt_call_finish(struct rt_call *c, const char *status, const char *reason,
 void rt_call_start(struct rt_worker *w, struct rt_instance *in,
 		   const struct rt_msg *m);
 
-/* The calls one instance serves at once: the run spec's `concurrency`
- * for a hot json or http one, 1 for line and cold ones. */
+/* The calls one instance serves at once: for a hot json or http one, the
+ * `slots` of the controller's latest call (a concurrency changed since it
+ * started), else its run spec's `concurrency`; 1 for line and cold ones. */
 int rt_call_slots(const struct rt_instance *in);
 
 /* An instance may take calls now (its hot process was spawned or became
