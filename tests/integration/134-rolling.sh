@@ -33,7 +33,8 @@ BGPIDS+=("$pb")
 check "a 2 s call runs on instance 1" wait_until 5 busy_on 1 1
 pid1=$(pid_of "$F/instances/1")
 write "$F/parallelism" 1
-check_eq "parallelism 1: instance 1 is stopping while its call runs" "$(cat "$F/instances/1/state")" stopping
+check "parallelism 1: instance 1 is stopping while its call runs" wait_until 3 state_is "$F/instances/1/state" stopping
+check "it is no longer wanted (desired stop)" grep -q "^desired stop" "$F/instances/1/status"
 check "its process is still there" alive "$pid1"
 inv "c" >"$T/c" 2>&1 &
 pc=$!
