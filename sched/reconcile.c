@@ -49,7 +49,7 @@ struct roll {
 	const struct sched_function *fn;
 	const struct sched_instance *self; /* left out */
 	int taking;			   /* one is taking the revision */
-	struct sched_instance *next;	   /* the lowest one behind */
+	struct sched_instance *next;	   /* the lowest running one behind */
 };
 
 static int roll_cb(const char *key, void *value, void *arg)
@@ -64,7 +64,9 @@ static int roll_cb(const char *key, void *value, void *arg)
 		r->taking = 1;
 		return 1; /* enough */
 	}
-	if (behind(r->fn, in) && (r->next == NULL || in->n < r->next->n))
+	/* Only a running one is held back (sched_decide's rolling). */
+	if (behind(r->fn, in) && in->state == SCHED_RUNNING &&
+	    (r->next == NULL || in->n < r->next->n))
 		r->next = in;
 	return 0;
 }

@@ -49,8 +49,9 @@ void sched__reconcile(struct sched *s, struct sched_function *fn);
 void sched__retire_idle(struct sched *s, struct sched_instance *in);
 
 /* A rolling deploy's next step: when no instance of `fn` is taking its
- * run revision (sched__decide), the lowest-numbered one still behind it
- * is replaced. Called when an instance's state or revision changes. */
+ * run revision (sched__decide), the lowest-numbered running one still
+ * behind it is replaced. Called when an instance's state or revision
+ * changes. */
 void sched__roll_next(struct sched *s, struct sched_function *fn);
 
 /* Reconciles every function (capacity changed). */
