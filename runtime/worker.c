@@ -508,6 +508,11 @@ static void handle(struct rt_worker *w, const struct rt_msg *m)
 			       w->id, in->id, epoch, in->epoch);
 			reply(w, seq, 0, NULL);
 		} else {
+			/* A stale copy's calls were failed by the controller
+			 * already: they are not waited for. */
+			if (json_is_true(
+				    json_object_get(m->header, "abort_calls")))
+				rt_call_abort(in, "a stale copy stops");
 			stop_instance(w, in, seq,
 				      json_is_true(json_object_get(m->header,
 								   "forget")));

@@ -90,8 +90,10 @@ static struct sched_instance *owned(struct sched *s, struct sched_worker *w,
 	case SCHED_FENCE_STOP: break;
 	}
 	sched__fenced(w, id, epoch, 0, m->type);
-	h = json_pack("{s:s, s:s, s:b}", "type", "stop", "instance", id,
-		      "forget", 1);
+	/* Calls it may have are no call of the controller's: no graceful
+	 * stop for them. */
+	h = json_pack("{s:s, s:s, s:b, s:b}", "type", "stop", "instance", id,
+		      "forget", 1, "abort_calls", 1);
 	if (h != NULL && epoch > 0)
 		json_object_set_new(h, "epoch",
 				    json_integer((json_int_t)epoch));
