@@ -6,8 +6,10 @@
 # stats show busy slots; a lower concurrency takes effect without a
 # restart, and a raised one too.
 #
-# The function speaks json; once the http format lands, FMT=http and an
-# http server fixture make the same test (see fmt_config).
+# The function speaks json. For the http format (once merged), only the
+# config below changes: an http.server fixture that counts in flight the
+# same way (the INFLIGHT_DIR state file) and "format": "http"; every check
+# reads fnfs's files and that state file.
 . "$(dirname "$0")/lib.sh"
 start_fnfs || exit 1
 check "the local worker registers" wait_until 10 state_is "$MNT/workers/local-1/state" healthy
