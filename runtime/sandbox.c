@@ -42,7 +42,7 @@ extern char **environ;
 /* A bind from a "mounts" entry or the cwd. */
 static int add_bind(struct rt_sandbox *sb, const char *path, int rw)
 {
-	if (sb->nbinds >= RT_SB_MOUNTS_MAX + 2)
+	if (sb->nbinds >= RT_SB_MOUNTS_MAX + 3)
 		return -E2BIG;
 	sb->binds[sb->nbinds].path = strdup(path);
 	if (sb->binds[sb->nbinds].path == NULL)
@@ -207,6 +207,8 @@ int rt_sandbox_parse(json_t *spec, struct rt_sandbox *sb, const char **why)
 	const char *cwd = json_string_value(json_object_get(spec, "cwd"));
 	const char *code_dir = json_string_value(
 		json_object_get(spec, "code_dir"));
+	const char *listen_dir = json_string_value(
+		json_object_get(spec, "listen_dir"));
 	unsigned u = 0, g = 0;
 	int rc = 0;
 
@@ -272,6 +274,12 @@ int rt_sandbox_parse(json_t *spec, struct rt_sandbox *sb, const char **why)
 		/* The function's code (the worker's cache): read-only. */
 		if (code_dir != NULL && code_dir[0] == '/' &&
 		    (rc = add_bind(sb, code_dir, 0)) < 0) {
+			*why = "out of memory";
+			goto out;
+		}
+		/* The directory of its FN_LISTENER socket (endpoint.c). */
+		if (listen_dir != NULL && listen_dir[0] == '/' &&
+		    (rc = add_bind(sb, listen_dir, 1)) < 0) {
 			*why = "out of memory";
 			goto out;
 		}
@@ -519,7 +527,7 @@ int rt_sandbox_enter(const struct rt_sandbox *sb, int err)
 	struct mount_attr ro = { .attr_set = MOUNT_ATTR_RDONLY };
 	struct mount_attr root_ro = { .attr_set = MOUNT_ATTR_RDONLY |
 						  MOUNT_ATTR_NOSUID };
-	int fd[RT_SB_MOUNTS_MAX + 2], i, rc = -1;
+	int fd[RT_SB_MOUNTS_MAX + 3], i, rc = -1;
 	int flags = CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS;
 
 	if (!sb->isolate)

@@ -37,7 +37,8 @@ struct rt_sandbox {
 	char *home;  /* the user's home directory, owned, or NULL */
 	int isolate; /* "isolation": "sandbox" */
 	int no_net;  /* "network": "none" (sandbox only) */
-	struct rt_bind binds[RT_SB_MOUNTS_MAX + 2]; /* cwd, code, mounts */
+	struct rt_bind binds[RT_SB_MOUNTS_MAX + 3]; /* cwd, code, listen
+						     * dir, mounts */
 	int nbinds;
 	char **hide; /* FUSE mount points left out of the view, owned */
 	int nhide;

@@ -413,14 +413,16 @@ static void kill_other_runs(struct rt_instance *in)
 }
 
 /* Builds the environment: a few of the worker's own variables, then the
- * spec's (FN_* and the function's env). */
-static char **build_env(json_t *spec, const char *home)
+ * spec's (FN_* and the function's env), then the endpoint's (PORT,
+ * FN_LISTENER). */
+static char **build_env(struct rt_instance *in, const char *home)
 {
 	static const char *const keep[] = { "PATH", "HOME", "LANG", "TZ",
 					    NULL };
-	json_t *env = json_object_get(spec, "env"), *v;
+	json_t *env = json_object_get(in->spec, "env"), *v;
 	size_t n = json_array_size(env), i, k = 0;
-	char **out = calloc(n + 5, sizeof(char *));
+	/* keep, env, the endpoint's two, the NULL */
+	char **out = calloc(n + 4 + 2 + 1, sizeof(char *));
 	const char *val;
 
 	if (out == NULL)
@@ -441,6 +443,8 @@ static char **build_env(json_t *spec, const char *home)
 		if (json_is_string(v))
 			out[k++] = strdup(json_string_value(v));
 	}
+	if (rt_endpoint_env(in, out, &k) < 0)
+		rt_log(RT_LOG_WARN, "%s: out of memory for PORT", in->id);
 	return out;
 }
 
@@ -676,7 +680,7 @@ struct rt_run *rt_run_spawn(struct rt_instance *in, int calls, const char *tag,
 	/* Plain words are exec'ed directly; a simple command through
 	 * `exec` in a shell; anything else as shell code. Either way the
 	 * pid is the program's own when it can be. */
-	env = build_env(in->spec, sb.home);
+	env = build_env(in, sb.home);
 	if (plain_words(cmd) && (words = split_words(cmd)) != NULL &&
 	    words[0] != NULL &&
 	    ((paths = program_paths(words[0], env)) != NULL ||
@@ -860,6 +864,10 @@ static void spawn(struct rt_instance *in)
 		goto spawned;
 	}
 	snprintf(tag, sizeof(tag), "%d", in->spawned);
+	if (rt_endpoint_prepare(in, &why) < 0) {
+		spawn_failed(in, why);
+		return;
+	}
 	r = rt_run_spawn(in, rt_instance_mode_is(in, "hot"), tag, &why);
 	if (r == NULL) {
 		spawn_failed(in, why);
@@ -1344,6 +1352,7 @@ void rt_instance_remove(struct rt_instance *in)
 		in->pid = 0;
 	}
 	ns_release(in);
+	rt_endpoint_forget(in);
 	json_decref(in->spec);
 	in->spec = NULL;
 	rt_cgroup_finish(s, in->cgroup);

@@ -121,6 +121,9 @@ struct rt_instance {
 	long long cold_spawns; /* cold: processes forked for calls */
 	long long epoch;       /* of the controller's assignment (its start
 				* said so), echoed in every report; 0: none */
+	int port;	       /* endpoint.c: its PORT, or 0 */
+	char *listener;	       /* endpoint.c: its FN_LISTENER socket path,
+				* owned, or NULL */
 	long long run_epoch;   /* the epoch its process was spawned under:
 				* its exit is reported with it, so the exit
 				* of a copy stopped for a newer assignment is
@@ -292,6 +295,32 @@ void rt_cgroup_discard(struct rt_sup *s, char *dir);
  * whether the memory one saw an OOM kill, and discards them all. Takes
  * `name` (may be NULL: returns 0). Returns 1 after an OOM kill. */
 int rt_cgroup_finish(struct rt_sup *s, char *name);
+
+/* ---- endpoint.c: where an instance's server listens */
+
+/* Whether `in` gets a PORT and an FN_LISTENER: a hot http function, or
+ * one whose readiness is probed on them (ready tcp or http:/PATH). */
+int rt_endpoint_wanted(const struct rt_instance *in);
+
+/* A loopback TCP port free now, or -errno. */
+int rt_endpoint_free_port(void);
+
+/* Before a spawn of `in`: chooses its PORT (in->port) and the path of its
+ * FN_LISTENER socket (in->listener, in a directory of its own, owned by
+ * the function's user, that the sandbox binds writable: spec key
+ * "listen_dir"; a socket left there by the last run is removed), or
+ * clears both when it wants none. Returns 0 or -errno with `why`. */
+int rt_endpoint_prepare(struct rt_instance *in, const char **why);
+
+/* Appends PORT=... and FN_LISTENER=unix:... (those set) to `env` at
+ * `*n`, which must have room for two more. Returns 0 or -ENOMEM. */
+int rt_endpoint_env(const struct rt_instance *in, char **env, size_t *n);
+
+/* Whether the process listens on its FN_LISTENER socket (it exists). */
+int rt_endpoint_unix_ready(const struct rt_instance *in);
+
+/* Removes the socket and its directory; clears the fields. */
+void rt_endpoint_forget(struct rt_instance *in);
 
 /* ---- proc.c: /proc */
 

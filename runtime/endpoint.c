@@ -1,0 +1,213 @@
+/*
+ * endpoint.c - where an instance's server listens: a free loopback port
+ * (PORT) and a Unix socket path (FN_LISTENER=unix:PATH), chosen by the
+ * worker before each spawn of an instance that serves HTTP (format http)
+ * or is probed for readiness on them (ready tcp or http:/PATH).
+ *
+ * The socket lives in a directory of its own per instance, owned by the
+ * function's user and bound writable into its sandbox at the same path.
+ * A root worker keeps these directories under /run/fnfs (traversable by
+ * the functions' users, whatever the data directory's mode); any other
+ * worker under its data directory, since its functions run as itself.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "supervise.h"
+
+#define SOCKET_NAME "http.sock"
+
+/* FNV-1a, to make short directory names out of long ids. */
+static uint32_t fnv(const char *s, uint32_t h)
+{
+	for (; *s != '\0'; s++) {
+		h ^= (unsigned char)*s;
+		h *= 16777619u;
+	}
+	return h;
+}
+
+int rt_endpoint_wanted(const struct rt_instance *in)
+{
+	const char *mode = json_string_value(json_object_get(in->spec, "mode"));
+	const char *fmt = json_string_value(
+		json_object_get(in->spec, "format"));
+	const char *ready = json_string_value(
+		json_object_get(in->spec, "ready"));
+
+	if (mode == NULL || strcmp(mode, "cold") == 0)
+		return 0;
+	if (strcmp(mode, "hot") == 0 && fmt != NULL && strcmp(fmt, "http") == 0)
+		return 1;
+	return ready != NULL &&
+	       (strcmp(ready, "tcp") == 0 || strncmp(ready, "http:/", 6) == 0);
+}
+
+int rt_endpoint_free_port(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t len = sizeof(a);
+	int fd, rc;
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	/* The kernel picks from its ephemeral range; the port is free now
+	 * and, being just released, not handed out again at once. */
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&a, &len) < 0)
+		rc = -errno;
+	else
+		rc = ntohs(a.sin_port);
+	close(fd);
+	return rc;
+}
+
+/* The directory of the instance's socket, created for `uid`/`gid`. */
+static int make_dir(struct rt_instance *in, uid_t uid, gid_t gid,
+		    struct rt_buf *dir)
+{
+	struct rt_sup *s = in->sup;
+	int rc = 0;
+
+	/* Modes are set outright: the worker's umask may be 077. */
+	if (geteuid() == 0) {
+		mkdir("/run/fnfs", 0711);
+		chmod("/run/fnfs", 0711);
+		rt_buf_printf(dir, "/run/fnfs/%08x",
+			      fnv(s->log_dir ? s->log_dir : "", 2166136261u));
+	} else {
+		rt_buf_printf(dir, "%s/../../run",
+			      s->log_dir ? s->log_dir : ".");
+	}
+	if (dir->data == NULL)
+		return -ENOMEM;
+	if (mkdir(dir->data, 0711) < 0 && errno != EEXIST)
+		return -errno;
+	if (chmod(dir->data, 0711) < 0)
+		return -errno;
+	rc = rt_buf_printf(dir, "/%08x", fnv(in->id, 2166136261u));
+	if (rc < 0)
+		return rc;
+	if (mkdir(dir->data, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	if (geteuid() == 0 && chown(dir->data, uid, gid) < 0)
+		return -errno;
+	return 0;
+}
+
+int rt_endpoint_prepare(struct rt_instance *in, const char **why)
+{
+	json_t *juid = json_object_get(in->spec, "uid"),
+	       *jgid = json_object_get(in->spec, "gid");
+	uid_t uid = juid ? (uid_t)json_integer_value(juid) : geteuid();
+	gid_t gid = jgid ? (gid_t)json_integer_value(jgid) : getegid();
+	struct rt_buf dir = { 0 }, sock = { 0 };
+	int port, rc = 0;
+
+	in->port = 0;
+	free(in->listener);
+	in->listener = NULL;
+	if (!rt_endpoint_wanted(in))
+		goto out;
+	port = rt_endpoint_free_port();
+	if (port < 0) {
+		*why = "no free loopback port";
+		rc = port;
+		goto out;
+	}
+	rc = make_dir(in, uid, gid, &dir);
+	if (rc < 0) {
+		*why = "cannot make the directory of its socket";
+		goto out;
+	}
+	rc = rt_buf_printf(&sock, "%s/%s", dir.data, SOCKET_NAME);
+	if (rc < 0) {
+		*why = "out of memory";
+		goto out;
+	}
+	/* A socket left by the last run would make the next bind fail. */
+	unlink(sock.data);
+	if (sock.len >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+		/* Too long for a socket address: PORT alone. */
+		rt_log(RT_LOG_WARN,
+		       "%s: %s is too long for a socket; no "
+		       "FN_LISTENER",
+		       in->id, sock.data);
+	} else {
+		in->listener = sock.data;
+		sock.data = NULL;
+	}
+	in->port = port;
+	/* The sandbox binds it writable at the same place. */
+	rc = json_object_set_new(in->spec, "listen_dir",
+				 json_string(dir.data)) < 0
+		     ? -ENOMEM
+		     : 0;
+	if (rc < 0)
+		*why = "out of memory";
+out:
+	rt_buf_free(&dir);
+	rt_buf_free(&sock);
+	return rc;
+}
+
+int rt_endpoint_env(const struct rt_instance *in, char **env, size_t *n)
+{
+	char v[160];
+
+	if (in->port > 0) {
+		snprintf(v, sizeof(v), "PORT=%d", in->port);
+		if ((env[(*n)++] = strdup(v)) == NULL)
+			return -ENOMEM;
+	}
+	if (in->listener != NULL) {
+		if ((env[*n] = malloc(strlen(in->listener) + 18)) == NULL)
+			return -ENOMEM;
+		sprintf(env[(*n)++], "FN_LISTENER=unix:%s", in->listener);
+	}
+	return 0;
+}
+
+int rt_endpoint_unix_ready(const struct rt_instance *in)
+{
+	struct stat st;
+
+	return in->listener != NULL && stat(in->listener, &st) == 0 &&
+	       S_ISSOCK(st.st_mode);
+}
+
+void rt_endpoint_forget(struct rt_instance *in)
+{
+	const char *dir = json_string_value(
+		in->spec ? json_object_get(in->spec, "listen_dir") : NULL);
+
+	if (in->listener != NULL)
+		unlink(in->listener);
+	if (dir != NULL && rmdir(dir) == 0 &&
+	    strncmp(dir, "/run/fnfs/", 10) == 0) {
+		/* The worker's directory and /run/fnfs go once empty. */
+		char *up = strdup(dir), *slash;
+
+		while (up != NULL && (slash = strrchr(up, '/')) != NULL &&
+		       slash != up) {
+			*slash = '\0';
+			if (strcmp(up, "/run") == 0 || rmdir(up) < 0)
+				break;
+		}
+		free(up);
+	}
+	free(in->listener);
+	in->listener = NULL;
+	in->port = 0;
+}
