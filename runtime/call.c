@@ -1,10 +1,15 @@
 /*
- * call.c - calls on a worker. A hot instance's long-lived process gets one
- * call at a time on its stdin, in its format, and answers with a line on
- * its stdout. A cold instance forks a process per call: the request on
- * stdin, the response on stdout, exit status 0 for success. Every call
- * ends in exactly one `result` message to the controller, at the latest at
- * its deadline.
+ * call.c - calls on a worker. An instance holds a list of calls, oldest
+ * first, and hands up to its slots (rt_call_slots: its concurrency) of
+ * them to its process at once; the others wait for a slot. A hot
+ * instance's long-lived process gets its calls on its stdin, in its
+ * format, and answers with a line on its stdout: `line` one at a time,
+ * `json` several at once, answers matched by id. A cold instance forks a
+ * process per call: the request on stdin, the response on stdout, exit
+ * status 0 for success. Every call ends in exactly one `result` message
+ * to the controller, at the latest at its deadline. A stop or restart
+ * waits for the calls handed to the process (a graceful stop, see
+ * rt_call_busy).
  */
 #include <assert.h>
 #include <errno.h>
@@ -52,8 +57,17 @@ void rt_call_finish(struct rt_call *c, const char *status, const char *reason,
 				 "instance", in->id, "epoch",
 				 (json_int_t)in->epoch),
 		       body, len);
-	if (in->call == c)
-		in->call = NULL;
+	/* Off the instance's list: a slot is free. */
+	if (c->prev != NULL)
+		c->prev->next = c->next;
+	else
+		in->calls = c->next;
+	if (c->next != NULL)
+		c->next->prev = c->prev;
+	c->next = c->prev = NULL;
+	in->ncalls--;
+	if (c->sent)
+		in->nsent--;
 	c->in = NULL;
 	if (c->run != NULL) {
 		c->run->call = NULL;
@@ -61,6 +75,12 @@ void rt_call_finish(struct rt_call *c, const char *status, const char *reason,
 	}
 	uv_timer_stop(c->timer);
 	uv_close((uv_handle_t *)c->timer, call_freed);
+	/* The next waiting call takes the slot; a stop that waits for the
+	 * calls goes on once they have ended. */
+	if (!in->freeing) {
+		rt_call_ready(in);
+		rt_instance_drained(in);
+	}
 }
 
 static void written(uv_write_t *req, int status)
@@ -123,16 +143,33 @@ static int is_json(const struct rt_instance *in)
 	return f != NULL && strcmp(f, "json") == 0;
 }
 
-/* Writes call `c` to the hot process of its instance. */
+int rt_call_slots(const struct rt_instance *in)
+{
+	const char *f = json_string_value(json_object_get(in->spec, "format"));
+	json_int_t n = json_integer_value(
+		json_object_get(in->spec, "concurrency"));
+
+	if (!rt_instance_mode_is(in, "hot") || f == NULL ||
+	    strcmp(f, "line") == 0)
+		return 1;
+	if (in->slots > 0) /* a concurrency changed since it started */
+		n = in->slots;
+	if (n < 1)
+		return 1;
+	return n > RT_CALLS_MAX ? RT_CALLS_MAX : (int)n;
+}
+
+/* Hands call `c` (marked sent and counted already) to the hot process of
+ * its instance: the one place where a call goes to its process. */
 static void hot_send(struct rt_call *c)
 {
 	struct rt_instance *in = c->in;
 	struct rt_buf frame = { 0 };
 	int rc;
 
-	assert(in != NULL && in->call == c && in->run != NULL && !c->sent);
+	assert(in->run != NULL && c->sent);
 	if (rt_lambda_is(in)) {
-		rt_lambda_send(c); /* to the runtime's /next */
+		rt_lambda_send(c); /* to the runtime's next /next */
 		return;
 	}
 	if (rt_http_is(in)) {
@@ -149,7 +186,6 @@ static void hot_send(struct rt_call *c)
 		rt_buf_free(&frame);
 		return;
 	}
-	c->sent = 1;
 	if (write_stdin(in->run, frame.data, frame.len, 0) < 0)
 		rt_call_finish(c, "reset", "cannot write to the process", NULL,
 			       0);
@@ -163,7 +199,7 @@ static void cold_spawn(struct rt_call *c)
 	const char *why = "?";
 	char tag[32];
 
-	assert(in != NULL && in->call == c && c->run == NULL && !c->sent);
+	assert(in != NULL && c->run == NULL && c->sent);
 	snprintf(tag, sizeof(tag), "c%lld", ++in->cold_spawns);
 	r = rt_run_spawn(in, 1, tag, &why);
 	if (r == NULL) {
@@ -173,7 +209,6 @@ static void cold_spawn(struct rt_call *c)
 	r->cold = 1;
 	r->call = c;
 	c->run = r;
-	c->sent = 1;
 	if (c->len == 0) {
 		rt_run_close(r, &r->req);
 	} else {
@@ -204,19 +239,28 @@ static void on_deadline(uv_timer_t *t)
 
 	if (in == NULL)
 		return;
-	r = c->run != NULL		 ? c->run
-	    : c->sent && c->http == NULL ? in->run
-					 : NULL;
-	rt_call_finish(c, "timeout", "no response within the timeout", NULL, 0);
-	/* Its process may answer late, or never: a hot one starts over at
-	 * once, so that the next call gets a clean process. An http
-	 * server is not: its request is cancelled (the connection closed),
-	 * the others it serves go on. */
+	/* The process of a stdin call, of a call a lambda runtime took; not
+	 * an http server's (its request is cancelled, the connection
+	 * closed, and the other calls it serves go on). */
+	r = c->run != NULL ? c->run
+	    : c->sent && c->http == NULL &&
+			    (!rt_lambda_is(in) || c->lambda != NULL)
+		    ? in->run
+		    : NULL;
+	/* Its process may answer late, or never: a hot one that serves one
+	 * call at a time starts over at once, so that the next call gets a
+	 * clean process (a late answer would be taken for the next call's).
+	 * One serving several matches answers by id: a late one goes to the
+	 * log, and the other calls go on. */
+	if (r != NULL && !r->cold && rt_call_slots(in) > 1)
+		r = NULL;
+	/* Killed first, so that the slot it frees is not handed to it. */
 	if (r != NULL && !r->reaped) {
 		kill_run(r);
 		if (!r->cold && in->run == r)
 			in->restart_now = 1;
 	}
+	rt_call_finish(c, "timeout", "no response within the timeout", NULL, 0);
 }
 
 void rt_call_start(struct rt_worker *w, struct rt_instance *in,
@@ -226,9 +270,13 @@ void rt_call_start(struct rt_worker *w, struct rt_instance *in,
 	int64_t deadline = rt_msg_int(m, "deadline_ms", 0), now = rt_now_ms();
 	struct rt_call *c;
 
-	if (in == NULL || in->call != NULL || in->freeing ||
+	/* A call waits for a slot, not refused for the concurrency (the
+	 * controller's may be newer than the one it started with); while it
+	 * restarts, a call waits for the new process. */
+	if (in == NULL || in->ncalls >= RT_CALLS_MAX || in->freeing ||
 	    !(in->state == RT_RUNNING || in->state == RT_STARTING ||
-	      in->state == RT_BACKOFF) ||
+	      in->state == RT_BACKOFF ||
+	      (in->state == RT_STOPPING && in->desired_run)) ||
 	    !(rt_instance_mode_is(in, "hot") ||
 	      rt_instance_mode_is(in, "cold"))) {
 		rt_worker_send(w,
@@ -236,8 +284,9 @@ void rt_call_start(struct rt_worker *w, struct rt_instance *in,
 					 "result", "call", (json_int_t)id,
 					 "status", "reset", "reason",
 					 in == NULL ? "no such instance here"
-					 : in->call != NULL
-						 ? "the instance is busy"
+					 : in->ncalls >= RT_CALLS_MAX
+						 ? "the instance holds too "
+						   "many calls"
 						 : "the instance is not "
 						   "running"),
 			       NULL, 0);
@@ -261,6 +310,7 @@ void rt_call_start(struct rt_worker *w, struct rt_instance *in,
 	}
 	c->in = in;
 	c->id = id;
+	in->slots = (int)rt_msg_int(m, "slots", 0);
 	snprintf(c->idstr, sizeof(c->idstr), "%lld", id);
 	c->deadline_ms = deadline;
 	if (m->body_len > 0)
@@ -270,42 +320,105 @@ void rt_call_start(struct rt_worker *w, struct rt_instance *in,
 	c->timer->data = c;
 	uv_timer_start(c->timer, on_deadline,
 		       deadline > now ? (uint64_t)(deadline - now) : 0, 0);
-	in->call = c;
-	if (rt_instance_mode_is(in, "cold"))
-		cold_spawn(c);
-	else
-		rt_call_ready(in);
+	/* At the tail: oldest first. */
+	if (in->calls == NULL) {
+		in->calls = c;
+	} else {
+		struct rt_call *t = in->calls;
+
+		while (t->next != NULL)
+			t = t->next;
+		t->next = c;
+		c->prev = t;
+	}
+	in->ncalls++;
+	rt_call_ready(in);
+}
+
+/* Whether `in` can be handed a call now: it runs (a hot one's process
+ * takes calls), or it is stopping for good and serves the calls it holds
+ * first. While a restart waits for its calls, new ones wait for the new
+ * process. */
+/* Whether the live process of a hot instance takes calls: on its stdin
+ * (line, json), from its runtime API (lambda) or as HTTP requests. */
+static int takes_calls(const struct rt_instance *in)
+{
+	return in->run != NULL && !in->run->killed &&
+	       (in->run->calls || rt_lambda_is(in) || rt_http_is(in));
+}
+
+static int can_send(const struct rt_instance *in)
+{
+	int cold = rt_instance_mode_is(in, "cold");
+
+	if (in->freeing ||
+	    !(in->state == RT_RUNNING || (in->draining && !in->desired_run)))
+		return 0;
+	return cold || takes_calls(in);
 }
 
 void rt_call_ready(struct rt_instance *in)
 {
-	struct rt_call *c = in->call;
+	int slots = rt_call_slots(in);
 
-	if (c != NULL && !c->sent && in->run != NULL && !in->run->killed &&
-	    (in->run->calls || rt_lambda_is(in) || rt_http_is(in)) &&
-	    in->state == RT_RUNNING)
-		hot_send(c);
+	/* From the head each time: a hand-over that fails ends its call,
+	 * which calls this again. */
+	while (in->nsent < slots && can_send(in)) {
+		struct rt_call *c = in->calls;
+
+		while (c != NULL && c->sent)
+			c = c->next;
+		if (c == NULL)
+			return;
+		c->sent = 1;
+		in->nsent++;
+		if (rt_instance_mode_is(in, "cold"))
+			cold_spawn(c);
+		else
+			hot_send(c);
+	}
+}
+
+int rt_call_busy(const struct rt_instance *in)
+{
+	if (in->nsent > 0)
+		return 1;
+	/* Stopping for good: the waiting ones are served if they can be. */
+	return !in->desired_run && in->ncalls > 0 &&
+	       (rt_instance_mode_is(in, "cold") || takes_calls(in));
+}
+
+/* Ends with `why` the first call of `in` written to its hot process (with
+ * `all`, the first call); returns whether there was one. */
+static int end_first(struct rt_instance *in, int all, const char *why)
+{
+	struct rt_call *c;
+	struct rt_run *r;
+
+	for (c = in->calls; c != NULL; c = c->next)
+		if (all || (c->sent && c->run == NULL))
+			break;
+	if (c == NULL)
+		return 0;
+	r = c->run;
+	rt_call_finish(c, "reset", why, NULL, 0);
+	kill_run(r);
+	return 1;
 }
 
 void rt_call_process_gone(struct rt_instance *in)
 {
-	struct rt_call *c = in->call;
-
-	if (c != NULL && c->sent && c->run == NULL)
-		rt_call_finish(c, "reset", "the process exited during the call",
-			       NULL, 0);
+	while (end_first(in, 0, "the process exited during the call"))
+		;
+	if (!in->desired_run)
+		while (end_first(in, 1, "the instance stopped"))
+			;
 }
 
 void rt_call_abort(struct rt_instance *in, const char *why)
 {
-	struct rt_call *c = in->call;
-	struct rt_run *r;
-
-	if (c == NULL)
-		return;
-	r = c->run;
-	rt_call_finish(c, "reset", why, NULL, 0);
-	kill_run(r);
+	while (end_first(in, 1, why))
+		;
 }
 
 /* Ends a cold call once its process has exited and its stdout ended. */
@@ -339,17 +452,40 @@ void rt_call_cold_exited(struct rt_run *r)
 	cold_check(r);
 }
 
+/* The call a hot process's answer `p` is for: the oldest one written to
+ * it (line: one at a time), or the one of the id of a json answer when
+ * several are under way (an answer with no id goes to the oldest). NULL:
+ * none waits. */
+static struct rt_call *answered(struct rt_instance *in, const char *p,
+				size_t len)
+{
+	struct rt_call *c, *oldest = NULL;
+	char id[sizeof(oldest->idstr)];
+
+	for (c = in->calls; c != NULL && oldest == NULL; c = c->next)
+		if (c->sent)
+			oldest = c;
+	if (oldest == NULL || in->nsent < 2 || !is_json(in))
+		return oldest;
+	if (rt_frame_response_id(p, len, id, sizeof(id)) != 1)
+		return oldest;
+	for (c = oldest; c != NULL; c = c->next)
+		if (c->sent && strcmp(c->idstr, id) == 0)
+			return c;
+	return oldest; /* a late answer: rt_frame_response says so */
+}
+
 /* One line a hot process wrote on its stdout. */
 static void hot_line(struct rt_run *r, const char *p, size_t len)
 {
 	struct rt_instance *in = r->in;
-	struct rt_call *c = in != NULL ? in->call : NULL;
+	struct rt_call *c = in != NULL ? answered(in, p, len) : NULL;
 	struct rt_buf out = { 0 };
 	int user = 0, rc;
 
 	if (in == NULL)
 		return;
-	if (c == NULL || !c->sent || in->run != r || r->killed) {
+	if (c == NULL || in->run != r || r->killed) {
 		/* Not an answer to anything: kept in the log. */
 		rt_log_write(in, p, len);
 		rt_log_write(in, "\n", 1);

@@ -134,3 +134,23 @@ out:
 	json_decref(o);
 	return rc;
 }
+
+int rt_frame_response_id(const char *line, size_t len, char *id, size_t n)
+{
+	json_t *o = json_loadb(line, len, JSON_ALLOW_NUL, NULL);
+	json_t *v = json_object_get(o, "id");
+	int rc = 0;
+
+	if (json_is_string(v)) {
+		if (json_string_length(v) < n &&
+		    strlen(json_string_value(v)) == json_string_length(v)) {
+			memcpy(id, json_string_value(v),
+			       json_string_length(v) + 1);
+			rc = 1;
+		} else {
+			rc = -ERANGE;
+		}
+	}
+	json_decref(o);
+	return rc;
+}

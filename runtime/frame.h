@@ -31,4 +31,10 @@ int rt_frame_request(int json, const char *id, const char *body, size_t len,
 int rt_frame_response(int json, const char *id, const char *line, size_t len,
 		      int *user_error, struct rt_buf *out);
 
+/* Reads the "id" of json response line `line` (`len` bytes) into `id`
+ * (`n` bytes, NUL-terminated). Returns 1 when it has a string id that
+ * fits, 0 when it has none (or is not a JSON object: rt_frame_response
+ * says why), -ERANGE when the id is too long to be any call's. */
+int rt_frame_response_id(const char *line, size_t len, char *id, size_t n);
+
 #endif

@@ -9,8 +9,9 @@
  *   POST /2018-06-01/runtime/init/error              the runtime cannot
  *                                                    start (202)
  *
- * The instance serves one call at a time (its slots are 1): the call the
- * controller sent waits in in->call until a /next takes it; its answer
+ * The instance serves one call at a time (its slots are 1): the call
+ * handed to it (call.c, sent) waits in in->calls until a /next takes it
+ * (its `lambda` is then set); its answer
  * ends it through rt_call_finish. A response to an id that is not the one
  * under way is 400 (InvalidRequestID), an init error after the first
  * /next 403 (InvalidStateTransition), as AWS answers them. Requests are
@@ -176,17 +177,28 @@ static void send_accepted(struct lconn *c)
 
 /* ============================================================= calls */
 
+/* The call handed to the instance that no /next has taken yet, or NULL. */
+static struct rt_call *waiting_call(struct rt_instance *in)
+{
+	struct rt_call *c;
+
+	for (c = in->calls; c != NULL; c = c->next)
+		if (c->sent && c->lambda == NULL)
+			return c;
+	return NULL;
+}
+
 /* Hands the instance's waiting call to a /next that waits, if both are
  * there. */
 static void dispatch(struct lsrv *srv)
 {
 	struct rt_instance *in = srv->in;
-	struct rt_call *call = in != NULL ? in->call : NULL;
+	struct rt_call *call = in != NULL ? waiting_call(in) : NULL;
 	struct rt_buf b = { 0 }, h = { 0 };
 	struct lconn *c;
 
-	if (call == NULL || call->sent || srv->call != NULL ||
-	    in->run == NULL || in->run->killed)
+	if (call == NULL || srv->call != NULL || in->run == NULL ||
+	    in->run->killed)
 		return;
 	for (c = srv->conns; c != NULL && !c->waiting; c = c->next)
 		;
@@ -204,7 +216,6 @@ static void dispatch(struct lsrv *srv)
 		return;
 	}
 	rt_buf_free(&h);
-	call->sent = 1;
 	call->lambda = srv;
 	srv->call = call;
 	c->waiting = 0;
@@ -240,10 +251,11 @@ void rt_lambda_call_over(struct rt_call *c)
 static void init_failed(struct lsrv *srv, const char *text)
 {
 	struct rt_instance *in = srv->in;
+	struct rt_call *call = waiting_call(in);
 	struct rt_buf why = { 0 };
 
-	if (in->call != NULL && !in->call->sent)
-		rt_call_finish(in->call, "error", NULL, text, strlen(text));
+	if (call != NULL)
+		rt_call_finish(call, "error", NULL, text, strlen(text));
 	rt_buf_printf(&why, "init error: %s", text);
 	rt_log(RT_LOG_INFO, "%s: %s", in->id, why.data ? why.data : text);
 	rt_instance_fail_run(in, why.data ? why.data : "init error");

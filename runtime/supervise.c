@@ -923,6 +923,7 @@ static void spawn(struct rt_instance *in)
 		in->restarts++;
 	in->oom_pending = 0;
 	in->unready[0] = '\0';
+	in->draining = 0;
 	if (s->simulate || rt_instance_mode_is(in, "cold")) {
 		/* A cold instance is a slot: each call forks its own
 		 * process. */
@@ -1058,6 +1059,7 @@ static void after_exit(struct rt_instance *in, int64_t code, int sig)
 
 	assert(!in->freeing && in->run == NULL);
 	rt_ready_unwatch(in);
+	in->draining = 0; /* what it waited for died with the process */
 	record_exit(in, code, sig);
 	if (in->sup->ev->exited != NULL)
 		in->sup->ev->exited(in, &in->exits[0]);
@@ -1147,8 +1149,22 @@ static void schedule(struct rt_instance *in, int ms, uv_timer_cb cb)
 	uv_timer_start(in->timer, cb, (uint64_t)ms, 0);
 }
 
-/* Sends SIGTERM to the group and arms the SIGKILL; `why` (NULL:
- * "stopping") is its reason meanwhile. */
+/* Whether a stop of `in` waits for its calls first (a graceful stop):
+ * then it is `stopping` until rt_instance_drained finds them ended. */
+static int drain_first(struct rt_instance *in)
+{
+	if (in->draining)
+		return 1;
+	if (in->sup->ev->busy == NULL || !in->sup->ev->busy(in))
+		return 0;
+	in->draining = 1;
+	set_state(in, RT_STOPPING, "stopping: %d calls in flight end first",
+		  in->nsent > 0 ? in->nsent : in->ncalls);
+	return 1;
+}
+
+/* Sends SIGTERM to the group and arms the SIGKILL, once the calls in
+ * flight have ended; `why` (NULL: "stopping") is its reason meanwhile. */
 static void terminate(struct rt_instance *in, const char *why)
 {
 	int grace = (int)json_integer_value(
@@ -1157,6 +1173,8 @@ static void terminate(struct rt_instance *in, const char *why)
 	assert(in->run != NULL && in->pid > 0);
 	/* Whatever its readiness says from now on changes nothing. */
 	rt_ready_unwatch(in);
+	if (drain_first(in))
+		return;
 	if (why != NULL)
 		set_state(in, RT_STOPPING, "%s; stopping", why);
 	else
@@ -1323,6 +1341,8 @@ int rt_instance_stop(struct rt_instance *in, int forget)
 	in->restart_now = 0;
 	in->fail_exit = 0;
 	in->forget = forget;
+	if (drain_first(in))
+		return 0;
 	kill_other_runs(in); /* its calls' processes */
 	if (in->run != NULL) {
 		if (in->state != RT_STOPPING)
@@ -1373,6 +1393,28 @@ void rt_instance_unready(struct rt_instance *in, const char *why)
 		in->sup->ev->ready(in, in->unready);
 	if (!in->freeing && in->run != NULL && in->state != RT_STOPPING)
 		terminate(in, in->unready);
+}
+
+static void on_drained(uv_timer_t *t)
+{
+	struct rt_instance *in = t->data;
+
+	if (!in->draining || in->freeing ||
+	    (in->sup->ev->busy != NULL && in->sup->ev->busy(in)))
+		return;
+	in->draining = 0;
+	/* Its state says `stopping` already: the stop goes on from here. */
+	if (in->run != NULL)
+		terminate(in,
+			  NULL); /* then restart_now or desired_run applies */
+	else if (!in->desired_run)
+		rt_instance_stop(in, in->forget);
+}
+
+void rt_instance_drained(struct rt_instance *in)
+{
+	if (in->draining && !in->freeing)
+		schedule(in, 0, on_drained);
 }
 
 int rt_instance_restart(struct rt_instance *in)

@@ -1,7 +1,8 @@
 /*
  * supervise.h - the runtime spawner: one record per instance, the
  * processes it forks (runs), their logs and memory cgroups, the restart
- * policy with backoff and a start limit, and stopping (SIGTERM, SIGKILL
+ * policy with backoff and a start limit, and stopping (graceful: the
+ * calls in flight end first, each by its deadline; then SIGTERM, SIGKILL
  * after a grace period).
  *
  * The supervisor knows processes and libuv, never the wire protocol: it
@@ -115,7 +116,12 @@ struct rt_instance {
 	double cpu_seconds;    /* last /proc sample */
 	long long rss_bytes;   /* last /proc sample */
 	int freeing;	       /* removed; freed when nothing refers */
-	struct rt_call *call;  /* hot, cold: the call it serves (call.c) */
+	struct rt_call *calls; /* hot, cold: its calls, oldest first (call.c) */
+	int ncalls;	       /* how many */
+	int nsent;	       /* of them, handed to a process */
+	int draining;	       /* a stop or restart waits for its calls */
+	int slots;	       /* calls at once, as the controller's latest
+				* call said (0: its spec's concurrency) */
 	long long cold_spawns; /* cold: processes forked for calls */
 	long long epoch;       /* of the controller's assignment (its start
 				* said so), echoed in every report; 0: none */
@@ -162,6 +168,10 @@ struct rt_sup_events {
 	uv_read_cb call_output;
 	/* A cold call's process (r->cold) was reaped. */
 	void (*call_exited)(struct rt_run *r);
+	/* Whether `in` has calls a stop or restart must let finish first
+	 * (a graceful stop; call rt_instance_drained when that changes).
+	 * NULL: none ever. */
+	int (*busy)(const struct rt_instance *in);
 };
 
 /* A set of supervised instances with their processes. Embedded in its
@@ -247,12 +257,14 @@ struct rt_instance *rt_instance_new(struct rt_sup *s, const char *id);
  * before this returns. */
 int rt_instance_start(struct rt_instance *in, json_t *spec, long long revision);
 
-/* Stops `in`: SIGTERM to its process group, SIGKILL after the grace
- * period; processes of its calls are killed at once. With `forget`, the
- * record is removed once stopped. Returns 0 when its process is being
- * stopped (`exited` follows, then the state `stopped`), 1 when nothing
- * ran: it is stopped (and with `forget` removed) already. Either way `in`
- * may be read until the loop runs again. */
+/* Stops `in`: once its calls have ended (ev->busy; meanwhile it is
+ * `stopping`), SIGTERM to its process group, SIGKILL after the grace
+ * period. With `forget`, the record is removed once stopped. Returns 0
+ * when it is being stopped (the state `stopped` follows, after `exited`
+ * when a process ran), 1 when nothing ran: it is stopped (and with
+ * `forget` removed) already. Either way `in` may be read until the loop
+ * runs again. A restart and a start of another revision let the calls
+ * end first too. */
 int rt_instance_stop(struct rt_instance *in, int forget);
 
 /* A start of `in` could not happen (its code did not arrive): with no
@@ -265,6 +277,10 @@ void rt_instance_fail(struct rt_instance *in, const char *why);
  * restart. A start, restart or stop before that exit wins. Without a
  * process it is rt_instance_fail. */
 void rt_instance_fail_run(struct rt_instance *in, const char *why);
+
+/* The calls of `in` may have ended: a stop or restart that waited for
+ * them goes on (from the loop, not inside this call). */
+void rt_instance_drained(struct rt_instance *in);
 
 /* Restarts `in` now: stop, then start at once. Clears `failed` and the
  * backoff. Returns 0 (`spawned` follows, possibly before this returns),

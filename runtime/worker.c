@@ -247,6 +247,10 @@ static void answer_late(struct rt_worker *w)
 static void ev_state(struct rt_instance *in)
 {
 	report(rt_worker_of(in), in);
+	/* A stop that waited for calls ends here when no process ran (a
+	 * cold instance); a process's exit answered it already. */
+	if (in->state == RT_STOPPED)
+		answer(rt_worker_of(in), in->id, 1, 0, -1);
 }
 
 static void ev_spawned(struct rt_instance *in, const char *why)
@@ -317,6 +321,7 @@ static const struct rt_sup_events events = {
 	.removed = ev_removed,
 	.call_output = rt_call_on_output,
 	.call_exited = rt_call_cold_exited,
+	.busy = rt_call_busy,
 };
 
 /* ====================================================== instance requests */
@@ -351,18 +356,24 @@ void rt_worker_reply(struct rt_worker *w, long long seq, int err)
 	reply(w, seq, err, NULL);
 }
 
-/* stop: answered once its process has exited (at once if none runs). */
+/* stop: answered once its process has exited (at once if none runs).
+ * A graceful stop: the calls under way end first (rt_call_busy), each by
+ * its deadline, and the instance is `stopping` meanwhile. */
 static void stop_instance(struct rt_worker *w, struct rt_instance *in,
 			  long long seq, int forget)
 {
-	rt_call_abort(in, "the instance is stopping");
 	rt_code_cancel(w, in->id);
 	answer(w, in->id, 0, ECANCELED, -1);
 	if (wait_for(w, in->id, seq, 1) < 0)
 		reply(w, seq, ENOMEM, NULL);
 	/* Even when removed, `in` may be read until the loop runs again. */
-	if (rt_instance_stop(in, forget) == 1)
+	if (rt_instance_stop(in, forget) == 1) {
+		/* Nothing ran: calls waiting for a process never get one. */
+		rt_call_abort(in, "the instance stopped");
 		answer(w, in->id, 1, 0, -1);
+	} else {
+		rt_call_ready(in); /* waiting ones are served while it drains */
+	}
 }
 
 /* restart: answered with the pid once spawned anew. */
@@ -431,8 +442,11 @@ static void shutdown_all(struct rt_worker *w, const char *why)
 			       0);
 	w->shutting_down = 1;
 	v = rt_map_values(&w->sup.instances, &n);
-	for (i = 0; v != NULL && i < n; i++)
+	for (i = 0; v != NULL && i < n; i++) {
+		/* No graceful stop: the worker is going away. */
+		rt_call_abort(v[i], "the worker is shutting down");
 		stop_instance(w, v[i], 0, 1);
+	}
 	free(v);
 	maybe_exit(w, 0);
 }
@@ -590,6 +604,11 @@ static void handle(struct rt_worker *w, const struct rt_msg *m)
 			       w->id, in->id, epoch, in->epoch);
 			reply(w, seq, 0, NULL);
 		} else {
+			/* A stale copy's calls were failed by the controller
+			 * already: they are not waited for. */
+			if (json_is_true(
+				    json_object_get(m->header, "abort_calls")))
+				rt_call_abort(in, "a stale copy stops");
 			stop_instance(w, in, seq,
 				      json_is_true(json_object_get(m->header,
 								   "forget")));

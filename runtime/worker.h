@@ -24,16 +24,21 @@
 #define RT_CGROUP_WAIT_MS 500 /* at exit, for their groups to empty */
 
 struct rt_curluv;
+/* The most calls one instance holds (a sanity bound: the controller sends
+ * at most its concurrency, which may have changed since it started). */
+#define RT_CALLS_MAX 4096
 
 /* A call a worker runs on one of its hot or cold instances. */
 struct rt_call {
 	struct rt_instance *in; /* NULL once finished */
+	struct rt_call *next;	/* on in->calls, oldest first */
+	struct rt_call *prev;
 	long long id;
 	char idstr[24];
 	int64_t deadline_ms; /* epoch ms */
 	char *body;	     /* the request, owned */
 	size_t len;
-	int sent;	    /* written to the process */
+	int sent;	    /* handed to a process (in->nsent counts it) */
 	uv_timer_t *timer;  /* the deadline; owned until closed */
 	struct rt_run *run; /* cold: its process */
 	struct rt_buf resp; /* cold: its stdout so far */
@@ -124,15 +129,27 @@ void rt_call_finish(struct rt_call *c, const char *status, const char *reason,
 void rt_call_start(struct rt_worker *w, struct rt_instance *in,
 		   const struct rt_msg *m);
 
-/* A hot instance's process was spawned: writes a waiting call to it. */
+/* The calls one instance serves at once: for a hot json or http one, the
+ * `slots` of the controller's latest call (a concurrency changed since it
+ * started), else its run spec's `concurrency`; 1 for line and cold ones. */
+int rt_call_slots(const struct rt_instance *in);
+
+/* An instance may take calls now (its hot process was spawned or became
+ * ready, a call ended): hands waiting calls to it, up to its slots. */
 void rt_call_ready(struct rt_instance *in);
 
-/* The process of a hot instance is gone: a call written to it fails
- * (ECONNRESET), one not yet written waits for the next process. */
+/* Whether a stop or restart of `in` must wait for its calls (the
+ * supervisor's `busy` event): ones handed to its process, and when it
+ * stops for good, ones waiting that it can still serve. */
+int rt_call_busy(const struct rt_instance *in);
+
+/* The process of a hot instance is gone: the calls written to it fail
+ * (ECONNRESET); ones not yet written wait for the next process, or fail
+ * when it is stopped for good. */
 void rt_call_process_gone(struct rt_instance *in);
 
-/* The instance stops or goes away: its call fails, and a cold call's
- * process is killed. */
+/* The instance goes away: its calls fail, and cold calls' processes are
+ * killed. */
 void rt_call_abort(struct rt_instance *in, const char *why);
 
 /* A cold call's process was reaped. */

@@ -1,9 +1,10 @@
 /*
  * calls.c - calls of hot and cold functions (spec 7): each function's
- * bounded queue, dispatch to idle instances, Fn's launch rule for scaling
- * out, scale-in of idle instances, deadlines, and the counters every call
- * ends in: received, then exactly one of processed, user error or system
- * error.
+ * bounded queue, dispatch to the free slots of instances (slots.h: an
+ * instance serves up to `concurrency` calls at once), Fn's launch rule for
+ * scaling out, scale-in of idle instances, deadlines, and the counters
+ * every call ends in: received, then exactly one of processed, user error
+ * or system error.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 #include "pool.h"
 #include "reconcile.h"
 #include "requests.h"
+#include "slots.h"
 
 /* A call may wait in its function's queue for `timeout` ms, then run for
  * `timeout` ms: a call that waited long still gets its whole time, and a
@@ -166,9 +168,19 @@ static void finish(struct sched *s, struct sched_call *c, int err,
 	if (in != NULL) {
 		if (in->stats != NULL)
 			sched_stats_done(in->stats, now, o, timeout, us);
-		if (in->call == c)
-			in->call = NULL;
-		in->idle_mono = rt_mono_ms();
+		if (c->on_prev != NULL || in->calls == c) {
+			/* Off its instance's list: a slot is free. */
+			if (c->on_prev != NULL)
+				c->on_prev->on_next = c->on_next;
+			else
+				in->calls = c->on_next;
+			if (c->on_next != NULL)
+				c->on_next->on_prev = c->on_prev;
+			c->on_next = c->on_prev = NULL;
+			in->busy--;
+		}
+		if (in->busy == 0)
+			in->idle_mono = rt_mono_ms();
 	}
 	if (err != 0) {
 		struct rt_buf why = { 0 };
@@ -195,16 +207,18 @@ static void finish(struct sched *s, struct sched_call *c, int err,
 		done(c->arg, err, body, len);
 }
 
-/* After a call on `in` ended: an instance that waited for it before
- * leaving a draining worker, or before taking a new revision (a deploy),
- * is converged now. */
+/* After a call on `in` ended: an instance that waited for its calls
+ * before leaving a draining worker, or before being removed (a scale-in,
+ * a lower parallelism: a graceful stop), is converged now. */
 static void call_ended(struct sched *s, struct sched_function *fn,
 		       struct sched_instance *in)
 {
-	if (in == NULL || in->call != NULL)
+	if (in == NULL || in->busy > 0)
 		return;
-	if ((in->worker != NULL && in->worker->draining) ||
-	    in->sent_revision != fn->run_revision)
+	if (in->retiring)
+		sched__retire_idle(s, in);
+	else if ((in->worker != NULL && in->worker->draining) ||
+		 in->sent_revision != fn->run_revision)
 		sched__reconcile(s, fn);
 }
 
@@ -283,20 +297,28 @@ void sched__on_result(struct sched *s, struct sched_worker *w,
 void sched__call_lost(struct sched *s, struct sched_instance *in,
 		      const char *why)
 {
-	if (in->call != NULL)
-		finish(s, in->call, ECONNRESET, NULL, 0, why);
+	while (in->calls != NULL)
+		finish(s, in->calls, ECONNRESET, NULL, 0, why);
 }
 
 /* ============================================================ dispatch */
 
-static int idle(const struct sched_function *fn,
-		const struct sched_instance *in)
+int sched__takes_calls(const struct sched_instance *in)
 {
-	return in->call == NULL && in->desired_run &&
-	       in->state == SCHED_RUNNING && in->worker != NULL &&
-	       in->worker->online && !in->worker->draining && !in->sent_stop &&
-	       in->sent_revision == fn->run_revision &&
-	       in->revision == fn->run_revision;
+	/* It runs what it was last sent: one being replaced by a new
+	 * revision takes no more (its worker finishes those it has), one
+	 * not yet replaced in a rolling deploy goes on serving. */
+	return in->desired_run && !in->retiring && in->state == SCHED_RUNNING &&
+	       in->worker != NULL && in->worker->online &&
+	       !in->worker->draining && !in->sent_stop && in->revision != 0 &&
+	       in->sent_revision == in->revision;
+}
+
+static void slot_view(const struct sched_instance *in, struct slots_instance *v)
+{
+	v->n = in->n;
+	v->usable = sched__takes_calls(in);
+	v->busy = in->busy;
 }
 
 static void send_call(struct sched *s, struct sched_call *c,
@@ -308,7 +330,12 @@ static void send_call(struct sched *s, struct sched_call *c,
 	int64_t now = rt_now_ms();
 
 	c->in = in;
-	in->call = c;
+	c->on_prev = NULL;
+	c->on_next = in->calls;
+	if (in->calls != NULL)
+		in->calls->on_prev = c;
+	in->calls = c;
+	in->busy++;
 	/* The timeout bounds the run; the wait in the queue had its own. */
 	c->deadline_ms = now + fn->spec.timeout;
 	c->late = 0;
@@ -324,19 +351,20 @@ static void send_call(struct sched *s, struct sched_call *c,
 	}
 	sched_obj_path(&in->obj, &id);
 	sched__send_body(s, in->worker,
-			 json_pack("{s:s, s:s, s:I, s:I}", "type", "call",
+			 json_pack("{s:s, s:s, s:I, s:I, s:i}", "type", "call",
 				   "instance", id.data ? id.data : "", "call",
 				   (json_int_t)c->id, "deadline_ms",
-				   (json_int_t)c->deadline_ms),
+				   (json_int_t)c->deadline_ms, "slots",
+				   sched_spec_slots(&fn->spec)),
 			 c->body, c->len);
 	rt_buf_free(&id);
 	free(c->body);
 	c->body = NULL;
 }
 
-/* Fn's rule: launch an instance only when calls wait, none is idle, fewer
- * than max_instances exist and the waiting calls outnumber the instances
- * already starting. */
+/* Fn's rule in slots: launch an instance only when calls wait, no slot is
+ * free, fewer than max_instances exist and the waiting calls outnumber
+ * the slots of the instances already starting (slots.h). */
 static void scale_out(struct sched *s, struct sched_function *fn,
 		      struct sched_instance **v, int n)
 {
@@ -348,20 +376,18 @@ static void scale_out(struct sched *s, struct sched_function *fn,
 	for (i = 0; i < n; i++) {
 		enum sched_instance_state st = v[i]->state;
 
-		if (v[i]->desired_run &&
+		if (v[i]->desired_run && !v[i]->retiring &&
 		    (st == SCHED_PENDING || st == SCHED_STARTING ||
 		     st == SCHED_BACKOFF || st == SCHED_LOST ||
-		     (st == SCHED_RUNNING && !idle(fn, v[i]) &&
-		      v[i]->call == NULL)))
+		     (st == SCHED_RUNNING && !sched__takes_calls(v[i]) &&
+		      v[i]->busy == 0)))
 			starting++;
 	}
-	while (fc->queued > starting && total < max) {
-		total++;
-		starting++;
-		launched++;
-	}
+	launched = sched_slots_launch(fc->queued, starting,
+				      sched_spec_slots(&fn->spec), total, max);
 	if (launched == 0)
 		return;
+	total += launched;
 	fc->scale = total;
 	if (fn->spec.mode == SCHED_MODE_HOT) {
 		fc->stats.cold_starts += (uint64_t)launched;
@@ -431,19 +457,24 @@ static void refuse_unplaceable(struct sched *s, struct sched_function *fn)
 	}
 }
 
-struct lowest_idle {
-	const struct sched_function *fn;
+struct free_slot {
+	int slots; /* of each instance */
 	struct sched_instance *in;
+	struct slots_instance view; /* of `in` */
 };
 
-static int find_idle(const char *key, void *value, void *arg)
+static int find_free(const char *key, void *value, void *arg)
 {
-	struct lowest_idle *l = arg;
+	struct free_slot *l = arg;
 	struct sched_instance *in = value;
+	struct slots_instance v;
 
 	(void)key;
-	if (idle(l->fn, in) && (l->in == NULL || in->n < l->in->n))
+	slot_view(in, &v);
+	if (sched_slots_prefer(&v, l->in != NULL ? &l->view : NULL, l->slots)) {
 		l->in = in;
+		l->view = v;
+	}
 	return 0;
 }
 
@@ -466,14 +497,16 @@ void sched__dispatch(struct sched *s, struct sched_function *fn)
 		}
 		return;
 	}
-	/* The lowest-numbered idle instance first, so that the highest
-	 * ones go idle and are the ones scaled in. A scan per call: no
-	 * sorted copy on the path of every call. */
+	/* The lowest-numbered instance with a free slot first, so that the
+	 * highest ones go idle and are the ones scaled in. A scan per call:
+	 * no sorted copy on the path of every call. */
 	while (fc->head != NULL) {
-		struct lowest_idle l = { fn, NULL };
+		struct free_slot l = { sched_spec_slots(&fn->spec),
+				       NULL,
+				       { 0, 0, 0 } };
 		struct sched_call *c;
 
-		rt_map_each(&fn->obj.children, find_idle, &l);
+		rt_map_each(&fn->obj.children, find_free, &l);
 		if (l.in == NULL)
 			break;
 		c = fc->head;
@@ -619,8 +652,8 @@ void sched_call_detach(struct sched *s, struct sched_call *c)
 
 /* ============================================================ the tick */
 
-/* Scale-in: the highest instances above parallelism go once idle for
- * idle_timeout. */
+/* Scale-in: the highest instances above parallelism go once no slot of
+ * theirs has been busy for idle_timeout. */
 static void scale_in(struct sched *s, struct sched_function *fn)
 {
 	struct sched_fn_calls *fc = fn->calls;
@@ -638,7 +671,7 @@ static void scale_in(struct sched *s, struct sched_function *fn)
 		snprintf(name, sizeof(name), "%d", top);
 		in = (struct sched_instance *)sched_child(&fn->obj, name);
 		if (in != NULL &&
-		    (in->call != NULL || now - in->idle_mono < idle_ms))
+		    (in->busy > 0 || now - in->idle_mono < idle_ms))
 			break;
 		fc->scale = top;
 		changed = 1;

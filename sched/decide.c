@@ -14,8 +14,11 @@
  *      moves once the call has ended (a drain or a deploy fails no call),
  *      unless a restart is asked for.
  *   5. One that fits stays. A restart is done where it is; a new revision
- *      replaces the process (after the call in flight, if any); a stopped
- *      one starts again; a start command revives a failed or stopped one.
+ *      replaces the process, one instance of a function at a time (a
+ *      rolling deploy: a running one waits while another is taking the
+ *      new revision and is neither running it nor failed; its worker lets
+ *      the calls in flight finish first); a stopped one starts again; a
+ *      start command revives a failed or stopped one.
  *   6. Rebalance moves a loose function's instance off a worker without
  *      its tags (the caller moves it only to a worker that has them).
  */
@@ -107,9 +110,10 @@ enum decide_action sched_decide(const struct decide_input *d,
 	if (in->sent_revision != d->run_revision) {
 		if (in->sent_revision == 0)
 			return set(out, DECIDE_START, "");
-		if (in->busy && in->state == SCHED_RUNNING)
+		if (d->rolling && in->state == SCHED_RUNNING)
 			return set(out, DECIDE_NONE,
-				   "takes its new revision when its call ends");
+				   "takes the new revision when its turn comes "
+				   "(rolling deploy)");
 		return set(out, DECIDE_RESTART, "new revision");
 	}
 	if (in->state == SCHED_STOPPED && !in->sent_stop)

@@ -42,7 +42,7 @@ struct decide_instance {
 	enum sched_instance_state state; /* as its worker last reported */
 	uint64_t sent_revision;		 /* of the last start sent, 0: none */
 	int sent_stop;			 /* a stop was sent, not yet done */
-	int busy;			 /* serving a call */
+	int busy;			 /* serving calls */
 };
 
 /* The inputs of one decision. */
@@ -57,6 +57,9 @@ struct decide_input {
 	const struct place_request *fn; /* the function's placement */
 	uint64_t run_revision;		/* the revision it must run */
 	int recovering;			/* known workers may come back */
+	int rolling; /* another instance of its function is taking the
+		      * run revision and is not running it yet (nor failed):
+		      * a running one waits for its turn (a rolling deploy) */
 };
 
 /* The decision: one action and why. */

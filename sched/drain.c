@@ -258,7 +258,7 @@ static int rebalance_counts(struct sched *s)
 			    !sched__may_run_on(s, on[k], lo) ||
 			    loses_tags(s, on[k], hi, lo))
 				continue;
-			score = (on[k]->call == NULL ? 2 : 0) +
+			score = (on[k]->busy == 0 ? 2 : 0) +
 				(rt_idmap_get(&there,
 					      sched__fn_of(on[k])->obj.id) ==
 				 NULL);

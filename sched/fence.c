@@ -127,8 +127,9 @@ void sched__fence_stop(struct sched *s, struct sched_worker *w, const char *id,
 		       uint64_t epoch)
 {
 	struct gate *g = w->fence;
-	json_t *h = json_pack("{s:s, s:s, s:b}", "type", "stop", "instance", id,
-			      "forget", 1);
+	/* Its calls failed here already: no graceful stop for them. */
+	json_t *h = json_pack("{s:s, s:s, s:b, s:b}", "type", "stop",
+			      "instance", id, "forget", 1, "abort_calls", 1);
 
 	if (h != NULL && epoch > 0)
 		json_object_set_new(h, "epoch",

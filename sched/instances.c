@@ -39,13 +39,15 @@ static int render_instance(struct sched_instance *in, enum sched_file f,
 		rt_buf_printf(out,
 			      "state %s\ndesired %s\nworker %s\npid %d\n"
 			      "revision %llu\nepoch %llu\nstarted_ms %lld\n"
-			      "restarts %lld\nlast_exit %s\n",
+			      "restarts %lld\nslots %d\nbusy_slots %d\n"
+			      "last_exit %s\n",
 			      sched__state_word(in->state), desired_word(in),
 			      in->worker ? in->worker->obj.name : "-", in->pid,
 			      (unsigned long long)in->revision,
 			      (unsigned long long)in->epoch,
 			      (long long)in->started_ms, in->restarts_total,
-			      in->last_exit[0] ? in->last_exit : "-");
+			      sched_spec_slots(&sched__fn_of(in)->spec),
+			      in->busy, in->last_exit[0] ? in->last_exit : "-");
 		if (in->exits)
 			rt_buf_puts(out, in->exits);
 		return rt_buf_printf(out, "reason %s\n",
@@ -107,24 +109,29 @@ const char *sched__function_state(struct sched_function *fn, int *nrun,
 static int render_function(struct sched_function *fn, enum sched_file f,
 			   struct rt_buf *out)
 {
-	int nrun, nwant, npend, nfail, i;
+	int nrun, nwant, npend, nfail, i, busy = 0;
 	const char *st = function_state(fn, &nrun, &nwant, &npend, &nfail);
 	struct sched_collect c;
 
 	if (f == SCHED_FN_STATE)
 		return rt_buf_printf(out, "%s\n", st);
 	c = sched__instances_of(fn);
+	for (i = 0; i < c.n; i++)
+		busy += c.v[i]->busy;
 	rt_buf_printf(out,
 		      "state %s\ninstances %d\nwanted %d\nrunning %d\n"
-		      "pending %d\nfailed %d\nrevision %llu\n",
+		      "pending %d\nfailed %d\nrevision %llu\nslots %d\n"
+		      "busy_slots %d\n",
 		      st, c.n, nwant, nrun, npend, nfail,
-		      (unsigned long long)fn->revision);
+		      (unsigned long long)fn->revision,
+		      nrun * sched_spec_slots(&fn->spec), busy);
 	for (i = 0; i < c.n; i++) {
 		struct sched_instance *in = c.v[i];
 
-		rt_buf_printf(out, "instance_%d %s %s %d\n", in->n,
+		rt_buf_printf(out, "instance_%d %s %s %d busy %d/%d\n", in->n,
 			      sched__state_word(in->state),
-			      in->worker ? in->worker->obj.name : "-", in->pid);
+			      in->worker ? in->worker->obj.name : "-", in->pid,
+			      in->busy, sched_spec_slots(&fn->spec));
 	}
 	free(c.v);
 	return 0;

@@ -112,9 +112,10 @@ struct sched_call {
 	uv_timer_t *timer;   /* the deadline; frees the call once closed */
 	sched_call_fn done;  /* NULL: nobody waits (async, detached) */
 	void *arg;
-	struct sched_call *next; /* in the queue */
-	int late;		 /* past the deadline, waiting for the worker */
-	int cold;		 /* a cold function's call */
+	struct sched_call *next;	      /* in the queue */
+	struct sched_call *on_next, *on_prev; /* in its instance's calls */
+	int late; /* past the deadline, waiting for the worker */
+	int cold; /* a cold function's call */
 };
 
 /* Like events of a function, in the journal at most once a second: the
@@ -194,8 +195,13 @@ void sched__dispatch(struct sched *s, struct sched_function *fn);
 void sched__on_result(struct sched *s, struct sched_worker *w,
 		      const struct rt_msg *m);
 
-/* Instance `in` can no longer answer its call (retired, lost, moved):
- * the call fails with ECONNRESET. */
+/* Whether instance `in` takes new calls now: running what it was last
+ * sent, on a usable worker, not being stopped or removed. Calls go to its
+ * free slots (slots.h). */
+int sched__takes_calls(const struct sched_instance *in);
+
+/* Instance `in` can no longer answer its calls (removed with its
+ * function, lost, moved): they fail with ECONNRESET. */
 void sched__call_lost(struct sched *s, struct sched_instance *in,
 		      const char *why);
 

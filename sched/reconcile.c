@@ -25,6 +25,61 @@ static int wanted(const struct sched_function *fn)
 	return fn->spec.parallelism;
 }
 
+/* Whether `in` is taking its function's run revision (a start of it was
+ * sent) and is neither running it nor failed yet. */
+static int taking_revision(const struct sched_function *fn,
+			   const struct sched_instance *in)
+{
+	return in->desired_run && in->worker != NULL && in->worker->online &&
+	       in->sent_revision == fn->run_revision &&
+	       in->state != SCHED_FAILED &&
+	       !(in->state == SCHED_RUNNING &&
+		 in->revision == fn->run_revision);
+}
+
+/* Whether `in` waits for a start of its function's run revision. */
+static int behind(const struct sched_function *fn,
+		  const struct sched_instance *in)
+{
+	return in->desired_run && in->sent_revision != 0 &&
+	       in->sent_revision != fn->run_revision;
+}
+
+struct roll {
+	const struct sched_function *fn;
+	const struct sched_instance *self; /* left out */
+	int taking;			   /* one is taking the revision */
+	struct sched_instance *next;	   /* the lowest running one behind */
+};
+
+static int roll_cb(const char *key, void *value, void *arg)
+{
+	struct roll *r = arg;
+	struct sched_instance *in = value;
+
+	(void)key;
+	if (in == r->self)
+		return 0;
+	if (taking_revision(r->fn, in)) {
+		r->taking = 1;
+		return 1; /* enough */
+	}
+	/* Only a running one is held back (sched_decide's rolling). */
+	if (behind(r->fn, in) && in->state == SCHED_RUNNING &&
+	    (r->next == NULL || in->n < r->next->n))
+		r->next = in;
+	return 0;
+}
+
+void sched__roll_next(struct sched *s, struct sched_function *fn)
+{
+	struct roll r = { fn, NULL, 0, NULL };
+
+	rt_map_each(&fn->obj.children, roll_cb, &r);
+	if (!r.taking && r.next != NULL)
+		sched__act(s, r.next, DECIDE_CONVERGE, NULL, NULL);
+}
+
 /* Asks the decision (decide.c) what to do with `in`, filling its inputs
  * from the model. */
 enum decide_action sched__decide(struct sched *s, struct sched_instance *in,
@@ -42,7 +97,7 @@ enum decide_action sched__decide(struct sched *s, struct sched_instance *in,
 	d.in.state = in->state;
 	d.in.sent_revision = in->sent_revision;
 	d.in.sent_stop = in->sent_stop;
-	d.in.busy = in->call != NULL;
+	d.in.busy = in->busy > 0;
 	sched__request_of(s, fn, &r);
 	if (in->worker != NULL) {
 		sched__worker_view(in->worker, &pw);
@@ -53,6 +108,13 @@ enum decide_action sched__decide(struct sched *s, struct sched_instance *in,
 	d.fn = &r;
 	d.run_revision = fn->run_revision;
 	d.recovering = rt_mono_ms() < s->recovery_until;
+	if (behind(fn, in) && in->state == SCHED_RUNNING) {
+		/* A rolling deploy: one instance at a time. */
+		struct roll roll = { fn, in, 0, NULL };
+
+		rt_map_each(&fn->obj.children, roll_cb, &roll);
+		d.rolling = roll.taking;
+	}
 	return sched_decide(&d, res);
 }
 
@@ -177,11 +239,29 @@ void sched__instance_free(struct sched_instance *in)
 	free(in->stats);
 }
 
-/* Stops and forgets an instance that is no longer wanted. */
-static void retire(struct sched *s, struct sched_instance *in, int persist)
+/* Stops and forgets an instance that is no longer wanted. With
+ * `graceful` (its function stays), one serving calls on a connected
+ * worker is stopped first and removed once they have ended (its worker
+ * lets them finish, each bounded by its deadline): it takes no new
+ * call meanwhile. */
+static void retire(struct sched *s, struct sched_instance *in, int persist,
+		   int graceful)
 {
 	const char *t, *ns, *fn;
 
+	if (graceful && in->busy > 0 && in->worker != NULL &&
+	    in->worker->online) {
+		if (!in->retiring) {
+			in->retiring = 1;
+			in->desired_run = 0;
+			in->sent_stop = 1;
+			sched__send_simple(s, in, "stop", 1, NULL);
+			snprintf(in->reason, sizeof(in->reason),
+				 "removed once its %d calls have ended",
+				 in->busy);
+		}
+		return;
+	}
 	sched__call_lost(s, in, "its instance was removed");
 	sched__fn_of(in)->restarts_gone += in->restarts_total;
 	if (in->worker != NULL) {
@@ -195,6 +275,20 @@ static void retire(struct sched *s, struct sched_instance *in, int persist)
 	sched__inst_event(s, in, "instance.stopped", "reason", "removed", NULL,
 			  NULL);
 	sched__obj_drop(s, &in->obj);
+}
+
+void sched__retire_idle(struct sched *s, struct sched_instance *in)
+{
+	struct sched_function *fn = sched__fn_of(in);
+	int began;
+
+	if (!in->retiring || in->busy > 0)
+		return;
+	began = store_begin_derived(s->store) == 0;
+	retire(s, in, 1, 0);
+	sched__derived_end(s, began, 0, fn->obj.name);
+	if (!s->reconciling_all)
+		sched__check_free(s);
 }
 
 void sched__reconcile(struct sched *s, struct sched_function *fn)
@@ -211,7 +305,17 @@ void sched__reconcile(struct sched *s, struct sched_function *fn)
 		struct sched_instance *in;
 
 		snprintf(name, sizeof(name), "%d", n);
-		if (sched_child(&fn->obj, name) != NULL)
+		in = (struct sched_instance *)sched_child(&fn->obj, name);
+		if (in != NULL && in->retiring) {
+			/* Wanted again before its calls ended: it stays,
+			 * and starts again once its stop is done. */
+			in->retiring = 0;
+			in->desired_run = 1;
+			in->reason[0] = '\0';
+			if (rc == 0)
+				rc = sched__store_put(s, in);
+		}
+		if (in != NULL)
 			continue;
 		in = sched__instance_new(s, fn, n, 1);
 		if (in != NULL && rc == 0)
@@ -221,7 +325,7 @@ void sched__reconcile(struct sched *s, struct sched_function *fn)
 	for (i = 0; i < c.n; i++) {
 		if (c.v[i]->n < want)
 			continue;
-		retire(s, c.v[i], 1);
+		retire(s, c.v[i], 1, 1);
 		c.v[i] = NULL;
 	}
 	for (i = 0; i < c.n; i++) {
@@ -293,6 +397,6 @@ void sched__instances_drop(struct sched *s, struct sched_function *fn)
 	int i;
 
 	for (i = 0; i < c.n; i++)
-		retire(s, c.v[i], 0);
+		retire(s, c.v[i], 0, 0);
 	free(c.v);
 }

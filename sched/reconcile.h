@@ -44,6 +44,16 @@ void sched__instance_free(struct sched_instance *in);
  * workers must do. */
 void sched__reconcile(struct sched *s, struct sched_function *fn);
 
+/* Removes `in`, retiring (a graceful stop: it was no longer wanted while
+ * serving calls), once its calls have ended. */
+void sched__retire_idle(struct sched *s, struct sched_instance *in);
+
+/* A rolling deploy's next step: when no instance of `fn` is taking its
+ * run revision (sched__decide), the lowest-numbered running one still
+ * behind it is replaced. Called when an instance's state or revision
+ * changes. */
+void sched__roll_next(struct sched *s, struct sched_function *fn);
+
 /* Reconciles every function (capacity changed). */
 void sched__reconcile_all(struct sched *s);
 

@@ -22,6 +22,7 @@ static const char *const mode_words[] = { "daemon", "hot", "cold" };
 /* Figures of a function's instances. */
 struct figures {
 	int instances, running, busy;
+	int slots, busy_slots; /* of its running instances; calls served */
 	long long restarts;
 	double cpu;
 	long long rss;
@@ -37,7 +38,10 @@ static void figures_of(struct sched_function *fn, struct figures *f)
 	for (i = 0; i < n; i++) {
 		f->instances++;
 		f->running += v[i]->state == SCHED_RUNNING;
-		f->busy += v[i]->call != NULL;
+		f->busy += v[i]->busy > 0;
+		f->busy_slots += v[i]->busy;
+		if (v[i]->state == SCHED_RUNNING)
+			f->slots += sched_spec_slots(&fn->spec);
 		f->restarts += v[i]->restarts_total;
 		if (v[i]->pid > 0) {
 			f->cpu += v[i]->cpu_seconds;
@@ -70,9 +74,10 @@ static int render_fn_stats(struct sched_function *fn, struct rt_buf *out)
 	return rt_buf_printf(out,
 			     "restarts_total %lld\nqueue_depth %d\n"
 			     "instances %d\nrunning %d\nbusy %d\n"
+			     "slots %d\nbusy_slots %d\n"
 			     "cpu_seconds %.3f\nrss_bytes %lld\n",
 			     f.restarts, queued(fn), f.instances, f.running,
-			     f.busy, f.cpu, f.rss);
+			     f.busy, f.slots, f.busy_slots, f.cpu, f.rss);
 }
 
 int sched__instance_call_stats(struct sched *s, struct sched_instance *in,
@@ -86,9 +91,13 @@ int sched__instance_call_stats(struct sched *s, struct sched_instance *in,
 	v.cold_starts += (uint64_t)in->on_demand;
 	sched_stats_render(&v, out);
 	return rt_buf_printf(out,
-			     "queue_depth 0\ninstances 1\nrunning %d\n"
-			     "busy %d\n",
-			     in->state == SCHED_RUNNING, in->call != NULL);
+			     "queue_depth 0\ninstances 1\nrunning %d\nbusy %d\n"
+			     "slots %d\nbusy_slots %d\n",
+			     in->state == SCHED_RUNNING, in->busy > 0,
+			     in->state == SCHED_RUNNING
+				     ? sched_spec_slots(&sched__fn_of(in)->spec)
+				     : 0,
+			     in->busy);
 }
 
 /* ======================================================= text and lists */
@@ -548,6 +557,7 @@ enum fig {
 	F_INSTANCES,
 	F_RUNNING,
 	F_BUSY,
+	F_BUSY_SLOTS,
 	F_CPU,
 	F_RSS,
 	F_UP
@@ -575,6 +585,7 @@ static const struct family_def fn_families[] = {
 	{ "instances", "gauge", "Instances it has.", F_INSTANCES },
 	{ "running_instances", "gauge", "Instances running.", F_RUNNING },
 	{ "busy_instances", "gauge", "Instances serving a call.", F_BUSY },
+	{ "busy_slots", "gauge", "Calls its instances serve.", F_BUSY_SLOTS },
 	{ "cpu_seconds", "gauge",
 	  "CPU time of the live processes (drops when one restarts).", F_CPU },
 	{ "resident_memory_bytes", "gauge", "Resident memory of the instances.",
@@ -592,6 +603,7 @@ static const struct family_def inst_families[] = {
 	  F_SYSTEM },
 	{ "restarts_total", "counter", "Restarts.", F_RESTARTS },
 	{ "busy", "gauge", "Whether it serves a call.", F_BUSY },
+	{ "busy_slots", "gauge", "Calls it serves.", F_BUSY_SLOTS },
 	{ "cpu_seconds", "gauge", "CPU time of its live process.", F_CPU },
 	{ "resident_memory_bytes", "gauge", "Resident memory.", F_RSS },
 };
@@ -638,6 +650,7 @@ static double fn_value(struct sched_function *fn, enum fig fig,
 	case F_INSTANCES: return f->instances;
 	case F_RUNNING: return f->running;
 	case F_BUSY: return f->busy;
+	case F_BUSY_SLOTS: return f->busy_slots;
 	case F_CPU: return f->cpu;
 	case F_RSS: return (double)f->rss;
 	default: return 0;
@@ -657,7 +670,8 @@ static double inst_value(const struct sched_instance *in, enum fig fig)
 	case F_USER: return (double)st->user_errors;
 	case F_SYSTEM: return (double)st->system_errors;
 	case F_RESTARTS: return (double)in->restarts_total;
-	case F_BUSY: return in->call != NULL;
+	case F_BUSY: return in->busy > 0;
+	case F_BUSY_SLOTS: return in->busy;
 	case F_CPU: return live ? in->cpu_seconds : 0;
 	case F_RSS: return live ? (double)in->rss_bytes : 0;
 	default: return 0;

@@ -90,8 +90,10 @@ static struct sched_instance *owned(struct sched *s, struct sched_worker *w,
 	case SCHED_FENCE_STOP: break;
 	}
 	sched__fenced(w, id, epoch, 0, m->type);
-	h = json_pack("{s:s, s:s, s:b}", "type", "stop", "instance", id,
-		      "forget", 1);
+	/* Calls it may have are no call of the controller's: no graceful
+	 * stop for them. */
+	h = json_pack("{s:s, s:s, s:b, s:b}", "type", "stop", "instance", id,
+		      "forget", 1, "abort_calls", 1);
 	if (h != NULL && epoch > 0)
 		json_object_set_new(h, "epoch",
 				    json_integer((json_int_t)epoch));
@@ -126,11 +128,13 @@ void sched__on_instance(struct sched *s, struct sched_worker *w,
 	char pid[16], rev[32];
 	size_t i;
 	int oldpid;
+	uint64_t oldrev;
 
 	if (in == NULL)
 		return;
 	old = in->state;
 	oldpid = in->pid;
+	oldrev = in->revision;
 	st = parse_state(rt_msg_str(m, "state"));
 	in->state = st;
 	in->pid = (int)rt_msg_int(m, "pid", 0);
@@ -196,6 +200,10 @@ void sched__on_instance(struct sched *s, struct sched_worker *w,
 		/* Stopped, yet wanted (a stop overtaken by a start, a worker
 		 * that stopped it by itself): the decision says what now. */
 		sched__act(s, in, DECIDE_CONVERGE, NULL, NULL);
+	if ((st != old || in->revision != oldrev) && !s->shutting_down)
+		/* A rolling deploy goes on once this one runs the new
+		 * revision (or failed). */
+		sched__roll_next(s, sched__fn_of(in));
 	if (st == SCHED_RUNNING &&
 	    sched__fn_of(in)->spec.mode != SCHED_MODE_DAEMON) {
 		/* Ready for calls: the queue may move. */

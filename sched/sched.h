@@ -350,7 +350,9 @@ struct sched_instance {
 	char *exits;		   /* owned: status lines of recent exits */
 	double cpu_seconds;
 	long long rss_bytes;
-	struct sched_call *call;   /* the call it serves, or NULL */
+	struct sched_call *calls;  /* the calls it serves (a list), or NULL */
+	int busy;		   /* how many: its busy slots (slots.h) */
+	int retiring;		   /* removed once its calls have ended */
 	int64_t idle_mono;	   /* monotonic ms it became idle */
 	int on_demand;		   /* launched for waiting calls */
 	struct sched_stats *stats; /* owned: its calls, or NULL */

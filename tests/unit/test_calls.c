@@ -1,6 +1,7 @@
 /*
  * test_calls.c - the pieces of calls that need no loop: the line and json
- * framing of hot calls, the latency histogram and the one-minute window.
+ * framing of hot calls, the latency histogram and the one-minute window,
+ * dispatch by free slots and Fn's launch rule in slots.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -8,6 +9,7 @@
 #include <stdlib.h>
 
 #include "../../runtime/frame.h"
+#include "../../sched/slots.h"
 #include "../../sched/stats.h"
 #include "unit.h"
 
@@ -171,4 +173,95 @@ TEST(stats_window_slides)
 	sched_stats_view(st, t + 1000 * 1000, &v);
 	CHECK(v.received_1min == 0 && v.received == 91);
 	free(st);
+}
+
+TEST(frame_json_response_id)
+{
+	char id[24];
+	const char *ok = "{\"id\":\"17\",\"body\":\"x\"}";
+	const char *none = "{\"body\":\"x\"}";
+	const char *num = "{\"id\":17,\"body\":\"x\"}";
+	const char *nul = "{\"id\":\"1\\u00002\",\"body\":\"x\"}";
+	char big[128];
+
+	CHECK(rt_frame_response_id(ok, strlen(ok), id, sizeof(id)) == 1);
+	CHECK_STR(id, "17");
+	CHECK(rt_frame_response_id(none, strlen(none), id, sizeof(id)) == 0);
+	CHECK(rt_frame_response_id(num, strlen(num), id, sizeof(id)) == 0);
+	CHECK(rt_frame_response_id("HI", 2, id, sizeof(id)) == 0);
+	CHECK(rt_frame_response_id(nul, strlen(nul), id, sizeof(id)) ==
+	      -ERANGE);
+	snprintf(big, sizeof(big), "{\"id\":\"%040d\"}", 1);
+	CHECK(rt_frame_response_id(big, strlen(big), id, sizeof(id)) ==
+	      -ERANGE);
+}
+
+/* Picks the instance of `v` a call goes to, as calls.c does: index or -1. */
+static int pick(const struct slots_instance *v, int n, int slots)
+{
+	int i, best = -1;
+
+	for (i = 0; i < n; i++)
+		if (sched_slots_prefer(&v[i], best < 0 ? NULL : &v[best],
+				       slots))
+			best = i;
+	return best;
+}
+
+TEST(slots_dispatch_fills_the_lowest_first)
+{
+	/* Listed out of order, as a map gives them. */
+	struct slots_instance v[3] = { { 2, 1, 0 }, { 0, 1, 0 }, { 1, 1, 0 } };
+	int i, k, seen[3] = { 0, 0, 0 };
+
+	/* Concurrency 4: instance 0 takes four calls, then instance 1. */
+	for (k = 0; k < 4; k++) {
+		CHECK(pick(v, 3, 4) == 1);
+		v[1].busy++;
+	}
+	CHECK(sched_slots_free(&v[1], 4) == 0);
+	CHECK(pick(v, 3, 4) == 2);
+	/* Twelve slots in all: the thirteenth call finds none. */
+	for (k = 0; k < 8; k++) {
+		i = pick(v, 3, 4);
+		CHECK(i >= 0);
+		if (i < 0)
+			break;
+		v[i].busy++;
+		seen[v[i].n]++;
+	}
+	CHECK(seen[1] == 4 && seen[2] == 4);
+	CHECK(pick(v, 3, 4) == -1);
+	/* A call ends on instance 2: its slot is free. */
+	v[0].busy--;
+	CHECK(pick(v, 3, 4) == 0);
+	/* Concurrency lowered to 2: over it, no free slot, not negative. */
+	CHECK(sched_slots_free(&v[1], 2) == 0);
+	CHECK(pick(v, 3, 2) == -1);
+	/* An instance that does not take calls (stopping, replaced) has
+	 * none free, however idle. */
+	v[1].busy = 0;
+	v[1].usable = 0;
+	CHECK(sched_slots_free(&v[1], 4) == 0);
+	CHECK(pick(v, 3, 4) == 0);
+}
+
+TEST(slots_launch_rule)
+{
+	/* Fn's rule with one slot each: waiting calls outnumber the
+	 * instances starting. */
+	CHECK(sched_slots_launch(0, 0, 1, 0, 10) == 0);
+	CHECK(sched_slots_launch(3, 0, 1, 1, 10) == 3);
+	CHECK(sched_slots_launch(3, 1, 1, 2, 10) == 2);
+	CHECK(sched_slots_launch(3, 3, 1, 4, 10) == 0);
+	/* Slots: one instance starting brings four, enough for four. */
+	CHECK(sched_slots_launch(4, 1, 4, 2, 10) == 0);
+	CHECK(sched_slots_launch(5, 1, 4, 2, 10) == 1);
+	CHECK(sched_slots_launch(9, 0, 4, 1, 10) == 3);
+	CHECK(sched_slots_launch(200, 0, 4, 0, 2) == 2);
+	/* Never past max_instances. */
+	CHECK(sched_slots_launch(100, 0, 4, 2, 2) == 0);
+	CHECK(sched_slots_launch(100, 0, 4, 3, 2) == 0);
+	/* A bad slot count counts as one. */
+	CHECK(sched_slots_launch(2, 0, 0, 0, 10) == 2);
 }

@@ -84,8 +84,10 @@ static const struct row rows[] = {
 	  PLAIN_1024, F128, 1, 0, DECIDE_START, NULL, 1 },
 	{ "new revision: restart", C, 1, SCHED_RUNNING, 1, 0, 0, PLAIN_1024,
 	  F128, 2, 0, DECIDE_RESTART, "revision", 1 },
-	{ "new revision, busy: waits for the call", C, 1, SCHED_RUNNING, 1, 0,
-	  1, PLAIN_1024, F128, 2, 0, DECIDE_NONE, "call ends", 1 },
+	{ "new revision, busy: now (its worker lets the calls finish)", C, 1,
+	  SCHED_RUNNING, 1, 0, 1, PLAIN_1024, F128, 2, 0, DECIDE_RESTART,
+	  "revision", 1 },
+
 	{ "new revision, busy but in backoff: restart", C, 1, SCHED_BACKOFF, 1,
 	  0, 1, PLAIN_1024, F128, 2, 0, DECIDE_RESTART, NULL, 1 },
 	{ "stopped but wanted: start", C, 1, SCHED_STOPPED, 1, 0, 0, PLAIN_1024,
@@ -197,13 +199,14 @@ static void spec_of(enum fnspec f, struct place_request *r)
 	}
 }
 
-TEST(decide_table)
+/* Checks each of `n` rows, with `rolling` (another instance of the
+ * function is taking the new revision). */
+static void check_rows(const struct row *table, size_t n, int rolling)
 {
 	size_t i;
 
-	CHECK(sizeof(rows) / sizeof(rows[0]) >= 30);
-	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-		const struct row *t = &rows[i];
+	for (i = 0; i < n; i++) {
+		const struct row *t = &table[i];
 		struct decide_input d;
 		struct decide_result res;
 		struct place_worker w;
@@ -225,6 +228,7 @@ TEST(decide_table)
 		d.fn = &r;
 		d.run_revision = t->run_revision;
 		d.recovering = t->recovering;
+		d.rolling = rolling;
 		got = sched_decide(&d, &res);
 		if (got != t->want || res.action != got ||
 		    (t->reason != NULL &&
@@ -239,6 +243,42 @@ TEST(decide_table)
 			unit_fail(__FILE__, __LINE__, t->what);
 		}
 	}
+}
+
+TEST(decide_table)
+{
+	CHECK(sizeof(rows) / sizeof(rows[0]) >= 30);
+	check_rows(rows, sizeof(rows) / sizeof(rows[0]), 0);
+}
+
+/* A rolling deploy: while another instance is taking the new revision, a
+ * running one waits for its turn; one that serves nothing anyway, a
+ * restart command and a first start do not wait. */
+static const struct row rolling_rows[] = {
+	{ "new revision while another takes it: waits its turn", C, 1,
+	  SCHED_RUNNING, 1, 0, 0, PLAIN_1024, F128, 2, 0, DECIDE_NONE,
+	  "rolling", 1 },
+	{ "new revision while another takes it, busy: waits its turn", C, 1,
+	  SCHED_RUNNING, 1, 0, 1, PLAIN_1024, F128, 2, 0, DECIDE_NONE,
+	  "rolling", 1 },
+	{ "new revision while another takes it, in backoff: restart", C, 1,
+	  SCHED_BACKOFF, 1, 0, 0, PLAIN_1024, F128, 2, 0, DECIDE_RESTART, NULL,
+	  1 },
+	{ "new revision while another takes it, restart command: now", CR, 1,
+	  SCHED_RUNNING, 1, 0, 0, PLAIN_1024, F128, 2, 0, DECIDE_RESTART, NULL,
+	  1 },
+	{ "never started while another takes it: start", C, 1, SCHED_STARTING,
+	  0, 0, 0, PLAIN_1024, F128, 2, 0, DECIDE_START, NULL, 1 },
+	{ "current while another takes it: nothing", C, 1, SCHED_RUNNING, 2, 0,
+	  1, PLAIN_1024, F128, 2, 0, DECIDE_NONE, NULL, 1 },
+	{ "unwanted while another takes it: stop", C, 0, SCHED_RUNNING, 1, 0, 0,
+	  PLAIN_1024, F128, 2, 0, DECIDE_STOP, NULL, 0 },
+};
+
+TEST(decide_rolling)
+{
+	check_rows(rolling_rows, sizeof(rolling_rows) / sizeof(rolling_rows[0]),
+		   1);
 }
 
 TEST(decide_fits_reasons)

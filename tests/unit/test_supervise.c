@@ -89,6 +89,24 @@ static const struct rt_sup_events events = {
 	.call_exited = ev_call_exited,
 };
 
+/* The calls a graceful stop waits for, as the worker's call.c counts. */
+static int fake_busy;
+
+static int ev_busy(const struct rt_instance *in)
+{
+	(void)in;
+	return fake_busy;
+}
+
+static const struct rt_sup_events busy_events = {
+	.state = ev_state,
+	.spawned = ev_spawned,
+	.exited = ev_exited,
+	.removed = ev_removed,
+	.call_exited = ev_call_exited,
+	.busy = ev_busy,
+};
+
 static void on_chld(uv_signal_t *s, int signum)
 {
 	(void)s;
@@ -488,4 +506,56 @@ TEST(supervise_log_capture)
 	snprintf(path, sizeof(path), "%s/t:n:f:0.log", dir);
 	unlink(path);
 	CHECK(rmdir(dir) == 0);
+}
+
+/* A graceful stop: with calls in flight, a stop and a restart leave the
+ * process alone and the instance `stopping` until the calls have ended;
+ * then SIGTERM, and for the restart a new process. */
+TEST(supervise_stop_waits_for_calls)
+{
+	struct rt_instance *in;
+	pid_t pid;
+
+	setup();
+	sup.ev = &busy_events;
+	in = start_new("t/n/f/0", daemon_spec("sleep 30", "always", 0));
+	pid = in->pid;
+	fake_busy = 1;
+	CHECK(rt_instance_stop(in, 0) == 0);
+	CHECK(in->state == RT_STOPPING && in->draining);
+	CHECK(strstr(in->reason, "in flight") != NULL);
+	CHECK(!run_until(never, 300));
+	CHECK(rec.exited == 0 && !gone(pid));
+	rt_instance_drained(in); /* still busy: nothing happens */
+	CHECK(!run_until(never, 100));
+	CHECK(rec.exited == 0 && !gone(pid));
+	fake_busy = 0;
+	rt_instance_drained(in);
+	want_exited = 1;
+	CHECK(run_until(exited_enough, 3000));
+	CHECK(rec.exits[0].signal == SIGTERM);
+	CHECK(in->state == RT_STOPPED && !in->draining && gone(pid));
+
+	/* A restart waits the same way, then spawns anew. */
+	CHECK(rt_instance_start(in, NULL, 1) == 0);
+	CHECK(in->state == RT_RUNNING && rec.spawned == 2);
+	pid = in->pid;
+	fake_busy = 1;
+	CHECK(rt_instance_restart(in) == 0);
+	CHECK(in->state == RT_STOPPING);
+	CHECK(!run_until(never, 300));
+	CHECK(rec.exited == 1 && !gone(pid));
+	/* A stop while the restart waits: the stop wins, still after the
+	 * calls. */
+	CHECK(rt_instance_stop(in, 1) == 0);
+	CHECK(!run_until(never, 100));
+	CHECK(rec.exited == 1 && rec.removed == 0);
+	fake_busy = 0;
+	rt_instance_drained(in);
+	want_exited = 2;
+	CHECK(run_until(exited_enough, 3000));
+	CHECK(gone(pid) && rec.spawned == 2);
+	CHECK(!run_until(never, 50));
+	CHECK(rec.removed == 1); /* forgotten once stopped */
+	teardown();
 }
