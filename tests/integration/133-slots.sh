@@ -6,11 +6,16 @@
 # stats show busy slots; a lower concurrency takes effect without a
 # restart, and a raised one too.
 #
-# The function speaks json. For the http format (once merged), only the
-# config below changes: an http.server fixture that counts in flight the
-# same way (the INFLIGHT_DIR state file) and "format": "http"; every check
-# reads fnfs's files and that state file.
+# The function speaks json here; 135-slots-http runs the same checks
+# against a Python http.server function (fixtures/inflight_http.py, on
+# $PORT as any Knative service), which counts its calls in flight the same
+# way (the INFLIGHT_DIR state file).
 . "$(dirname "$0")/lib.sh"
+SLOTS_FORMAT=${SLOTS_FORMAT:-json}
+case $SLOTS_FORMAT in
+http) SLOTS_PROG=inflight_http.py ;;
+*) SLOTS_PROG=inflight.py ;;
+esac
 start_fnfs || exit 1
 check "the local worker registers" wait_until 10 state_is "$MNT/workers/local-1/state" healthy
 S=$MNT/tenants/acme/prod/slots
@@ -31,11 +36,11 @@ conc() {
 }
 
 cat >"$S/config" <<JSON
-{"command": "python3 -u $FIXTURES/inflight.py", "mode": "hot", "format": "json",
+{"command": "python3 -u $FIXTURES/$SLOTS_PROG", "mode": "hot", "format": "$SLOTS_FORMAT",
  "parallelism": 1, "max_instances": 2, "concurrency": 4, "timeout": 30000,
  "env": {"INFLIGHT_DIR": "$R"}, "mounts": ["$R rw"]}
 JSON
-check "a json function with concurrency 4 runs" wait_until 20 running_all "$S" 1
+check "a $SLOTS_FORMAT function with concurrency 4 runs" wait_until 20 running_all "$S" 1
 check_eq "a call" "$(printf hi | "$FNFS" invoke acme/prod/slots --mount "$MNT")" "HI"
 check_eq "its instance has 4 slots" "$(stat_of "$S/instances/0/status" slots)" 4
 

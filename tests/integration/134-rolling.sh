@@ -6,15 +6,21 @@
 # time, the next only once the previous runs the new revision, and no
 # call fails.
 #
-# The function speaks json; once the http format lands, the same steps
-# apply to an http server (see the config below).
+# The function speaks json here; 136-rolling-http runs the same steps
+# against a Python http.server function (fixtures/inflight_http.py), whose
+# instances are ready once GET / answers (ready http:/, the default).
 . "$(dirname "$0")/lib.sh"
+ROLL_FORMAT=${ROLL_FORMAT:-json}
+case $ROLL_FORMAT in
+http) ROLL_PROG=inflight_http.py ;;
+*) ROLL_PROG=upper.py ;;
+esac
 start_fnfs || exit 1
 check "the local worker registers" wait_until 10 state_is "$MNT/workers/local-1/state" healthy
 F=$MNT/tenants/acme/prod/roll
 mkdir -p "$F"
 cat >"$F/config" <<JSON
-{"command": "python3 -u $FIXTURES/upper.py", "mode": "hot", "format": "json",
+{"command": "python3 -u $FIXTURES/$ROLL_PROG", "mode": "hot", "format": "$ROLL_FORMAT",
  "parallelism": 2, "timeout": 30000}
 JSON
 check "two instances run" wait_until 20 running_all "$F" 2
@@ -104,7 +110,7 @@ for k in 1 2 3; do
 done
 wait_until 10 eval '[ "$(cat "$T"/load.* 2>/dev/null | wc -l)" -ge 6 ]'
 n0=$(grep -n . "$MNT/events" | tail -1 | cut -d: -f1)
-write "$F/command" "python3 -u  $FIXTURES/upper.py"
+write "$F/command" "python3 -u  $FIXTURES/$ROLL_PROG"
 rev=$(cat "$F/revision")
 check "a new command: both instances take the new revision" wait_until 60 eval '[ "$(stat_of "$F/instances/0/status" revision)" = "$rev" ] && [ "$(stat_of "$F/instances/1/status" revision)" = "$rev" ] && running_all "$F" 2'
 sleep 1 # the load goes on a little on the new revision
