@@ -115,9 +115,9 @@ int rt_endpoint_prepare(struct rt_instance *in, const char **why)
 	struct rt_buf dir = { 0 }, sock = { 0 };
 	int port, rc = 0;
 
-	in->port = 0;
-	free(in->listener);
-	in->listener = NULL;
+	/* What the last run had goes: its spec may have wanted one and the
+	 * new one not. */
+	rt_endpoint_forget(in);
 	if (!rt_endpoint_wanted(in))
 		goto out;
 	port = rt_endpoint_free_port();
@@ -149,6 +149,12 @@ int rt_endpoint_prepare(struct rt_instance *in, const char **why)
 		sock.data = NULL;
 	}
 	in->port = port;
+	in->listen_dir = strdup(dir.data);
+	if (in->listen_dir == NULL) {
+		*why = "out of memory";
+		rc = -ENOMEM;
+		goto out;
+	}
 	/* The sandbox binds it writable at the same place. */
 	rc = json_object_set_new(in->spec, "listen_dir",
 				 json_string(dir.data)) < 0
@@ -189,8 +195,7 @@ int rt_endpoint_unix_ready(const struct rt_instance *in)
 
 void rt_endpoint_forget(struct rt_instance *in)
 {
-	const char *dir = json_string_value(
-		in->spec ? json_object_get(in->spec, "listen_dir") : NULL);
+	const char *dir = in->listen_dir;
 
 	if (in->listener != NULL)
 		unlink(in->listener);
@@ -207,6 +212,8 @@ void rt_endpoint_forget(struct rt_instance *in)
 		}
 		free(up);
 	}
+	free(in->listen_dir);
+	in->listen_dir = NULL;
 	free(in->listener);
 	in->listener = NULL;
 	in->port = 0;

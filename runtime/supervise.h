@@ -128,6 +128,8 @@ struct rt_instance {
 	int port;	       /* endpoint.c: its PORT, or 0 */
 	char *listener;	       /* endpoint.c: its FN_LISTENER socket path,
 				* owned, or NULL */
+	char *listen_dir;      /* endpoint.c: the socket's directory, owned,
+				* or NULL */
 	void *lambda;	       /* lambda.c: its runtime API, or NULL */
 	int fail_exit;	       /* its process's exit fails it for `reason`
 				* (rt_instance_fail_run) */

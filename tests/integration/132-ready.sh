@@ -204,4 +204,19 @@ write "$N/state" stop
 check "and stops again" wait_until 10 state_is "$N/instances/0/state" stopped
 after_fds=$(fds)
 check "the worker holds no more sockets after unready restarts ($before_fds -> $after_fds)" test "$after_fds" -le "$before_fds"
+
+# The FN_LISTENER directory goes with what wanted it: a function probed by
+# tcp has one; set to `started`, its next process has none, and the
+# directory is gone.
+E=$MNT/tenants/acme/ready/sockdir
+mkdir -p "$E"
+write "$E/ready" tcp
+write "$E/command" 'sleep 1000'
+check "a tcp-probed daemon waits to be ready" wait_until 10 eval 'grep -q "^reason waiting to be ready" "$E/instances/0/status"'
+sock=$(env_of "$(pid_of "$E/instances/0")" FN_LISTENER)
+sockdir=$(dirname "${sock#unix:}")
+check "it has a socket directory ($sockdir)" test -d "$sockdir"
+write "$E/ready" started
+check "set to started, it runs" wait_until 10 state_is "$E/instances/0/state" running
+check "and its socket directory is gone" wait_until 5 eval '[ ! -e "$sockdir" ]'
 done_testing

@@ -81,11 +81,16 @@ TEST(endpoint_prepare_and_forget)
 	CHECK(stat(json_string_value(json_object_get(in.spec, "listen_dir")),
 		   &st) < 0 &&
 	      errno == ENOENT);
-	/* One that wants none gets none. */
+	/* One that wants none gets none, and what its last run had (under
+	 * a spec that wanted one) goes. */
+	CHECK(rt_endpoint_prepare(&in, &why) == 0);
+	snprintf(logs, sizeof(logs), "%s", in.listen_dir);
+	CHECK(stat(logs, &st) == 0);
 	json_decref(in.spec);
 	in.spec = spec_of("daemon", "line", "started");
 	CHECK(rt_endpoint_prepare(&in, &why) == 0);
-	CHECK(in.port == 0 && in.listener == NULL);
+	CHECK(in.port == 0 && in.listener == NULL && in.listen_dir == NULL);
+	CHECK(stat(logs, &st) < 0 && errno == ENOENT);
 	json_decref(in.spec);
 	snprintf(logs, sizeof(logs), "rm -rf '%s'", tmp);
 	CHECK(system(logs) == 0);
