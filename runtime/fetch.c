@@ -35,6 +35,7 @@
 #define FETCH_TIMEOUT_MS 30000	/* a download without progress this long */
 #define GET_BATCH	 1024	/* objects per code.get */
 #define FILES_MAX	 100000 /* entries a manifest may have here */
+#define PREFETCH_KEEP_MS 120000 /* a prefetched tree no start used yet */
 
 /* A start waiting for its code. */
 struct wait {
@@ -67,6 +68,7 @@ struct tree {
 	int fd;		      /* its temporary file, or -1 */
 	char *part;	      /* its path, owned */
 	int64_t last_mono;    /* of the last progress */
+	int64_t kept_until;   /* prefetched: kept unused until then */
 	char why[200];	      /* a failure's reason */
 };
 
@@ -238,11 +240,13 @@ static void tree_drop(struct rt_worker *w, struct tree *t)
 	free(t);
 }
 
-/* Drops `t` when nothing uses or waits for it and it is not busy. */
+/* Drops `t` when nothing uses or waits for it, it is not busy, and it
+ * is not a prefetched tree still waiting for its first start. */
 static void tree_tidy(struct rt_worker *w, struct tree *t)
 {
 	if (t->users == 0 && t->waits == NULL && t->state != BUILDING &&
-	    t->state != FETCHING)
+	    t->state != FETCHING &&
+	    (t->state == FAILED || t->kept_until <= rt_mono_ms()))
 		tree_drop(w, t);
 }
 
@@ -610,7 +614,8 @@ static int got_manifest(struct rt_worker *w, struct tree *t)
 /* Everything `t` needs is here: it is unpacked. */
 static void fetched(struct rt_worker *w, struct tree *t)
 {
-	if (t->waits == NULL && t->users == 0) {
+	if (t->waits == NULL && t->users == 0 &&
+	    t->kept_until <= rt_mono_ms()) {
 		t->state = FAILED; /* nobody wants it any more */
 		tree_tidy(w, t);
 		return;
@@ -730,6 +735,8 @@ static void on_chunk(struct rt_worker *w, struct tree *t,
 	rt_buf_free(&why);
 }
 
+static void prefetch(struct rt_worker *w, const struct rt_msg *m);
+
 void rt_code_on_message(struct rt_worker *w, const struct rt_msg *m)
 {
 	struct cache *c = cache_of(w);
@@ -738,6 +745,10 @@ void rt_code_on_message(struct rt_worker *w, const struct rt_msg *m)
 	const char *why = rt_msg_str(m, "reason");
 	char text[256];
 
+	if (strcmp(m->type, "code.prefetch") == 0) {
+		prefetch(w, m);
+		return;
+	}
 	if (t == NULL || t->state != FETCHING)
 		return; /* a download that ended already */
 	if (strcmp(m->type, "code.chunk") == 0) {
@@ -812,9 +823,58 @@ void rt_code_tick(struct rt_worker *w)
 				 "code: nothing arrived for %d s",
 				 FETCH_TIMEOUT_MS / 1000);
 			tree_fail(w, t, ETIMEDOUT, why);
+		} else if (t->kept_until != 0 &&
+			   t->kept_until <= rt_mono_ms()) {
+			t->kept_until = 0;
+			tree_tidy(w, t); /* a prefetch no start came for */
 		}
 	}
 	free(v);
+}
+
+/* Begins downloading revision `hash` of `bytes` bytes. Returns its new
+ * tree, or NULL when out of memory. */
+static struct tree *tree_fetch(struct rt_worker *w, const char *hash,
+			       uint64_t bytes)
+{
+	struct cache *c = cache_of(w);
+	struct rt_buf dir = { 0 };
+	struct tree *t = calloc(1, sizeof(*t));
+
+	rt_buf_printf(&dir, "%s/%s", c->trees, hash);
+	if (t == NULL || dir.data == NULL || rt_map_put(&c->all, hash, t) < 0) {
+		free(t);
+		rt_buf_free(&dir);
+		return NULL;
+	}
+	memcpy(t->hash, hash, 65);
+	t->dir = dir.data;
+	t->fd = -1;
+	t->bytes = bytes;
+	t->state = FETCHING;
+	send_want(w, t);
+	return t;
+}
+
+/* code.prefetch: the controller made revision `hash` of code that
+ * instances here will be started with; it is downloaded now (one
+ * download per hash, as for a start) and kept PREFETCH_KEEP_MS for the
+ * first start that uses it. */
+static void prefetch(struct rt_worker *w, const struct rt_msg *m)
+{
+	const char *hash = rt_msg_str(m, "hash");
+	long long bytes = rt_msg_int(m, "bytes", 0);
+	struct tree *t;
+
+	if (cache_of(w) == NULL || !rt_code_hash_valid(hash) || bytes < 0)
+		return;
+	t = rt_map_get(&cache_of(w)->all, hash);
+	if (t == NULL)
+		t = tree_fetch(w, hash, (uint64_t)bytes);
+	else if (t->users > 0 || t->waits != NULL)
+		return; /* in use already: kept anyway */
+	if (t != NULL && t->state != FAILED)
+		t->kept_until = rt_mono_ms() + PREFETCH_KEEP_MS;
 }
 
 /* Drops the start waiting for instance `id` in `t`, answering it. */
@@ -893,6 +953,7 @@ int rt_code_start(struct rt_worker *w, struct rt_instance *in, json_t **spec,
 			rt_worker_reply(w, seq, ENOMEM);
 			return 1;
 		}
+		t->kept_until = 0;
 		use(w, in->id, hash);
 		return 0;
 	}
@@ -905,26 +966,12 @@ int rt_code_start(struct rt_worker *w, struct rt_instance *in, json_t **spec,
 	q->spec = json_incref(*spec);
 	q->revision = revision;
 	q->seq = seq;
-	if (t == NULL) {
-		struct rt_buf dir = { 0 };
-
-		t = calloc(1, sizeof(*t));
-		rt_buf_printf(&dir, "%s/%s", c->trees, hash);
-		if (t == NULL || dir.data == NULL ||
-		    rt_map_put(&c->all, hash, t) < 0) {
-			free(t);
-			rt_buf_free(&dir);
-			wait_free(q);
-			rt_worker_reply(w, seq, ENOMEM);
-			return 1;
-		}
-		memcpy(t->hash, hash, 65);
-		t->dir = dir.data;
-		t->fd = -1;
-		t->bytes = (uint64_t)bytes;
-		t->state = FETCHING;
-		send_want(w, t);
+	if (t == NULL && (t = tree_fetch(w, hash, (uint64_t)bytes)) == NULL) {
+		wait_free(q);
+		rt_worker_reply(w, seq, ENOMEM);
+		return 1;
 	}
+	t->kept_until = 0; /* a start came: it is kept while used */
 	q->next = t->waits;
 	t->waits = q;
 	return 1;

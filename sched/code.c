@@ -1324,6 +1324,39 @@ out:
 	return rc;
 }
 
+/* Tells every online worker with an instance of `fn` to download
+ * revision `hash` of its code now (code.prefetch), before the instance is
+ * replaced: a rolling deploy replaces the instances one at a time, and
+ * without it each worker's download would wait for the replacements
+ * before it. The downloads then go side by side, and each replacement
+ * finds its code unpacked. Best effort: a start fetches what a prefetch
+ * did not. */
+static void prefetch(struct sched *s, struct sched_function *fn,
+		     const char *hash, uint64_t bytes)
+{
+	struct sched_collect col = sched__instances_of(fn);
+	struct sched_worker **sent = calloc((size_t)col.n + 1, sizeof(*sent));
+	int i, j, nsent = 0;
+
+	for (i = 0; sent != NULL && i < col.n; i++) {
+		struct sched_worker *w = col.v[i]->worker;
+
+		if (w == NULL || !w->online || !col.v[i]->desired_run)
+			continue;
+		for (j = 0; j < nsent && sent[j] != w; j++)
+			;
+		if (j < nsent)
+			continue;
+		sent[nsent++] = w;
+		sched__send(s, w,
+			    json_pack("{s:s, s:s, s:I}", "type",
+				      "code.prefetch", "hash", hash, "bytes",
+				      (json_int_t)bytes));
+	}
+	free(sent);
+	free(col.v);
+}
+
 /* Makes the tree of `f` as closed now its revision of code, unless it
  * is that already. Returns 0 or -errno (it is tried again later). */
 static int make_revision(struct sched *s, struct code_fn *f)
@@ -1373,6 +1406,8 @@ static int make_revision(struct sched *s, struct code_fn *f)
 	snprintf(rev, sizeof(rev), "%llu", (unsigned long long)bytes);
 	rt_buf_kv(&kvs, "bytes", rev);
 	sched__event(s, &fn->obj, "function.updated", kvs.data);
+	if (hash[0])
+		prefetch(s, fn, hash, bytes);
 	sched__reconcile(s, fn);
 out:
 	if (rc < 0) {
