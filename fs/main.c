@@ -97,7 +97,7 @@ static const char help_text[] =
 	"  fnfs store import [--data DIR] < dump.json\n"
 	"      Makes DIR's state from such a dump: DIR must have no store\n"
 	"      yet. Everything is checked before anything is written; a\n"
-	"      refused dump leaves no store. Then fnfs mount --data DIR.\n"
+	"      refused dump leaves no store. Then mount DIR.\n"
 	"  fnfs invoke TENANT/NAMESPACE/FUNCTION [--mount MOUNTPOINT]\n"
 	"              [--http] [-X METHOD] [-H 'Name: value']... "
 	"[--path /P?Q]\n"
