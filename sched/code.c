@@ -16,7 +16,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <openssl/evp.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,26 +79,6 @@ struct code_out {
 	uint64_t off, size;
 };
 
-enum { Q_PUT, Q_DEL, Q_REN, Q_DEL_FN, Q_DEL_REV, Q_PUB, Q_COUNT };
-
-static const char *const q_sql[Q_COUNT] = {
-	[Q_PUT] = "INSERT OR REPLACE INTO code_files(tenant, namespace, "
-		  "function, path, mode, size, hash, mtime_ms) VALUES(?1, ?2, "
-		  "?3, ?4, ?5, ?6, ?7, ?8)",
-	[Q_DEL] = "DELETE FROM code_files WHERE tenant = ?1 AND namespace = "
-		  "?2 AND function = ?3 AND path = ?4",
-	[Q_REN] = "UPDATE code_files SET path = ?5 || substr(path, ?6) WHERE "
-		  "tenant = ?1 AND namespace = ?2 AND function = ?3 AND (path "
-		  "= ?4 OR (path > ?4 || '/' AND path < ?4 || '0'))",
-	[Q_DEL_FN] = "DELETE FROM code_files WHERE tenant = ?1 AND namespace "
-		     "= ?2 AND function = ?3",
-	[Q_DEL_REV] = "DELETE FROM code_revisions WHERE tenant = ?1 AND "
-		      "namespace = ?2 AND function = ?3",
-	[Q_PUB] = "INSERT OR REPLACE INTO code_revisions(tenant, namespace, "
-		  "function, hash, bytes, files) VALUES(?1, ?2, ?3, ?4, ?5, "
-		  "?6)",
-};
-
 struct sched_code_state {
 	char *root;    /* DATA/code, owned */
 	int made;      /* root, objects and tmp exist */
@@ -118,7 +97,6 @@ struct sched_code_state {
 	int started;
 	int sweep;    /* the next objects/ prefix to sweep; 256: done */
 	uint64_t seq; /* names of staging and temporary files */
-	sqlite3_stmt *q[Q_COUNT];
 };
 
 static int make_dirs(struct sched_code_state *c);
@@ -218,70 +196,33 @@ static void ref_drop(struct sched_code_state *c, const char *h)
 }
 
 /* Prepares statement `i` and binds the function's key. */
-static sqlite3_stmt *stmt(struct sched *s, int i,
-			  const struct sched_function *fn)
-{
-	struct sched_code_state *c = st_of(s);
-	const char *k[3];
-	int j;
-
-	if (c->q[i] == NULL &&
-	    sqlite3_prepare_v3(store_db(s->store), q_sql[i], -1,
-			       SQLITE_PREPARE_PERSISTENT, &c->q[i],
-			       NULL) != SQLITE_OK) {
-		rt_log(RT_LOG_ERROR, "code: %s: %s", q_sql[i],
-		       sqlite3_errmsg(store_db(s->store)));
-		return NULL;
-	}
-	sqlite3_reset(c->q[i]);
-	sqlite3_clear_bindings(c->q[i]);
-	fn_key(fn, k);
-	for (j = 0; j < 3; j++)
-		sqlite3_bind_text(c->q[i], j + 1, k[j], -1, SQLITE_TRANSIENT);
-	return c->q[i];
-}
-
-static int step(struct sched *s, sqlite3_stmt *q)
-{
-	int rc;
-
-	if (q == NULL)
-		return -EIO;
-	rc = sqlite3_step(q);
-	sqlite3_reset(q);
-	if (rc == SQLITE_DONE)
-		return 0;
-	rt_log(RT_LOG_ERROR, "code: store: %s",
-	       sqlite3_errmsg(store_db(s->store)));
-	return rc == SQLITE_FULL ? -ENOSPC : -EIO;
-}
-
 /* Writes the row of node `n` (at `path`). */
 static int row_put(struct sched *s, const struct sched_code_node *n,
 		   const char *path)
 {
-	sqlite3_stmt *q = stmt(s, Q_PUT, n->fn);
+	const char *k[3];
+	struct store_code_file r;
 
-	if (q == NULL)
-		return -EIO;
-	sqlite3_bind_text(q, 4, path, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int64(q, 5, n->mode);
-	sqlite3_bind_int64(q, 6, (sqlite3_int64)n->size);
-	sqlite3_bind_text(q, 7, n->hash, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_int64(q, 8, n->mtime_ms);
-	return step(s, q);
+	fn_key(n->fn, k);
+	r.tenant = k[0];
+	r.ns = k[1];
+	r.fn = k[2];
+	r.path = path;
+	r.mode = n->mode;
+	r.size = n->size;
+	r.hash = n->hash;
+	r.mtime_ms = n->mtime_ms;
+	return store_code_file_put(s->store, &r);
 }
 
 /* Deletes the row at `path` (a file or an empty directory). */
 static int row_del(struct sched *s, const struct sched_function *fn,
 		   const char *path)
 {
-	sqlite3_stmt *q = stmt(s, Q_DEL, fn);
+	const char *k[3];
 
-	if (q == NULL)
-		return -EIO;
-	sqlite3_bind_text(q, 4, path, -1, SQLITE_TRANSIENT);
-	return step(s, q);
+	fn_key(fn, k);
+	return store_code_file_delete(s->store, k[0], k[1], k[2], path);
 }
 
 /* Runs `fn(arg)`, which changes rows, as one derived transaction. */
@@ -597,7 +538,7 @@ int sched_code_rename(struct sched *s, struct sched_code_node *dir,
 	struct sched_code_node *n = sched_code_child(dir, name), *old, *up;
 	struct code_fn *f = cfn_get(s, dir->fn);
 	struct rt_buf from = { 0 }, to = { 0 };
-	sqlite3_stmt *q;
+	const char *k[3];
 	int rc;
 
 	if (n == NULL || f == NULL)
@@ -645,14 +586,10 @@ int sched_code_rename(struct sched *s, struct sched_code_node *dir,
 		goto out;
 	if (old != NULL)
 		rc = row_del(s, dir->fn, to.data);
-	q = rc == 0 ? stmt(s, Q_REN, dir->fn) : NULL;
-	if (q != NULL) {
-		sqlite3_bind_text(q, 4, from.data, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_text(q, 5, to.data, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_int64(q, 6, (sqlite3_int64)from.len + 1);
-	}
+	fn_key(dir->fn, k);
 	if (rc == 0)
-		rc = step(s, q);
+		rc = store_code_file_rename(s->store, k[0], k[1], k[2],
+					    from.data, to.data);
 	rc = derived(s, rc);
 	if (rc < 0)
 		goto out;
@@ -1289,7 +1226,7 @@ static int store_revision(struct sched *s, struct code_fn *f, const char *hash,
 	const struct sched_obj *ns = fn->obj.parent, *t = ns->parent;
 	struct rt_buf dump = { 0 };
 	struct store_row r;
-	sqlite3_stmt *q;
+	struct store_code_revision cr;
 	int rc = sched_spec_dump(&fn->spec, &dump);
 
 	memset(&r, 0, sizeof(r));
@@ -1306,13 +1243,15 @@ static int store_revision(struct sched *s, struct code_fn *f, const char *hash,
 		rc = store_begin(s->store);
 	if (rc < 0)
 		goto out;
-	q = stmt(s, hash[0] ? Q_PUB : Q_DEL_REV, fn);
-	if (q != NULL && hash[0]) {
-		sqlite3_bind_text(q, 4, hash, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_int64(q, 5, (sqlite3_int64)bytes);
-		sqlite3_bind_int64(q, 6, files);
-	}
-	rc = step(s, q);
+	cr.tenant = r.tenant;
+	cr.ns = r.ns;
+	cr.fn = r.name;
+	cr.hash = hash;
+	cr.bytes = bytes;
+	cr.files = files;
+	rc = hash[0] ? store_code_revision_put(s->store, &cr)
+		     : store_code_revision_delete(s->store, r.tenant, r.ns,
+						  r.name);
 	if (rc == 0)
 		rc = store_update(s->store, &r);
 	if (rc == 0)
@@ -1548,29 +1487,22 @@ static struct sched_function *fn_named(struct sched *s, const char *t,
 		       : NULL;
 }
 
-static const char *col(sqlite3_stmt *q, int i)
+/* One entry of a function's code/. */
+static int load_file(const struct store_code_file *r, void *arg)
 {
-	const unsigned char *t = sqlite3_column_text(q, i);
-
-	return t ? (const char *)t : "";
-}
-
-/* One row of code_files. */
-static int load_file(struct sched *s, sqlite3_stmt *q)
-{
-	struct sched_function *fn = fn_named(s, col(q, 0), col(q, 1),
-					     col(q, 2));
-	const char *path = col(q, 3), *slash = strrchr(path, '/');
-	uint32_t mode = (uint32_t)sqlite3_column_int64(q, 4);
+	struct sched *s = arg;
+	struct sched_function *fn = fn_named(s, r->tenant, r->ns, r->fn);
+	const char *path = r->path, *slash = strrchr(path, '/');
+	uint32_t mode = r->mode;
 	struct sched_code_node *dir, *n;
 	struct code_fn *f;
 	char *up;
 
 	if (fn == NULL || !rt_code_path_valid(path) ||
 	    (!S_ISDIR(mode) && !S_ISREG(mode)) ||
-	    (S_ISREG(mode) && !rt_code_hash_valid(col(q, 6)))) {
+	    (S_ISREG(mode) && !rt_code_hash_valid(r->hash))) {
 		rt_log(RT_LOG_WARN, "code: %s/%s/%s: bad row %s; skipped",
-		       col(q, 0), col(q, 1), col(q, 2), path);
+		       r->tenant, r->ns, r->fn, path);
 		return 0;
 	}
 	f = cfn_make(s, fn);
@@ -1589,10 +1521,10 @@ static int load_file(struct sched *s, sqlite3_stmt *q)
 	n = node_new(s, fn, dir, slash ? slash + 1 : path, mode);
 	if (n == NULL)
 		return -ENOMEM;
-	n->size = (uint64_t)sqlite3_column_int64(q, 5);
-	n->mtime_ms = sqlite3_column_int64(q, 7);
+	n->size = r->size;
+	n->mtime_ms = r->mtime_ms;
 	if (!is_dir(n)) {
-		snprintf(n->hash, sizeof(n->hash), "%s", col(q, 6));
+		snprintf(n->hash, sizeof(n->hash), "%s", r->hash);
 		ref_add(st_of(s), n->hash);
 		f->bytes += n->size;
 	}
@@ -1609,35 +1541,35 @@ static int pub_obj_cb(const struct rt_code_entry *e, void *arg)
 	return 0;
 }
 
-/* One row of code_revisions: the revision and what it references. */
-static int load_revision(struct sched *s, sqlite3_stmt *q)
+/* A function's revision of code, and what it references. */
+static int load_revision(const struct store_code_revision *r, void *arg)
 {
+	struct sched *s = arg;
 	struct sched_code_state *c = st_of(s);
-	struct sched_function *fn = fn_named(s, col(q, 0), col(q, 1),
-					     col(q, 2));
+	struct sched_function *fn = fn_named(s, r->tenant, r->ns, r->fn);
 	struct rt_buf p = { 0 }, text = { 0 }, why = { 0 };
 	struct code_fn *f;
 	size_t i;
 	char buf[65536];
-	ssize_t r;
+	ssize_t got;
 	int fd = -1, rc = 0;
 
-	if (fn == NULL || !rt_code_hash_valid(col(q, 3)))
+	if (fn == NULL || !rt_code_hash_valid(r->hash) || r->files < 0)
 		return 0;
 	f = cfn_make(s, fn);
 	if (f == NULL)
 		return -ENOMEM;
-	snprintf(f->pub, sizeof(f->pub), "%s", col(q, 3));
-	f->pub_bytes = (uint64_t)sqlite3_column_int64(q, 4);
-	f->pub_files = sqlite3_column_int(q, 5);
+	snprintf(f->pub, sizeof(f->pub), "%s", r->hash);
+	f->pub_bytes = r->bytes;
+	f->pub_files = r->files;
 	f->pub_objs = calloc((size_t)f->pub_files + 1, sizeof(*f->pub_objs));
 	if (f->pub_objs == NULL)
 		return -ENOMEM;
 	memcpy(f->pub_objs[f->npub++], f->pub, 65);
 	object_path(c, f->pub, &p);
 	fd = p.data ? open(p.data, O_RDONLY | O_CLOEXEC) : -1;
-	while (fd >= 0 && (r = read(fd, buf, sizeof(buf))) > 0)
-		rt_buf_append(&text, buf, (size_t)r);
+	while (fd >= 0 && (got = read(fd, buf, sizeof(buf))) > 0)
+		rt_buf_append(&text, buf, (size_t)got);
 	if (fd < 0 ||
 	    rt_code_manifest_parse(text.data ? text.data : "", text.len,
 				   f->pub_files, pub_obj_cb, f, &why) < 0) {
@@ -1652,26 +1584,6 @@ static int load_revision(struct sched *s, sqlite3_stmt *q)
 	rt_buf_free(&p);
 	rt_buf_free(&text);
 	rt_buf_free(&why);
-	return rc;
-}
-
-static int load(struct sched *s, const char *sql,
-		int (*row)(struct sched *s, sqlite3_stmt *q))
-{
-	sqlite3_stmt *q = NULL;
-	int rc = 0, stepped;
-
-	if (sqlite3_prepare_v2(store_db(s->store), sql, -1, &q, NULL) !=
-	    SQLITE_OK) {
-		rt_log(RT_LOG_ERROR, "code: %s: %s", sql,
-		       sqlite3_errmsg(store_db(s->store)));
-		return -EIO;
-	}
-	while (rc == 0 && (stepped = sqlite3_step(q)) == SQLITE_ROW)
-		rc = row(s, q);
-	if (rc == 0 && stepped != SQLITE_DONE)
-		rc = -EIO;
-	sqlite3_finalize(q);
 	return rc;
 }
 
@@ -1759,16 +1671,9 @@ int sched__code_open(struct sched *s)
 	if (rc < 0)
 		return rc;
 	ref_add(c, c->empty); /* kept: every empty file's */
-	rc = load(s,
-		  "SELECT tenant, namespace, function, path, mode, size, hash, "
-		  "mtime_ms FROM code_files ORDER BY tenant, namespace, "
-		  "function, path",
-		  load_file);
+	rc = store_code_file_load(s->store, load_file, s);
 	if (rc == 0)
-		rc = load(s,
-			  "SELECT tenant, namespace, function, hash, bytes, "
-			  "files FROM code_revisions",
-			  load_revision);
+		rc = store_code_revision_load(s->store, load_revision, s);
 	if (rc < 0)
 		return rc;
 	v = rt_idmap_values(&c->fns, &n);
@@ -1838,8 +1743,6 @@ void sched__code_close(struct sched *s)
 	for (i = 0; v != NULL && i < n; i++)
 		out_free(v[i]);
 	free(v);
-	for (i = 0; i < Q_COUNT; i++)
-		sqlite3_finalize(c->q[i]);
 	rt_idmap_free(&c->fns);
 	rt_idmap_free(&c->nodes);
 	rt_idmap_free(&c->outs);
@@ -1855,10 +1758,13 @@ void sched__code_close(struct sched *s)
 
 int sched__code_unstore(struct sched *s, struct sched_function *fn)
 {
-	int rc = step(s, stmt(s, Q_DEL_FN, fn));
+	const char *k[3];
+	int rc;
 
+	fn_key(fn, k);
+	rc = store_code_files_delete(s->store, k[0], k[1], k[2]);
 	if (rc == 0)
-		rc = step(s, stmt(s, Q_DEL_REV, fn));
+		rc = store_code_revision_delete(s->store, k[0], k[1], k[2]);
 	return rc;
 }
 

@@ -762,6 +762,142 @@ int store_revoke(struct store *st, const char *worker, const char *serial,
 		       2, text, 1, ints);
 }
 
+/* ================================================================ code/ */
+
+int store_code_file_put(struct store *st, const struct store_code_file *r)
+{
+	const char *text[5] = { r->tenant, r->ns, r->fn, r->path,
+				r->hash ? r->hash : "" };
+	long long ints[3] = { r->mode, (long long)r->size, r->mtime_ms };
+
+	return run_sql(st,
+		       "INSERT OR REPLACE INTO code_files(tenant, namespace, "
+		       "function, path, hash, mode, size, mtime_ms) VALUES(?1, "
+		       "?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+		       5, text, 3, ints);
+}
+
+int store_code_file_delete(struct store *st, const char *tenant, const char *ns,
+			   const char *fn, const char *path)
+{
+	const char *text[4] = { tenant, ns, fn, path };
+
+	return run_sql(st,
+		       "DELETE FROM code_files WHERE tenant = ?1 AND namespace "
+		       "= ?2 AND function = ?3 AND path = ?4",
+		       4, text, 0, NULL);
+}
+
+int store_code_file_rename(struct store *st, const char *tenant, const char *ns,
+			   const char *fn, const char *from, const char *to)
+{
+	const char *text[5] = { tenant, ns, fn, from, to };
+	long long ints[1] = { (long long)strlen(from) + 1 };
+
+	return run_sql(st,
+		       "UPDATE code_files SET path = ?5 || substr(path, ?6) "
+		       "WHERE tenant = ?1 AND namespace = ?2 AND function = ?3 "
+		       "AND (path = ?4 OR (path > ?4 || '/' AND path < ?4 || "
+		       "'0'))",
+		       5, text, 1, ints);
+}
+
+int store_code_files_delete(struct store *st, const char *tenant,
+			    const char *ns, const char *fn)
+{
+	const char *text[3] = { tenant, ns, fn };
+
+	return run_sql(st,
+		       "DELETE FROM code_files WHERE tenant = ?1 AND namespace "
+		       "= ?2 AND function = ?3",
+		       3, text, 0, NULL);
+}
+
+int store_code_file_load(struct store *st,
+			 int (*fn)(const struct store_code_file *, void *),
+			 void *arg)
+{
+	static const char sql[] =
+		"SELECT tenant, namespace, function, path, mode, size, hash, "
+		"mtime_ms FROM code_files ORDER BY tenant, namespace, "
+		"function, path";
+	sqlite3_stmt *q = NULL;
+	int step, rc = 0;
+
+	if (sqlite3_prepare_v2(st->db, sql, -1, &q, NULL) != SQLITE_OK)
+		return db_fail(st, sql);
+	while (rc == 0 && (step = sqlite3_step(q)) == SQLITE_ROW) {
+		struct store_code_file r = {
+			col_text(q, 0),
+			col_text(q, 1),
+			col_text(q, 2),
+			col_text(q, 3),
+			(uint32_t)sqlite3_column_int64(q, 4),
+			(uint64_t)sqlite3_column_int64(q, 5),
+			col_text(q, 6),
+			sqlite3_column_int64(q, 7),
+		};
+		rc = fn(&r, arg);
+	}
+	if (rc == 0 && step != SQLITE_DONE)
+		rc = db_fail(st, sql);
+	sqlite3_finalize(q);
+	return rc;
+}
+
+int store_code_revision_put(struct store *st,
+			    const struct store_code_revision *r)
+{
+	const char *text[4] = { r->tenant, r->ns, r->fn, r->hash };
+	long long ints[2] = { (long long)r->bytes, r->files };
+
+	return run_sql(st,
+		       "INSERT OR REPLACE INTO code_revisions(tenant, "
+		       "namespace, function, hash, bytes, files) VALUES(?1, "
+		       "?2, ?3, ?4, ?5, ?6)",
+		       4, text, 2, ints);
+}
+
+int store_code_revision_delete(struct store *st, const char *tenant,
+			       const char *ns, const char *fn)
+{
+	const char *text[3] = { tenant, ns, fn };
+
+	return run_sql(st,
+		       "DELETE FROM code_revisions WHERE tenant = ?1 AND "
+		       "namespace = ?2 AND function = ?3",
+		       3, text, 0, NULL);
+}
+
+int store_code_revision_load(struct store *st,
+			     int (*fn)(const struct store_code_revision *,
+				       void *),
+			     void *arg)
+{
+	static const char sql[] = "SELECT tenant, namespace, function, hash, "
+				  "bytes, files FROM code_revisions";
+	sqlite3_stmt *q = NULL;
+	int step, rc = 0;
+
+	if (sqlite3_prepare_v2(st->db, sql, -1, &q, NULL) != SQLITE_OK)
+		return db_fail(st, sql);
+	while (rc == 0 && (step = sqlite3_step(q)) == SQLITE_ROW) {
+		struct store_code_revision r = {
+			col_text(q, 0),
+			col_text(q, 1),
+			col_text(q, 2),
+			col_text(q, 3),
+			(uint64_t)sqlite3_column_int64(q, 4),
+			sqlite3_column_int(q, 5),
+		};
+		rc = fn(&r, arg);
+	}
+	if (rc == 0 && step != SQLITE_DONE)
+		rc = db_fail(st, sql);
+	sqlite3_finalize(q);
+	return rc;
+}
+
 int store_revoked(struct store *st, const char *cn, const char *serial,
 		  int64_t not_before_s)
 {

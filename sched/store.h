@@ -123,12 +123,68 @@ int store_setting_put(struct store *st, const char *key, const char *value);
 /* Deletes a setting. Returns 0 or -EIO. */
 int store_setting_delete(struct store *st, const char *key);
 
+/* One entry of a function's code/: a file (hash set) or a directory. */
+struct store_code_file {
+	const char *tenant, *ns, *fn;
+	const char *path; /* below code/, "a/b" */
+	uint32_t mode;	  /* st_mode: S_IFREG or S_IFDIR and permissions */
+	uint64_t size;
+	const char *hash; /* a file's object, "" for a directory */
+	int64_t mtime_ms;
+};
+
+/* A function's revision of code: the hash of its manifest. */
+struct store_code_revision {
+	const char *tenant, *ns, *fn;
+	const char *hash;
+	uint64_t bytes;
+	int files;
+};
+
+/* Writes (insert or replace) an entry of code/. Returns 0 or -EIO/-ENOSPC. */
+int store_code_file_put(struct store *st, const struct store_code_file *r);
+
+/* Deletes the entry at `path` of a function's code/. Returns 0 or -EIO. */
+int store_code_file_delete(struct store *st, const char *tenant, const char *ns,
+			   const char *fn, const char *path);
+
+/* Renames the entry at `from` and everything below it to `to`. Returns 0
+ * or -EIO/-ENOSPC. */
+int store_code_file_rename(struct store *st, const char *tenant, const char *ns,
+			   const char *fn, const char *from, const char *to);
+
+/* Deletes every entry of a function's code/. Returns 0 or -EIO. */
+int store_code_files_delete(struct store *st, const char *tenant,
+			    const char *ns, const char *fn);
+
+/* Calls `fn` for every entry of every function's code/, in order of
+ * tenant, namespace, function and path (a directory before what it
+ * holds). Stops at and returns fn's first non-zero result. */
+int store_code_file_load(struct store *st,
+			 int (*fn)(const struct store_code_file *, void *),
+			 void *arg);
+
+/* Writes (insert or replace) a function's revision of code. Returns 0 or
+ * -EIO/-ENOSPC. */
+int store_code_revision_put(struct store *st,
+			    const struct store_code_revision *r);
+
+/* Deletes a function's revision of code. Returns 0 or -EIO. */
+int store_code_revision_delete(struct store *st, const char *tenant,
+			       const char *ns, const char *fn);
+
+/* Calls `fn` for every function's revision of code. */
+int store_code_revision_load(struct store *st,
+			     int (*fn)(const struct store_code_revision *,
+				       void *),
+			     void *arg);
+
 /* For tests: the write statement after the next `after` ones (commits
  * included) fails with `err` (a negative errno), once; -1 turns it off. */
 void store_inject_failure(struct store *st, int after, int err);
 
-/* The SQLite connection, for the tables of modules that keep their own
- * statements (code.c); transactions still go through store_begin. */
+/* The SQLite connection, for fnfs store export and import (dump.c) and
+ * tests; the daemon goes through the functions above. */
 struct sqlite3 *store_db(struct store *st);
 
 /* Reads a setting into `out` (n bytes). Returns 0, -ENOENT or -EIO. */
