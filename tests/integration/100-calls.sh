@@ -96,14 +96,15 @@ S=$T0/slow
 mkdir -p "$S"
 cat >"$S/config" <<JSON
 {"command": "while read -r l; do sleep 1; echo \"\$l\"; done", "mode": "hot",
- "parallelism": 1, "max_instances": 1, "timeout": 3000}
+ "parallelism": 1, "max_instances": 1, "timeout": 10000}
 JSON
 check "the slow function runs" wait_until 10 running_all "$S" 1
+# The calls wait 10 s (timeout): time for 1001 writes on a busy machine.
 for i in $(seq 1001); do printf 'q%s' "$i" >"$S/invoke"; done
 check "1001 async calls: one runs, 1000 wait in the queue" wait_until 10 eval '[ "$(stat_of "$S/stats" queue_depth)" = 1000 ]'
 printf 'one more' | inv slow >/dev/null 2>&1
 check_eq "a full queue is EAGAIN (fnfs invoke exits 6)" "$?" "6"
-check "the waiting calls time out" wait_until 15 eval '[ "$(stat_of "$S/stats" queue_depth)" = 0 ] && [ "$(stat_of "$S/stats" busy)" = 0 ]'
+check "the waiting calls time out" wait_until 30 eval '[ "$(stat_of "$S/stats" queue_depth)" = 0 ] && [ "$(stat_of "$S/stats" busy)" = 0 ]'
 check "slow stats add up" adds_up "$S/stats"
 check "most of them failed with ETIMEDOUT" eval '[ "$(stat_of "$S/stats" timeouts_total)" -ge 990 ]'
 check "a summary counts what it stands for" wait_until 3 grep -q 'call.failed acme/prod/slow errno=ETIMEDOUT count=[0-9][0-9]' "$MNT/events"
