@@ -32,10 +32,10 @@ struct sock {
 	uv_poll_t poll;	     /* first: the handle's address is the record's */
 	struct rt_curluv *m; /* owner */
 	curl_socket_t fd;
-	int polling;	     /* `poll` initialised: a loop handle */
-	int events;	     /* UV_READABLE|UV_WRITABLE it is started for */
-	int wanted;	     /* curl watches it (else parked or unwatched) */
-	int ours;	     /* opened by on_open: on_close reports its end */
+	int polling; /* `poll` initialised: a loop handle */
+	int events;  /* UV_READABLE|UV_WRITABLE it is started for */
+	int wanted;  /* curl watches it (else parked or unwatched) */
+	int ours;    /* opened by on_open: on_close reports its end */
 	struct sock *next, *prev; /* m->socks */
 };
 
