@@ -6,6 +6,7 @@
  * against a small server on the same loop, with its keep-alive.
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -532,4 +533,95 @@ TEST(curluv_transfers_and_keepalive)
 	CHECK(uv_loop_close(&loop) == 0);
 	CHECK(g[1].done == 0);
 	curl_easy_cleanup(g[1].x.easy);
+}
+
+/* Closes the server's accepted connections, not its listening socket. */
+static void close_accepted(uv_handle_t *h, void *arg)
+{
+	struct server *s = arg;
+
+	if (!uv_is_closing(h) && h->type == UV_TCP &&
+	    h != (uv_handle_t *)&s->tcp)
+		uv_close(h, conn_closed);
+}
+
+/* Open sockets of this process. */
+static int open_sockets(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	char path[300], to[64];
+	ssize_t len;
+	int n = 0;
+
+	if (d == NULL)
+		return -1;
+	while ((e = readdir(d)) != NULL) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+		len = readlink(path, to, sizeof(to) - 1);
+		n += len > 7 && memcmp(to, "socket:", 7) == 0;
+	}
+	closedir(d);
+	return n;
+}
+
+/* A kept-alive connection stays watched between transfers (parked), and
+ * the parked socket neither keeps the loop alive nor spins it; when the
+ * server closes it, the next transfer opens another; every socket is
+ * closed by the close. */
+TEST(curluv_parked_connections)
+{
+	uv_loop_t loop;
+	struct server s = { 0 };
+	struct sockaddr_in a;
+	struct rt_curluv *m = NULL;
+	struct got g;
+	int namelen = sizeof(a), i, sockets = open_sockets(), turns;
+
+	uv_loop_init(&loop);
+	uv_tcp_init(&loop, &s.tcp);
+	uv_ip4_addr("127.0.0.1", 0, &a);
+	CHECK(uv_tcp_bind(&s.tcp, (struct sockaddr *)&a, 0) == 0);
+	uv_tcp_getsockname(&s.tcp, (struct sockaddr *)&a, &namelen);
+	s.port = ntohs(a.sin_port);
+	CHECK(uv_listen((uv_stream_t *)&s.tcp, 16, on_conn) == 0);
+	CHECK(rt_curluv_new(&loop, 16, &m) == 0);
+	for (i = 0; i < 4; i++) {
+		get(&g, s.port, 10 * i);
+		CHECK(rt_curluv_add(m, &g.x) == 0);
+		while (!g.done)
+			uv_run(&loop, UV_RUN_ONCE);
+		CHECK(g.rc == CURLE_OK && g.body.len == (size_t)(10 * i));
+		curl_easy_cleanup(g.x.easy);
+		rt_buf_free(&g.body);
+		/* Idle: only the server's handles keep the loop alive. */
+		uv_ref((uv_handle_t *)&s.tcp);
+	}
+	CHECK(s.conns == 1);
+	/* The server closes the idle connection: the parked socket sees
+	 * it and stops being watched, and the loop then has nothing left
+	 * to do (it would spin otherwise: epoll is level-triggered). */
+	uv_unref((uv_handle_t *)&s.tcp);
+	uv_walk(&loop, close_accepted, &s);
+	for (turns = 0; turns < 100 && uv_loop_alive(&loop); turns++)
+		uv_run(&loop, UV_RUN_NOWAIT);
+	CHECK(!uv_loop_alive(&loop));
+	uv_ref((uv_handle_t *)&s.tcp);
+	/* The next transfer finds the connection dead and opens another. */
+	get(&g, s.port, 5);
+	CHECK(rt_curluv_add(m, &g.x) == 0);
+	while (!g.done)
+		uv_run(&loop, UV_RUN_ONCE);
+	CHECK(g.rc == CURLE_OK && g.body.len == 5);
+	CHECK(s.conns == 2);
+	CHECK(s.requests == 5);
+	curl_easy_cleanup(g.x.easy);
+	rt_buf_free(&g.body);
+	/* The close closes the cached connection's socket too. */
+	rt_curluv_close(m);
+	uv_walk(&loop, close_accepted, &s);
+	uv_close((uv_handle_t *)&s.tcp, NULL);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	CHECK(open_sockets() == sockets);
+	CHECK(uv_loop_close(&loop) == 0);
 }
