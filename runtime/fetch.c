@@ -11,7 +11,9 @@
  * 0555, owned by the worker; a file is a hard link to its object when
  * the object has its mode (no copy of the bytes). A tree and the objects
  * only it references are removed once no instance uses it and no start
- * waits for it.
+ * waits for it; a tree downloaded ahead (code.prefetch: a new revision of
+ * a function that runs here) is kept PREFETCH_KEEP_MS after it is
+ * unpacked for the first start that uses it.
  *
  * The function enters its tree by a descriptor the worker opens before
  * it drops its privileges (supervise.c), so the tree is reached by no
@@ -68,7 +70,8 @@ struct tree {
 	int fd;		      /* its temporary file, or -1 */
 	char *part;	      /* its path, owned */
 	int64_t last_mono;    /* of the last progress */
-	int64_t kept_until;   /* prefetched: kept unused until then */
+	int prefetched;	      /* asked for by code.prefetch, unused yet */
+	int64_t kept_until;   /* then kept unused until this, once ready */
 	char why[200];	      /* a failure's reason */
 };
 
@@ -282,10 +285,13 @@ static void use(struct rt_worker *w, const char *id, const char *hash)
 	if (hash != NULL) {
 		char *h = strdup(hash);
 
-		if (h == NULL || rt_map_put(&c->uses, id, h) < 0)
+		if (h == NULL || rt_map_put(&c->uses, id, h) < 0) {
 			free(h);
-		else if ((t = rt_map_get(&c->all, hash)) != NULL)
+		} else if ((t = rt_map_get(&c->all, hash)) != NULL) {
 			t->users++;
+			t->prefetched = 0; /* kept while used, as any tree */
+			t->kept_until = 0;
+		}
 	}
 	if (was != NULL && (t = rt_map_get(&c->all, was)) != NULL) {
 		t->users--;
@@ -329,6 +335,8 @@ static void tree_ready(struct rt_worker *w, struct tree *t)
 		}
 		wait_free(q);
 	}
+	if (t->prefetched) /* kept for the first start that uses it */
+		t->kept_until = rt_mono_ms() + PREFETCH_KEEP_MS;
 	tree_tidy(w, t);
 }
 
@@ -614,8 +622,7 @@ static int got_manifest(struct rt_worker *w, struct tree *t)
 /* Everything `t` needs is here: it is unpacked. */
 static void fetched(struct rt_worker *w, struct tree *t)
 {
-	if (t->waits == NULL && t->users == 0 &&
-	    t->kept_until <= rt_mono_ms()) {
+	if (t->waits == NULL && t->users == 0 && !t->prefetched) {
 		t->state = FAILED; /* nobody wants it any more */
 		tree_tidy(w, t);
 		return;
@@ -826,6 +833,7 @@ void rt_code_tick(struct rt_worker *w)
 		} else if (t->kept_until != 0 &&
 			   t->kept_until <= rt_mono_ms()) {
 			t->kept_until = 0;
+			t->prefetched = 0;
 			tree_tidy(w, t); /* a prefetch no start came for */
 		}
 	}
@@ -873,7 +881,10 @@ static void prefetch(struct rt_worker *w, const struct rt_msg *m)
 		t = tree_fetch(w, hash, (uint64_t)bytes);
 	else if (t->users > 0 || t->waits != NULL)
 		return; /* in use already: kept anyway */
-	if (t != NULL && t->state != FAILED)
+	if (t == NULL || t->state == FAILED)
+		return;
+	t->prefetched = 1;
+	if (t->state == READY)
 		t->kept_until = rt_mono_ms() + PREFETCH_KEEP_MS;
 }
 
@@ -953,7 +964,6 @@ int rt_code_start(struct rt_worker *w, struct rt_instance *in, json_t **spec,
 			rt_worker_reply(w, seq, ENOMEM);
 			return 1;
 		}
-		t->kept_until = 0;
 		use(w, in->id, hash);
 		return 0;
 	}
@@ -971,7 +981,6 @@ int rt_code_start(struct rt_worker *w, struct rt_instance *in, json_t **spec,
 		rt_worker_reply(w, seq, ENOMEM);
 		return 1;
 	}
-	t->kept_until = 0; /* a start came: it is kept while used */
 	q->next = t->waits;
 	t->waits = q;
 	return 1;
