@@ -5,7 +5,11 @@
  *
  * Export reads the database in one read transaction (WAL: a running
  * mount goes on writing beside it) and streams the objects in base64
- * after the tables, so a dump of large code is never whole in memory.
+ * after the tables into a temporary file, so a dump of large code is
+ * never whole in memory; an object the mount removed meanwhile (its code
+ * changed) makes it start again from a new snapshot, and only a whole
+ * dump reaches the output. Text that is not UTF-8 (a name in code/ may
+ * hold any byte) is written as {"base64": "..."}.
  * Import reads the document, checks all of it, builds the database aside
  * (fnfs.db.import), writes the objects (each verified against its name,
  * to a temporary file renamed into place), and renames the database into
@@ -22,12 +26,15 @@
 #include <openssl/evp.h>
 #include <sqlite3.h>
 
+#include "../runtime/code.h"
 #include "dump.h"
 #include "sched.h"
 #include "store.h"
 
 #define DUMP_FORMAT  "fnfs-dump"
 #define B64_IN_CHUNK (48u << 10) /* bytes read per base64 block (x3) */
+#define EXPORT_TRIES 5		 /* snapshots tried while objects go */
+#define MANIFEST_MAX 1000000	 /* entries read of one manifest */
 #define BUSY_MS	     5000	 /* a busy database is waited for */
 
 /* ============================================================== base64 */
@@ -167,6 +174,23 @@ static int user_version(sqlite3 *db, int *out)
 
 /* ============================================================== export */
 
+/* Text as a JSON string, or {"base64": ...} when it is not UTF-8. */
+static json_t *text_value(const char *p, size_t n)
+{
+	json_t *v = json_stringn(p, n);
+	char *enc;
+
+	if (v != NULL || n > (size_t)INT32_MAX / 2)
+		return v;
+	enc = malloc(n / 3 * 4 + 8);
+	if (enc == NULL)
+		return NULL;
+	EVP_EncodeBlock((unsigned char *)enc, (const unsigned char *)p, (int)n);
+	v = json_pack("{s:s}", "base64", enc);
+	free(enc);
+	return v;
+}
+
 /* The rows of table `name` as an array of objects. */
 static int dump_table(sqlite3 *db, const char *name, json_t **out,
 		      struct rt_buf *why)
@@ -196,7 +220,7 @@ static int dump_table(sqlite3 *db, const char *name, json_t **out,
 				break;
 			case SQLITE_NULL: val = json_null(); break;
 			case SQLITE_TEXT:
-				val = json_stringn(
+				val = text_value(
 					(const char *)sqlite3_column_text(q, i),
 					(size_t)sqlite3_column_bytes(q, i));
 				break;
@@ -228,42 +252,102 @@ out:
 	return rc;
 }
 
-/* The objects the code tables reference, each once, sorted. */
-static int object_names(sqlite3 *db, json_t *tables, json_t **out,
-			struct rt_buf *why)
+static int add_entry_cb(const struct rt_code_entry *e, void *arg)
+{
+	if (!e->dir)
+		json_object_set_new(arg, e->hash, json_true());
+	return 0;
+}
+
+/* Reads object `h` of `datadir` into `text`. Returns 0, -ENOENT (gone)
+ * or -EIO. */
+static int read_object(const char *datadir, const char *h, struct rt_buf *text,
+		       struct rt_buf *why)
+{
+	struct rt_buf p = { 0 };
+	char buf[65536];
+	ssize_t r;
+	int fd, rc = 0;
+
+	rt_buf_reset(text);
+	object_path(&p, datadir, h);
+	fd = p.data ? open(p.data, O_RDONLY | O_CLOEXEC) : -1;
+	if (fd < 0) {
+		rc = errno == ENOENT ? -ENOENT : -EIO;
+		rt_buf_printf(why, "code object %s: %s", h, strerror(errno));
+	}
+	while (fd >= 0 && (r = read(fd, buf, sizeof(buf))) > 0)
+		if (rt_buf_append(text, buf, (size_t)r) < 0)
+			rc = -ENOMEM;
+	if (fd >= 0)
+		close(fd);
+	rt_buf_free(&p);
+	return rc;
+}
+
+/* Adds to `set` the objects manifest `text` names. */
+static int add_manifest(json_t *set, const char *h, const char *text,
+			size_t len, struct rt_buf *why)
+{
+	struct rt_buf w = { 0 };
+	int rc = rt_code_manifest_parse(text ? text : "", len, MANIFEST_MAX,
+					add_entry_cb, set, &w);
+
+	if (rc < 0)
+		rt_buf_printf(why, "the manifest of code revision %s: %s", h,
+			      w.data ? w.data : "unreadable");
+	rt_buf_free(&w);
+	return rc < 0 ? -EINVAL : 0;
+}
+
+/* The objects the code tables reference, each once, sorted: the files of
+ * every function's code/, its revision's manifest and what the manifest
+ * names (a revision names objects code/ may no longer have until the
+ * next revision is made). */
+static int object_names(sqlite3 *db, const char *datadir, json_t *tables,
+			json_t **out, struct rt_buf *why)
 {
 	sqlite3_stmt *q = NULL;
-	json_t *v = json_array();
-	int rc = 0, st;
+	json_t *set = json_object(), *v;
+	struct rt_buf text = { 0 };
+	const char *h;
+	int rc = 0, st = SQLITE_DONE;
 
 	*out = NULL;
-	if (v == NULL)
+	if (set == NULL)
 		return -ENOMEM;
-	if (json_object_get(tables, "code_files") == NULL) {
-		*out = v;
-		return 0;
-	}
+	if (json_object_get(tables, "code_files") == NULL)
+		goto out;
 	if (sqlite3_prepare_v2(db,
-			       "SELECT hash FROM code_files WHERE length(hash) "
-			       "= 64 UNION SELECT hash FROM code_revisions "
-			       "WHERE length(hash) = 64 ORDER BY 1",
+			       "SELECT hash, 0 FROM code_files WHERE "
+			       "length(hash) = 64 UNION SELECT hash, 1 FROM "
+			       "code_revisions WHERE length(hash) = 64",
 			       -1, &q, NULL) != SQLITE_OK) {
 		rc = sql_fail(db, why, "cannot list the code objects");
 		goto out;
 	}
-	while ((st = sqlite3_step(q)) == SQLITE_ROW)
-		json_array_append_new(
-			v,
-			json_string((const char *)sqlite3_column_text(q, 0)));
-	if (st != SQLITE_DONE)
+	while (rc == 0 && (st = sqlite3_step(q)) == SQLITE_ROW) {
+		h = (const char *)sqlite3_column_text(q, 0);
+		json_object_set_new(set, h, json_true());
+		if (sqlite3_column_int(q, 1) == 1) {
+			rc = read_object(datadir, h, &text, why);
+			if (rc == 0)
+				rc = add_manifest(set, h, text.data, text.len,
+						  why);
+			if (rc == -EINVAL)
+				rc = -EIO; /* damaged on disk */
+		}
+	}
+	if (rc == 0 && st != SQLITE_DONE)
 		rc = sql_fail(db, why, "cannot list the code objects");
 out:
 	sqlite3_finalize(q);
-	if (rc < 0)
-		json_decref(v);
-	else
-		*out = v;
-	return rc;
+	rt_buf_free(&text);
+	if (rc == 0 && (*out = json_array()) != NULL)
+		json_object_foreach (set, h, v)
+			json_array_append_new(*out, json_string(h));
+	json_decref(set);
+	return rc == 0 && *out == NULL ? -ENOMEM : rc;
 }
 
 /* Writes object `h` of `datadir` to `out` as a JSON string of base64. */
@@ -289,8 +373,8 @@ static int write_object(const char *datadir, const char *h, FILE *out,
 	}
 	fd = open(p.data, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
+		rc = errno == ENOENT ? -ENOENT : -EIO;
 		rt_buf_printf(why, "code object %s: %s", h, strerror(errno));
-		rc = -EIO;
 		goto out;
 	}
 	fprintf(out, "\"%s\": \"", h);
@@ -335,7 +419,8 @@ out:
 	return rc;
 }
 
-int sched_dump_export(const char *datadir, FILE *out, struct rt_buf *why)
+/* Writes the dump of one snapshot to `out`. */
+static int export_once(const char *datadir, FILE *out, struct rt_buf *why)
 {
 	struct rt_buf p = { 0 };
 	sqlite3 *db = NULL;
@@ -355,8 +440,13 @@ int sched_dump_export(const char *datadir, FILE *out, struct rt_buf *why)
 		rc = -ENOENT;
 		goto out;
 	}
-	if (sqlite3_open_v2(p.data, &db, SQLITE_OPEN_READONLY, NULL) !=
-	    SQLITE_OK) {
+	/* Read-write without create, but only reading: the last connection
+	 * to close removes the -wal and -shm files it made (a read-only one
+	 * would leave them behind). */
+	if (sqlite3_open_v2(p.data, &db, SQLITE_OPEN_READWRITE, NULL) !=
+		    SQLITE_OK ||
+	    sqlite3_exec(db, "PRAGMA query_only = 1", NULL, NULL, NULL) !=
+		    SQLITE_OK) {
 		rc = sql_fail(db, why, p.data);
 		goto out;
 	}
@@ -390,7 +480,7 @@ int sched_dump_export(const char *datadir, FILE *out, struct rt_buf *why)
 			json_object_set_new(tables, json_string_value(v), rows);
 	}
 	if (rc == 0)
-		rc = object_names(db, tables, &objs, why);
+		rc = object_names(db, datadir, tables, &objs, why);
 	if (rc < 0)
 		goto out;
 	fprintf(out,
@@ -412,11 +502,6 @@ int sched_dump_export(const char *datadir, FILE *out, struct rt_buf *why)
 	}
 	if (rc == 0)
 		fputs("}}\n", out);
-	if (rc == 0 && (fflush(out) != 0 || ferror(out))) {
-		rt_buf_printf(why, "cannot write the dump: %s",
-			      strerror(errno));
-		rc = -EIO;
-	}
 out:
 	if (began)
 		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
@@ -425,6 +510,53 @@ out:
 	json_decref(tables);
 	json_decref(objs);
 	rt_buf_free(&p);
+	return rc;
+}
+
+/* Copies `in` from its start to `out`. */
+static int copy_out(FILE *in, FILE *out, struct rt_buf *why)
+{
+	char buf[65536];
+	size_t n;
+
+	if (fflush(in) != 0 || ferror(in) || fseek(in, 0, SEEK_SET) != 0) {
+		rt_buf_printf(why, "cannot write the dump aside: %s",
+			      strerror(errno));
+		return errno == ENOSPC ? -ENOSPC : -EIO;
+	}
+	while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
+		if (fwrite(buf, 1, n, out) != n)
+			break;
+	if (ferror(in) || fflush(out) != 0 || ferror(out)) {
+		rt_buf_printf(why, "cannot write the dump: %s",
+			      strerror(errno));
+		return -EIO;
+	}
+	return 0;
+}
+
+int sched_dump_export(const char *datadir, FILE *out, struct rt_buf *why)
+{
+	int rc = -ENOENT, i, gone = 1;
+
+	for (i = 0; i < EXPORT_TRIES && rc == -ENOENT && gone; i++) {
+		FILE *tmp = tmpfile();
+
+		rt_buf_reset(why);
+		if (tmp == NULL) {
+			rt_buf_printf(why, "no temporary file: %s",
+				      strerror(errno));
+			return -EIO;
+		}
+		rc = export_once(datadir, tmp, why);
+		/* An object named but gone: it went since the snapshot (the
+		 * code changed), so again; a missing store is final. */
+		gone = rc == -ENOENT && why->data != NULL &&
+		       strncmp(why->data, "code object", 11) == 0;
+		if (rc == 0)
+			rc = copy_out(tmp, out, why);
+		fclose(tmp);
+	}
 	return rc;
 }
 
@@ -468,100 +600,6 @@ static int check_objects(json_t *objs, struct rt_buf *why)
 	return rc;
 }
 
-/* Whether table `t` of `db` has column `col`. */
-static int has_column(sqlite3 *db, const char *t, const char *col)
-{
-	sqlite3_stmt *q = NULL;
-	struct rt_buf sql = { 0 };
-	int found = 0;
-
-	rt_buf_printf(&sql, "PRAGMA table_info(\"%s\")", t);
-	if (sql.data != NULL &&
-	    sqlite3_prepare_v2(db, sql.data, -1, &q, NULL) == SQLITE_OK)
-		while (!found && sqlite3_step(q) == SQLITE_ROW)
-			found = strcmp((const char *)sqlite3_column_text(q, 1),
-				       col) == 0;
-	sqlite3_finalize(q);
-	rt_buf_free(&sql);
-	return found;
-}
-
-/* Inserts row `row` into table `t`. */
-static int insert_row(sqlite3 *db, const char *t, json_t *row,
-		      struct rt_buf *why)
-{
-	struct rt_buf sql = { 0 }, vals = { 0 };
-	sqlite3_stmt *q = NULL;
-	const char *col;
-	json_t *v;
-	int rc = 0, i = 0;
-
-	rt_buf_printf(&sql, "INSERT INTO \"%s\"(", t);
-	json_object_foreach (row, col, v) {
-		if (!plain_name(col) || !has_column(db, t, col)) {
-			rt_buf_printf(why, "table %s has no column \"%.64s\"",
-				      t, col);
-			rc = -EINVAL;
-			goto out;
-		}
-		rt_buf_printf(&sql, "%s\"%s\"", i ? ", " : "", col);
-		rt_buf_printf(&vals, "%s?", i++ ? ", " : "");
-	}
-	if (i == 0) {
-		rt_buf_printf(why, "table %s: an empty row", t);
-		rc = -EINVAL;
-		goto out;
-	}
-	rt_buf_printf(&sql, ") VALUES(%s)", vals.data);
-	if (sql.data == NULL || vals.data == NULL) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	if (sqlite3_prepare_v2(db, sql.data, -1, &q, NULL) != SQLITE_OK) {
-		rc = sql_fail(db, why, t);
-		goto out;
-	}
-	i = 1;
-	json_object_foreach (row, col, v) {
-		if (json_is_integer(v))
-			sqlite3_bind_int64(q, i, json_integer_value(v));
-		else if (json_is_real(v))
-			sqlite3_bind_double(q, i, json_real_value(v));
-		else if (json_is_string(v))
-			sqlite3_bind_text(q, i, json_string_value(v),
-					  (int)json_string_length(v),
-					  SQLITE_STATIC);
-		else if (json_is_null(v))
-			sqlite3_bind_null(q, i);
-		else {
-			rt_buf_printf(why,
-				      "table %s, column %s: not text, a number "
-				      "or null",
-				      t, col);
-			rc = -EINVAL;
-			goto out;
-		}
-		i++;
-	}
-	switch (sqlite3_step(q)) {
-	case SQLITE_DONE: break;
-	case SQLITE_CONSTRAINT:
-		rt_buf_printf(why, "table %s: %s", t, sqlite3_errmsg(db));
-		rc = -EINVAL;
-		break;
-	case SQLITE_FULL:
-		rt_buf_printf(why, "the disk is full");
-		rc = -ENOSPC;
-		break;
-	default: rc = sql_fail(db, why, t);
-	}
-out:
-	sqlite3_finalize(q);
-	rt_buf_free(&sql);
-	rt_buf_free(&vals);
-	return rc;
-}
-
 /* Checks a functions row's spec as a mount would read it. */
 static int check_spec(json_t *row, struct rt_buf *why)
 {
@@ -592,16 +630,179 @@ static int check_spec(json_t *row, struct rt_buf *why)
 	return rc;
 }
 
+/* The columns of table `t` of `db`, as an object of names. */
+static json_t *columns_of(sqlite3 *db, const char *t)
+{
+	sqlite3_stmt *q = NULL;
+	struct rt_buf sql = { 0 };
+	json_t *cols = json_object();
+
+	rt_buf_printf(&sql, "PRAGMA table_info(\"%s\")", t);
+	if (cols != NULL && sql.data != NULL &&
+	    sqlite3_prepare_v2(db, sql.data, -1, &q, NULL) == SQLITE_OK)
+		while (sqlite3_step(q) == SQLITE_ROW)
+			json_object_set_new(
+				cols, (const char *)sqlite3_column_text(q, 1),
+				json_true());
+	sqlite3_finalize(q);
+	rt_buf_free(&sql);
+	return cols;
+}
+
+/* The rows of one table being inserted: its columns, and the INSERT of
+ * the last column list (the rows of a dump all have the same). */
+struct table_in {
+	const char *name;
+	json_t *cols;
+	struct rt_buf sql;
+	sqlite3_stmt *q;
+};
+
+/* Binds value `v` of column `col` as parameter `i` of `q`: an integer, a
+ * real, text (a string, or {"base64": ...} for bytes that are not
+ * UTF-8) or null. */
+static int bind_value(sqlite3_stmt *q, int i, const char *t, const char *col,
+		      json_t *v, struct rt_buf *bytes, struct rt_buf *why)
+{
+	json_t *b = json_object_get(v, "base64");
+
+	if (json_is_integer(v))
+		sqlite3_bind_int64(q, i, json_integer_value(v));
+	else if (json_is_real(v))
+		sqlite3_bind_double(q, i, json_real_value(v));
+	else if (json_is_string(v))
+		sqlite3_bind_text(q, i, json_string_value(v),
+				  (int)json_string_length(v), SQLITE_STATIC);
+	else if (json_is_null(v))
+		sqlite3_bind_null(q, i);
+	else if (json_is_object(v) && json_object_size(v) == 1 &&
+		 json_is_string(b) &&
+		 sched_dump_base64_decode(json_string_value(b),
+					  json_string_length(b), bytes) == 0)
+		sqlite3_bind_text(q, i, bytes->data ? bytes->data : "",
+				  (int)bytes->len, SQLITE_TRANSIENT);
+	else {
+		rt_buf_printf(why,
+			      "table %s, column %s: not text, a number or "
+			      "null",
+			      t, col);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Inserts row `row` into table `ti`. */
+static int insert_row(sqlite3 *db, struct table_in *ti, json_t *row,
+		      struct rt_buf *why)
+{
+	struct rt_buf sql = { 0 }, vals = { 0 }, bytes = { 0 };
+	const char *col;
+	json_t *v;
+	int rc = 0, i = 0;
+
+	rt_buf_printf(&sql, "INSERT INTO \"%s\"(", ti->name);
+	json_object_foreach (row, col, v) {
+		if (!plain_name(col) ||
+		    json_object_get(ti->cols, col) == NULL) {
+			rt_buf_printf(why, "table %s has no column \"%.64s\"",
+				      ti->name, col);
+			rc = -EINVAL;
+			goto out;
+		}
+		rt_buf_printf(&sql, "%s\"%s\"", i ? ", " : "", col);
+		rt_buf_printf(&vals, "%s?", i++ ? ", " : "");
+	}
+	if (i == 0) {
+		rt_buf_printf(why, "table %s: an empty row", ti->name);
+		rc = -EINVAL;
+		goto out;
+	}
+	rt_buf_printf(&sql, ") VALUES(%s)", vals.data);
+	if (sql.data == NULL || vals.data == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	if (ti->q == NULL || ti->sql.data == NULL ||
+	    strcmp(ti->sql.data, sql.data) != 0) {
+		sqlite3_finalize(ti->q);
+		ti->q = NULL;
+		rt_buf_reset(&ti->sql);
+		if (sqlite3_prepare_v2(db, sql.data, -1, &ti->q, NULL) !=
+			    SQLITE_OK ||
+		    rt_buf_puts(&ti->sql, sql.data) < 0) {
+			rc = sql_fail(db, why, ti->name);
+			goto out;
+		}
+	}
+	sqlite3_reset(ti->q);
+	sqlite3_clear_bindings(ti->q);
+	i = 1;
+	json_object_foreach (row, col, v) {
+		rc = bind_value(ti->q, i++, ti->name, col, v, &bytes, why);
+		if (rc < 0)
+			goto out;
+	}
+	switch (sqlite3_step(ti->q)) {
+	case SQLITE_DONE: break;
+	case SQLITE_CONSTRAINT:
+		rt_buf_printf(why, "table %s: %s", ti->name,
+			      sqlite3_errmsg(db));
+		rc = -EINVAL;
+		break;
+	case SQLITE_FULL:
+		rt_buf_printf(why, "the disk is full");
+		rc = -ENOSPC;
+		break;
+	default: rc = sql_fail(db, why, ti->name);
+	}
+	sqlite3_reset(ti->q);
+out:
+	rt_buf_free(&sql);
+	rt_buf_free(&vals);
+	rt_buf_free(&bytes);
+	return rc;
+}
+
+/* Inserts the rows of table `t`. */
+static int fill_table(sqlite3 *db, const char *t, json_t *rows,
+		      struct rt_buf *why)
+{
+	struct table_in ti = { t, columns_of(db, t), { 0 }, NULL };
+	json_t *row;
+	size_t i;
+	int rc = ti.cols != NULL ? 0 : -ENOMEM;
+
+	json_array_foreach (rows, i, row) {
+		if (rc < 0)
+			break;
+		if (!json_is_object(row)) {
+			rt_buf_printf(why,
+				      "table %s: a row that is not an "
+				      "object",
+				      t);
+			rc = -EINVAL;
+		} else if (strcmp(t, "functions") == 0) {
+			rc = check_spec(row, why);
+		}
+		if (rc == 0)
+			rc = insert_row(db, &ti, row, why);
+	}
+	sqlite3_finalize(ti.q);
+	rt_buf_free(&ti.sql);
+	json_decref(ti.cols);
+	return rc;
+}
+
 /* Fills database `path` (made by store_open, empty) with the tables of
- * `tables`, in one transaction. */
+ * `tables` in one transaction, and moves everything out of its WAL into
+ * the file itself (which is renamed into place without its -wal). */
 static int fill_db(const char *path, json_t *tables, struct rt_buf *why)
 {
 	struct store *st = NULL;
-	sqlite3 *db;
-	json_t *names = NULL, *rows, *row;
+	sqlite3 *db = NULL;
+	json_t *names = NULL, *rows;
 	const char *t;
-	size_t i;
-	int rc = store_open(&st, path);
+	int rc = store_open(&st, path), st_rc;
 
 	if (rc < 0) {
 		rt_buf_printf(why, "cannot make %s", path);
@@ -627,25 +828,21 @@ static int fill_db(const char *path, json_t *tables, struct rt_buf *why)
 			rc = -EINVAL;
 			break;
 		}
-		json_array_foreach (rows, i, row) {
-			if (!json_is_object(row)) {
-				rt_buf_printf(why,
-					      "table %s: a row that is "
-					      "not an object",
-					      t);
-				rc = -EINVAL;
-			} else if (strcmp(t, "functions") == 0) {
-				rc = check_spec(row, why);
-			}
-			if (rc == 0)
-				rc = insert_row(db, t, row, why);
-			if (rc < 0)
-				break;
-		}
+		rc = fill_table(db, t, rows, why);
 	}
-	if (rc == 0 &&
-	    sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
-		rc = sql_fail(db, why, path);
+	if (rc == 0) {
+		st_rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+		if (st_rc == SQLITE_OK)
+			st_rc = sqlite3_exec(db,
+					     "PRAGMA wal_checkpoint(TRUNCATE)",
+					     NULL, NULL, NULL);
+		if (st_rc != SQLITE_OK)
+			rc = (sqlite3_errcode(db) == SQLITE_FULL)
+				     ? -ENOSPC
+				     : sql_fail(db, why, path);
+		if (rc == -ENOSPC)
+			rt_buf_printf(why, "the disk is full");
+	}
 out:
 	json_decref(names);
 	store_close(st);
@@ -689,10 +886,12 @@ static int write_objects(const char *datadir, json_t *objs, struct rt_buf *why)
 			break;
 		object_path(&p, datadir, h);
 		rt_buf_puts(&tmp, "/import.tmp");
+		if (tmp.data != NULL)
+			unlink(tmp.data); /* 0400: left by a killed import */
 		fd = p.data && tmp.data
 			     ? open(tmp.data,
 				    O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-				    0600)
+				    0400)
 			     : -1;
 		if (fd < 0 ||
 		    (bytes.len > 0 &&
@@ -757,6 +956,68 @@ static int check_head(json_t *d, struct rt_buf *why)
 	return 0;
 }
 
+/* Removes what an import leaves aside: fnfs.db.import and its WAL files
+ * (of this import, or of one killed before). */
+static void remove_aside(const char *datadir)
+{
+	static const char *const left[] = { ".import", ".import-wal",
+					    ".import-shm" };
+	struct rt_buf p = { 0 };
+	size_t i;
+
+	for (i = 0; i < sizeof(left) / sizeof(left[0]); i++)
+		if (db_path(&p, datadir, left[i]) == 0)
+			unlink(p.data);
+	rt_buf_free(&p);
+}
+
+/* Whether `objs` holds object `h`, else says what needs it. */
+static int has_object(json_t *objs, const char *h, const char *what,
+		      struct rt_buf *why)
+{
+	if (json_object_get(objs, h) != NULL)
+		return 0;
+	rt_buf_printf(why, "%s names object %s, which the dump lacks", what, h);
+	return -EINVAL;
+}
+
+/* Checks that every object the code tables name is in `objs`: each
+ * file's, each revision's manifest, and what each manifest names. */
+static int check_references(json_t *tables, json_t *objs, struct rt_buf *why)
+{
+	struct rt_buf text = { 0 };
+	json_t *row, *set = json_object(), *v;
+	const char *h;
+	size_t i;
+	int rc = set != NULL ? 0 : -ENOMEM;
+
+	json_array_foreach (json_object_get(tables, "code_files"), i, row) {
+		h = json_string_value(json_object_get(row, "hash"));
+		if (rc == 0 && h != NULL && strlen(h) == 64)
+			rc = has_object(objs, h, "a file of code/", why);
+	}
+	json_array_foreach (json_object_get(tables, "code_revisions"), i, row) {
+		h = json_string_value(json_object_get(row, "hash"));
+		if (rc < 0 || h == NULL || strlen(h) != 64)
+			continue;
+		rc = has_object(objs, h, "a code revision", why);
+		v = json_object_get(objs, h);
+		if (rc == 0)
+			rc = sched_dump_base64_decode(json_string_value(v),
+						      json_string_length(v),
+						      &text);
+		if (rc == 0)
+			rc = add_manifest(set, h, text.data, text.len, why);
+	}
+	json_object_foreach (set, h, v)
+		if (rc == 0)
+			rc = has_object(objs, h, "a code revision's manifest",
+					why);
+	json_decref(set);
+	rt_buf_free(&text);
+	return rc;
+}
+
 int sched_dump_import(const char *datadir, FILE *in, struct rt_buf *why)
 {
 	struct rt_buf p = { 0 }, tmp = { 0 };
@@ -790,28 +1051,34 @@ int sched_dump_import(const char *datadir, FILE *in, struct rt_buf *why)
 	if (rc == 0)
 		rc = check_objects(json_object_get(d, "objects"), why);
 	if (rc == 0)
+		rc = check_references(json_object_get(d, "tables"),
+				      json_object_get(d, "objects"), why);
+	if (rc == 0)
 		rc = make_dir(datadir, why);
 	if (rc < 0)
 		goto out;
-	unlink(tmp.data);
+	remove_aside(datadir);
 	rc = fill_db(tmp.data, json_object_get(d, "tables"), why);
 	if (rc == 0)
 		rc = write_objects(datadir, json_object_get(d, "objects"), why);
+	rt_buf_puts(&tmp, "-wal");
+	/* Everything is in the file: fill_db emptied the WAL. */
+	if (rc == 0 && tmp.data != NULL && stat(tmp.data, &sb) == 0 &&
+	    sb.st_size > 0) {
+		rt_buf_printf(why, "%s still holds rows", tmp.data);
+		rc = -EIO;
+	}
+	db_path(&tmp, datadir, ".import");
 	if (rc == 0 && rename(tmp.data, p.data) < 0) {
 		rt_buf_printf(why, "cannot rename %s: %s", tmp.data,
 			      strerror(errno));
 		rc = -EIO;
 	}
+	if (rc == 0)
+		remove_aside(datadir); /* an empty -wal or -shm */
 out:
-	if (rc < 0 && rc != -EEXIST && p.data != NULL) {
-		static const char *const left[] = { ".import", ".import-wal",
-						    ".import-shm" };
-		size_t i;
-
-		for (i = 0; i < sizeof(left) / sizeof(left[0]); i++)
-			if (db_path(&p, datadir, left[i]) == 0)
-				unlink(p.data);
-	}
+	if (rc < 0 && rc != -EEXIST && p.data != NULL)
+		remove_aside(datadir);
 	json_decref(d);
 	rt_buf_free(&p);
 	rt_buf_free(&tmp);

@@ -20,6 +20,8 @@ SH
 chmod 755 "$A/run.sh"
 echo imported >"$A/lib/word"
 head -c 200000 /dev/urandom >"$A/lib/blob.bin"
+# A name that is not UTF-8: code/ takes any byte but '/' and NUL.
+echo latin1 >"$A/lib/caf$(printf '\351')"
 check "cp of an app into code/" cp -r "$A"/. "$NS/app/code"/
 write "$NS/app/mode" hot
 write "$NS/app/command" ./run.sh
@@ -55,7 +57,24 @@ assert len(t["tenants"]) == 2 and len(t["functions"]) == 3, t.keys()
 assert any(r["key"] == "strategy" and r["value"] == "pack" for r in t["settings"]), t["settings"]
 assert len(d["objects"]) >= 3
 ' "$DUMP"
+check "every object the code tables and the manifests name is in it" python3 -c '
+import base64, json, sys
+d = json.load(open(sys.argv[1]))
+t, objs = d["tables"], d["objects"]
+need = {r["hash"] for r in t["code_files"] if len(r["hash"]) == 64}
+for r in t["code_revisions"]:
+    need.add(r["hash"])
+    for line in base64.b64decode(objs[r["hash"]]).decode("latin-1").splitlines():
+        if line.startswith("f "):
+            need.add(line.split(" ")[3])
+missing = need - set(objs)
+assert not missing, missing
+names = [r["path"] for r in t["code_files"]]
+assert {"base64": base64.b64encode(b"lib/caf\xe9").decode()} in names, names
+' "$DUMP"
 stop_fnfs
+check "export of a stopped mount works too" eval '"$FNFS" store export --data "$DATA" >"$T/dump2.json"'
+check "and leaves no WAL files in the data directory" eval '[ ! -e "$DATA/fnfs.db-wal" ] && [ ! -e "$DATA/fnfs.db-shm" ]'
 
 # ---- bad dumps are refused and leave no store
 D3=$T/data3
@@ -81,6 +100,10 @@ for r in e["tables"]["functions"]:
 save("bad5.json", e)
 e = json.loads(json.dumps(d)); e["tables"]["tenants"][0]["colour"] = "red"; save("bad6.json", e)
 e = json.loads(json.dumps(d)); e["tables"]["tenants"].append(e["tables"]["tenants"][0]); save("bad7.json", e)
+e = json.loads(json.dumps(d)); r = e["tables"]["code_revisions"][0]; del e["objects"][r["hash"]]; save("bad8.json", e)
+e = json.loads(json.dumps(d)); f = [r for r in e["tables"]["code_files"] if len(r["hash"]) == 64][0]
+e["tables"]["code_files"] = [r for r in e["tables"]["code_files"] if r["hash"] != f["hash"]] + [f]
+del e["objects"][f["hash"]]; save("bad9.json", e)
 ' "$DUMP" "$T"
 check "another schema version is refused" refused "schema version 99" "$T/bad2.json"
 check "an object whose bytes do not match its hash is refused" refused "do not match its hash" "$T/bad3.json"
@@ -88,6 +111,8 @@ check "an unknown table is refused" refused "not a table of this fnfs" "$T/bad4.
 check "a function with a bad spec is refused" refused "function acme/prod/" "$T/bad5.json"
 check "an unknown column is refused" refused "no column" "$T/bad6.json"
 check "a duplicate row is refused" refused "UNIQUE" "$T/bad7.json"
+check "a dump without a revision's manifest is refused" refused "names object" "$T/bad8.json"
+check "a dump without a file's object is refused" refused "names object" "$T/bad9.json"
 check "nothing was left in the data directory" eval '[ -z "$(find "$D3" -name "fnfs.db*")" ]'
 check_fails_with "export of a directory without a store fails" "no store" "$FNFS" store export --data "$T/nowhere"
 
