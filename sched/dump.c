@@ -343,9 +343,11 @@ static int object_names(sqlite3 *db, const char *datadir, json_t *tables,
 out:
 	sqlite3_finalize(q);
 	rt_buf_free(&text);
-	if (rc == 0 && (*out = json_array()) != NULL)
-		json_object_foreach (set, h, v)
+	if (rc == 0 && (*out = json_array()) != NULL) {
+		json_object_foreach (set, h, v) {
 			json_array_append_new(*out, json_string(h));
+		}
+	}
 	json_decref(set);
 	return rc == 0 && *out == NULL ? -ENOMEM : rc;
 }
@@ -1009,10 +1011,11 @@ static int check_references(json_t *tables, json_t *objs, struct rt_buf *why)
 		if (rc == 0)
 			rc = add_manifest(set, h, text.data, text.len, why);
 	}
-	json_object_foreach (set, h, v)
+	json_object_foreach (set, h, v) {
 		if (rc == 0)
 			rc = has_object(objs, h, "a code revision's manifest",
 					why);
+	}
 	json_decref(set);
 	rt_buf_free(&text);
 	return rc;
