@@ -29,8 +29,8 @@ static int add_endpoint(struct etcd_client *c, const char *s, size_t n)
 
 	while (n > 0 && (*s == ' ' || *s == '\t'))
 		s++, n--;
-	while (n > 0 && (s[n - 1] == ' ' || s[n - 1] == '\t' ||
-			 s[n - 1] == '/'))
+	while (n > 0 &&
+	       (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '/'))
 		n--;
 	if (n == 0)
 		return 0;
@@ -196,8 +196,7 @@ static int on_sockopt(void *arg, curl_socket_t fd, curlsocktype purpose)
 	/* Best effort: a socket that refuses keeps curl's defaults. */
 	(void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
-	(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl,
-			 sizeof(intvl));
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user,
 			 sizeof(user));
@@ -320,7 +319,8 @@ static void req_done(struct rt_curl_xfer *x, CURLcode crc)
 			 r->err[0] ? r->err : curl_easy_strerror(crc));
 		if (crc == CURLE_OPERATION_TIMEDOUT)
 			c->current = (r->endpoint + 1) % c->nendpoints;
-		req_fail(r, etcd__unreachable(crc) ? -EIO : etcd__curl_errno(crc),
+		req_fail(r,
+			 etcd__unreachable(crc) ? -EIO : etcd__curl_errno(crc),
 			 why);
 		goto out;
 	}
@@ -349,9 +349,8 @@ out:
 
 /* Sends `body` (owned, freed in every case) to `path`, bounded by
  * `timeout_ms` (0: the client's). */
-static int submit(struct etcd_client *c, const char *path, char *body,
-		  int rc, int timeout_ms, int lease_call, etcd_cb cb,
-		  void *arg)
+static int submit(struct etcd_client *c, const char *path, char *body, int rc,
+		  int timeout_ms, int lease_call, etcd_cb cb, void *arg)
 {
 	struct etcd_req *r = NULL;
 
@@ -421,8 +420,7 @@ int etcd_txn(struct etcd_client *c, const struct etcd_cmp *cmp, size_t ncmp,
 	return submit(c, "/v3/kv/txn", body, rc, 0, 0, cb, arg);
 }
 
-int etcd_lease_grant(struct etcd_client *c, int64_t ttl, etcd_cb cb,
-		     void *arg)
+int etcd_lease_grant(struct etcd_client *c, int64_t ttl, etcd_cb cb, void *arg)
 {
 	char *body;
 	int rc = etcd_req_lease_grant(ttl, &body);
@@ -439,8 +437,7 @@ int etcd_lease_keepalive(struct etcd_client *c, int64_t id, etcd_cb cb,
 	return submit(c, "/v3/lease/keepalive", body, rc, 0, 1, cb, arg);
 }
 
-int etcd_lease_revoke(struct etcd_client *c, int64_t id, etcd_cb cb,
-		      void *arg)
+int etcd_lease_revoke(struct etcd_client *c, int64_t id, etcd_cb cb, void *arg)
 {
 	char *body;
 	int rc = etcd_req_lease_id(id, &body);
@@ -459,8 +456,7 @@ int etcd_campaign(struct etcd_client *c, const char *name, int64_t lease,
 		      arg);
 }
 
-int etcd_leader(struct etcd_client *c, const char *name, etcd_cb cb,
-		void *arg)
+int etcd_leader(struct etcd_client *c, const char *name, etcd_cb cb, void *arg)
 {
 	char *body;
 	int rc = etcd_req_leader(name, &body);

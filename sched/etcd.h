@@ -85,8 +85,7 @@ int etcd_txn(struct etcd_client *c, const struct etcd_cmp *cmp, size_t ncmp,
 	     const struct etcd_op *fail, size_t nfail, etcd_cb cb, void *arg);
 
 /* Grants a lease of `ttl` seconds: a->lease_id, a->ttl. */
-int etcd_lease_grant(struct etcd_client *c, int64_t ttl, etcd_cb cb,
-		     void *arg);
+int etcd_lease_grant(struct etcd_client *c, int64_t ttl, etcd_cb cb, void *arg);
 
 /* Renews lease `id` once (one POST): a->ttl, the seconds it has again.
  * A lease that expired or was revoked is -ENOENT. */
@@ -94,8 +93,7 @@ int etcd_lease_keepalive(struct etcd_client *c, int64_t id, etcd_cb cb,
 			 void *arg);
 
 /* Revokes lease `id` and deletes its keys; -ENOENT if it is gone. */
-int etcd_lease_revoke(struct etcd_client *c, int64_t id, etcd_cb cb,
-		      void *arg);
+int etcd_lease_revoke(struct etcd_client *c, int64_t id, etcd_cb cb, void *arg);
 
 /* Campaigns in election `name` with `n` bytes of `value`, on `lease`:
  * answers once this client leads (a->leader: the leader key, its
@@ -107,8 +105,7 @@ int etcd_campaign(struct etcd_client *c, const char *name, int64_t lease,
 
 /* Who leads election `name`: a->leader (its key, value, revisions,
  * lease); -ENOENT when nobody does. */
-int etcd_leader(struct etcd_client *c, const char *name, etcd_cb cb,
-		void *arg);
+int etcd_leader(struct etcd_client *c, const char *name, etcd_cb cb, void *arg);
 
 /* Gives up the leadership `leader` (a campaign's a->leader) of `name`. */
 int etcd_resign(struct etcd_client *c, const char *name,
@@ -129,8 +126,8 @@ typedef void (*etcd_watch_fn)(void *arg, const struct etcd_answer *a);
  * within the client's dead_ms. *out is the owner's, for etcd_watch_free.
  * Returns 0 or -errno (then `fn` is never called). */
 int etcd_watch(struct etcd_client *c, const char *key, const char *range_end,
-	       int64_t start_revision, int prev_kv, etcd_watch_fn fn,
-	       void *arg, struct etcd_watch **out);
+	       int64_t start_revision, int prev_kv, etcd_watch_fn fn, void *arg,
+	       struct etcd_watch **out);
 
 /* Ends and frees watch `w` (NULL: a no-op): `fn` is not called again. May
  * be called from inside w's own `fn`, not from another watch's. */

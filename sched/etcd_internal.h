@@ -14,15 +14,15 @@
 
 /* One call under way. */
 struct etcd_req {
-	struct rt_curl_xfer x;	 /* x.easy owned (released at the end) */
+	struct rt_curl_xfer x; /* x.easy owned (released at the end) */
 	struct etcd_client *c;
-	const char *path;	 /* "/v3/kv/put" (static) */
-	char *body;		 /* the JSON request, owned */
-	int64_t deadline;	 /* rt_mono_ms() bound of every attempt */
-	size_t endpoint;	 /* index of the endpoint being tried */
-	int tries;		 /* endpoints tried */
-	int lease_call;		 /* a keepalive: no TTL is a lost lease */
-	struct rt_buf resp;	 /* the answer's body */
+	const char *path;   /* "/v3/kv/put" (static) */
+	char *body;	    /* the JSON request, owned */
+	int64_t deadline;   /* rt_mono_ms() bound of every attempt */
+	size_t endpoint;    /* index of the endpoint being tried */
+	int tries;	    /* endpoints tried */
+	int lease_call;	    /* a keepalive: no TTL is a lost lease */
+	struct rt_buf resp; /* the answer's body */
 	char err[CURL_ERROR_SIZE];
 	etcd_cb cb;
 	void *arg;
@@ -31,15 +31,15 @@ struct etcd_req {
 
 struct etcd_client {
 	uv_loop_t *loop;
-	struct rt_curluv *curl;	 /* owned: this client's multi */
-	char **endpoints;	 /* URLs without a trailing '/', owned */
+	struct rt_curluv *curl; /* owned: this client's multi */
+	char **endpoints;	/* URLs without a trailing '/', owned */
 	size_t nendpoints;
-	size_t current;		 /* where the next request goes */
-	char *ca, *cert, *key;	 /* owned, or NULL */
-	int timeout_ms;		 /* per request */
-	int dead_ms;		 /* keepalive bound of a silent connection */
-	struct curl_slist *hdrs; /* owned: the request headers */
-	struct etcd_req *reqs;	 /* calls under way */
+	size_t current;		    /* where the next request goes */
+	char *ca, *cert, *key;	    /* owned, or NULL */
+	int timeout_ms;		    /* per request */
+	int dead_ms;		    /* keepalive bound of a silent connection */
+	struct curl_slist *hdrs;    /* owned: the request headers */
+	struct etcd_req *reqs;	    /* calls under way */
 	struct etcd_watch *watches; /* watches not ended */
 };
 

@@ -39,8 +39,7 @@ static int set_i64(json_t *obj, const char *name, int64_t v)
 	if (v == 0)
 		return 0;
 	snprintf(s, sizeof(s), "%" PRId64, v);
-	return json_object_set_new(obj, name, json_string(s)) < 0 ? -ENOMEM
-								   : 0;
+	return json_object_set_new(obj, name, json_string(s)) < 0 ? -ENOMEM : 0;
 }
 
 /* Sets obj[name] to true, unless `v` is 0. */
@@ -113,8 +112,8 @@ int etcd_req_range(const char *key, const char *range_end, int64_t revision,
 }
 
 /* The fields of a put, into `o`. */
-static int put_fields(json_t *o, const char *key, const char *value,
-		      size_t n, int64_t lease)
+static int put_fields(json_t *o, const char *key, const char *value, size_t n,
+		      int64_t lease)
 {
 	int rc = set_b64(o, "key", key, strlen(key));
 
@@ -464,8 +463,7 @@ static int get_u64(const json_t *obj, const char *name, uint64_t *v)
 
 /* *out = a copy of the base64 in obj[name], decoded ("" when absent).
  * Returns 0, -EPROTO or -ENOMEM. */
-static int get_b64(const json_t *obj, const char *name, char **out,
-		   size_t *len)
+static int get_b64(const json_t *obj, const char *name, char **out, size_t *len)
 {
 	const json_t *j = json_object_get(obj, name);
 	struct rt_buf b = { 0 };
@@ -620,10 +618,9 @@ static int parse_error(struct etcd_answer *a, const json_t *err,
 	}
 	if (json_is_string(msg) && json_string_length(msg) > 0)
 		text = json_string_value(msg);
-	a->rc = etcd_grpc_errno(json_is_integer(code)
-					? (int)json_integer_value(code)
-					: 2,
-				text);
+	a->rc = etcd_grpc_errno(
+		json_is_integer(code) ? (int)json_integer_value(code) : 2,
+		text);
 	a->error = strdup(text);
 	return a->error == NULL ? -ENOMEM : 0;
 }

@@ -33,10 +33,10 @@ int etcd_b64_decode(const char *s, size_t n, struct rt_buf *out);
 
 /* A key and its value, as etcd keeps them. */
 struct etcd_kv {
-	char *key;		 /* owned, NUL-terminated (keys may hold NULs) */
-	size_t key_len;		 /* bytes of key */
-	char *value;		 /* owned, NUL-terminated; "" when absent */
-	size_t value_len;	 /* bytes of value */
+	char *key;	  /* owned, NUL-terminated (keys may hold NULs) */
+	size_t key_len;	  /* bytes of key */
+	char *value;	  /* owned, NUL-terminated; "" when absent */
+	size_t value_len; /* bytes of value */
 	int64_t create_revision; /* revision of the key's creation */
 	int64_t mod_revision;	 /* revision of its last change */
 	int64_t version;	 /* changes since creation (0: deleted) */
@@ -157,23 +157,24 @@ int etcd_req_resign(const char *name, const char *key, size_t key_len,
 /* What one answer (or one message of a stream) says. Owned by the struct:
  * etcd_answer_clear frees it. */
 struct etcd_answer {
-	int rc;		     /* 0, or the -errno of an error answer */
-	char *error;	     /* the error's text (owned), or NULL */
+	int rc;	     /* 0, or the -errno of an error answer */
+	char *error; /* the error's text (owned), or NULL */
 	struct etcd_header header;
 	int succeeded;	     /* txn: the compares held */
 	struct etcd_kv *kvs; /* range, txn's range operations, leader */
 	size_t nkvs;
-	int more;	     /* range: more keys than the limit */
-	int64_t count;	     /* range: keys in the range */
-	int64_t deleted;     /* deleterange, txn's delete operations */
-	int64_t lease_id;    /* lease grant, keepalive */
-	int64_t ttl;	     /* grant, keepalive: 0 when the lease is lost */
+	int more;	       /* range: more keys than the limit */
+	int64_t count;	       /* range: keys in the range */
+	int64_t deleted;       /* deleterange, txn's delete operations */
+	int64_t lease_id;      /* lease grant, keepalive */
+	int64_t ttl;	       /* grant, keepalive: 0 when the lease is lost */
 	struct etcd_kv leader; /* campaign: the leader key won (key, lease,
 				  mod_revision = rev); leader: the key */
 	/* watch messages */
-	int created;		/* the watch is set up */
-	int canceled;		/* etcd ended the watch */
-	int64_t compact_revision; /* the watch starts before it (then canceled) */
+	int created;		  /* the watch is set up */
+	int canceled;		  /* etcd ended the watch */
+	int64_t compact_revision; /* the watch starts before it (then canceled)
+				   */
 	int64_t watch_id;
 	struct etcd_kv *events; /* changes, in revision order */
 	int *deletes;		/* per event: 1 for a DELETE, 0 for a PUT */

@@ -89,8 +89,9 @@ static int on_line(void *arg, const char *line, size_t len)
 
 	rc = etcd_parse_answer(line, len, &a);
 	if (rc < 0) {
-		snprintf(why, sizeof(why), "etcd watch: a message that is not "
-					   "etcd's: %s",
+		snprintf(why, sizeof(why),
+			 "etcd watch: a message that is not "
+			 "etcd's: %s",
 			 a.error ? a.error : strerror(-rc));
 		etcd_answer_clear(&a);
 		final(w, -EPROTO, why);
@@ -180,8 +181,8 @@ static void on_done(struct rt_curl_xfer *x, CURLcode crc)
 }
 
 int etcd_watch(struct etcd_client *c, const char *key, const char *range_end,
-	       int64_t start_revision, int prev_kv, etcd_watch_fn fn,
-	       void *arg, struct etcd_watch **out)
+	       int64_t start_revision, int prev_kv, etcd_watch_fn fn, void *arg,
+	       struct etcd_watch **out)
 {
 	struct etcd_watch *w = NULL;
 	int rc;
