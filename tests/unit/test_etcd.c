@@ -27,6 +27,8 @@ struct live {
 	char dir[64];	 /* its data directory's parent, ours */
 	char client[64]; /* http://127.0.0.1:PORT */
 	char peer[64];	 /* its peer URL */
+	int tls;	 /* https, client certificates required */
+	char ca[96], cert[96], key[96]; /* the PEM files, when tls */
 	uv_loop_t loop;
 	struct etcd_client *c; /* a client of it */
 };
@@ -47,14 +49,81 @@ static int free_port(void)
 	return port;
 }
 
+/* Makes a CA, a certificate for the member (127.0.0.1) and one for the
+ * client in l->dir, with openssl. Returns 0 or -EIO. */
+static int make_certs(struct live *l)
+{
+	static const char script[] =
+		"set -e; cd \"$1\"\n"
+		"k='-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes'\n"
+		"openssl req -x509 $k -keyout ca.key -out ca.pem -days 1 "
+		"-subj /CN=fnfs-test-ca\n"
+		"for n in server client; do\n"
+		"  openssl req $k -keyout $n.key -out $n.csr -subj /CN=$n\n"
+		"done\n"
+		"printf 'subjectAltName=IP:127.0.0.1\\n"
+		"extendedKeyUsage=serverAuth,clientAuth\\n' >server.ext\n"
+		"printf 'extendedKeyUsage=clientAuth\\n' >client.ext\n"
+		"for n in server client; do\n"
+		"  openssl x509 -req -in $n.csr -CA ca.pem -CAkey ca.key "
+		"-CAcreateserial -out $n.pem -days 1 -extfile $n.ext\n"
+		"done\n";
+	int status = -1;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int fd = open("/dev/null", O_WRONLY);
+
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execlp("sh", "sh", "-c", script, "sh", l->dir, (char *)NULL);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) < 0 || status != 0)
+		return -EIO;
+	snprintf(l->ca, sizeof(l->ca), "%s/ca.pem", l->dir);
+	snprintf(l->cert, sizeof(l->cert), "%s/client.pem", l->dir);
+	snprintf(l->key, sizeof(l->key), "%s/client.key", l->dir);
+	return 0;
+}
+
 /* Starts the member (again, on the same directory and ports when it ran
  * before). */
 static int member_run(struct live *l)
 {
-	char data[96], peers[96];
+	char data[96], peers[96], scert[96], skey[96];
+	const char *argv[32];
+	int n = 0;
 
 	snprintf(data, sizeof(data), "%s/m", l->dir);
 	snprintf(peers, sizeof(peers), "m=%s", l->peer);
+	snprintf(scert, sizeof(scert), "%s/server.pem", l->dir);
+	snprintf(skey, sizeof(skey), "%s/server.key", l->dir);
+	argv[n++] = "etcd";
+	argv[n++] = "--name";
+	argv[n++] = "m";
+	argv[n++] = "--data-dir";
+	argv[n++] = data;
+	argv[n++] = "--listen-client-urls";
+	argv[n++] = l->client;
+	argv[n++] = "--advertise-client-urls";
+	argv[n++] = l->client;
+	argv[n++] = "--listen-peer-urls";
+	argv[n++] = l->peer;
+	argv[n++] = "--initial-advertise-peer-urls";
+	argv[n++] = l->peer;
+	argv[n++] = "--initial-cluster";
+	argv[n++] = peers;
+	if (l->tls) {
+		argv[n++] = "--cert-file";
+		argv[n++] = scert;
+		argv[n++] = "--key-file";
+		argv[n++] = skey;
+		argv[n++] = "--trusted-ca-file";
+		argv[n++] = l->ca;
+		argv[n++] = "--client-cert-auth";
+	}
+	argv[n] = NULL;
 	l->pid = fork();
 	if (l->pid < 0)
 		return -errno;
@@ -64,12 +133,7 @@ static int member_run(struct live *l)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		dup2(fd, 1);
 		dup2(fd, 2);
-		execlp("etcd", "etcd", "--name", "m", "--data-dir", data,
-		       "--listen-client-urls", l->client,
-		       "--advertise-client-urls", l->client,
-		       "--listen-peer-urls", l->peer,
-		       "--initial-advertise-peer-urls", l->peer,
-		       "--initial-cluster", peers, (char *)NULL);
+		execvp("etcd", (char **)argv);
 		_exit(127);
 	}
 	return 0;
@@ -159,24 +223,32 @@ static int await(struct live *l, int rc, struct got *g)
 
 /* Starts the member and a client, and waits (at most 15 s) until a
  * read through the client succeeds. */
-static int live_start(struct live *l, int timeout_ms)
+static int live_start_tls(struct live *l, int timeout_ms, int tls)
 {
 	struct etcd_config cfg = { 0 };
 	int rc, i;
 
 	memset(l, 0, sizeof(*l));
+	uv_loop_init(&l->loop);
 	snprintf(l->dir, sizeof(l->dir), "/var/tmp/fnfs-unit-etcd.XXXXXX");
 	if (mkdtemp(l->dir) == NULL)
 		return -errno;
-	snprintf(l->client, sizeof(l->client), "http://127.0.0.1:%d",
-		 free_port());
+	l->tls = tls;
+	if (tls && (rc = make_certs(l)) < 0)
+		return rc;
+	snprintf(l->client, sizeof(l->client), "%s://127.0.0.1:%d",
+		 tls ? "https" : "http", free_port());
 	snprintf(l->peer, sizeof(l->peer), "http://127.0.0.1:%d", free_port());
-	uv_loop_init(&l->loop);
 	rc = member_run(l);
 	if (rc < 0)
 		return rc;
 	cfg.endpoints = l->client;
 	cfg.timeout_ms = timeout_ms;
+	if (tls) {
+		cfg.ca = l->ca;
+		cfg.cert = l->cert;
+		cfg.key = l->key;
+	}
 	rc = etcd_client_new(&l->loop, &cfg, &l->c);
 	if (rc < 0)
 		return rc;
@@ -192,6 +264,11 @@ static int live_start(struct live *l, int timeout_ms)
 	fprintf(stderr, "  etcd did not answer at %s: %s\n", l->client,
 		strerror(-rc));
 	return rc;
+}
+
+static int live_start(struct live *l, int timeout_ms)
+{
+	return live_start_tls(l, timeout_ms, 0);
 }
 
 static void member_kill(struct live *l)
@@ -646,5 +723,51 @@ TEST(etcd_live_endpoints_and_timeouts)
 	CHECK(etcd_client_new(&l.loop, &cfg, &dead) == -EINVAL && !dead);
 	cfg.endpoints = "127.0.0.1:1\"";
 	CHECK(etcd_client_new(&l.loop, &cfg, &dead) == -EINVAL && !dead);
+	live_stop(&l);
+}
+
+TEST(etcd_live_tls)
+{
+	struct live l;
+	struct etcd_config cfg = { 0 };
+	struct etcd_client *anon = NULL, *plain = NULL;
+	struct watched s = { 0 };
+	struct got g = { 0 }, h = { 0 }, k = { 0 };
+
+	if (live_start_tls(&l, 3000, 1) < 0) {
+		CHECK(!"etcd runs with TLS (openssl makes the certificates)");
+		live_stop(&l);
+		return;
+	}
+	CHECK(strncmp(etcd_client_endpoint(l.c), "https://", 8) == 0);
+	CHECK(etcd_watch(l.c, "/t", NULL, 0, 0, on_watch, &s, &s.w) == 0);
+	CHECK(wait_for(&l, &s.created, 5000) == 0);
+	CHECK(await(&l, etcd_put(l.c, "/t", "secret", 6, 0, got_cb, &g), &g) ==
+	      0);
+	CHECK(await(&l, etcd_range(l.c, "/t", NULL, 0, 0, got_cb, &h), &h) ==
+	      0);
+	CHECK_STR(h.value, "secret");
+	CHECK(wait_for(&l, &s.events, 5000) == 0);
+	CHECK_STR(s.text, "+/t=secret ");
+	etcd_watch_free(s.w);
+	/* Without a client certificate, the member refuses the handshake. */
+	cfg.endpoints = l.client;
+	cfg.ca = l.ca;
+	CHECK(etcd_client_new(&l.loop, &cfg, &anon) == 0);
+	CHECK(await(&l, etcd_range(anon, "/t", NULL, 0, 0, got_cb, &k), &k) ==
+	      -EIO);
+	CHECK(k.error[0] != '\0');
+	etcd_client_free(anon);
+	/* An endpoint given as HOST:PORT with no CA is plain http, which
+	 * an https member hangs up on. */
+	got_reset(&k);
+	cfg.endpoints = l.client + 8;
+	cfg.ca = NULL;
+	CHECK(etcd_client_new(&l.loop, &cfg, &plain) == 0);
+	CHECK(strncmp(etcd_client_endpoint(plain), "http://", 7) == 0);
+	CHECK(await(&l, etcd_range(plain, "/t", NULL, 0, 0, got_cb, &k), &k) ==
+	      -EIO);
+	CHECK(strstr(k.error, "Empty reply") != NULL);
+	etcd_client_free(plain);
 	live_stop(&l);
 }
