@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
@@ -223,6 +224,8 @@ static int await(struct live *l, int rc, struct got *g)
 
 /* Starts the member and a client, and waits (at most 15 s) until a
  * read through the client succeeds. */
+static int dead_ms; /* the clients' dead_ms (0: the default) */
+
 static int live_start_tls(struct live *l, int timeout_ms, int tls)
 {
 	struct etcd_config cfg = { 0 };
@@ -244,6 +247,7 @@ static int live_start_tls(struct live *l, int timeout_ms, int tls)
 		return rc;
 	cfg.endpoints = l->client;
 	cfg.timeout_ms = timeout_ms;
+	cfg.dead_ms = dead_ms;
 	if (tls) {
 		cfg.ca = l->ca;
 		cfg.cert = l->cert;
@@ -769,5 +773,64 @@ TEST(etcd_live_tls)
 	      -EIO);
 	CHECK(strstr(k.error, "Empty reply") != NULL);
 	etcd_client_free(plain);
+	live_stop(&l);
+}
+
+/* Runs `ip link set lo STATE` (in this process's network namespace). */
+static int lo_set(const char *state)
+{
+	int status = -1;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		execlp("ip", "ip", "link", "set", "lo", state, (char *)NULL);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) < 0 || status != 0)
+		return -EIO;
+	return 0;
+}
+
+/* A partition: the member's packets vanish (loopback down, in a network
+ * namespace of this test's own), with no FIN or RST. An idle watch finds
+ * its dead connection within dead_ms by TCP keepalive, a put times out,
+ * and both work again once the network is back. */
+TEST(etcd_live_watch_partition)
+{
+	struct live l;
+	struct watched s = { 0 }, t = { 0 };
+	struct got g = { 0 }, h = { 0 };
+	int64_t start, took;
+
+	CHECK(unshare(CLONE_NEWNET) == 0);
+	CHECK(lo_set("up") == 0);
+	dead_ms = 3000;
+	if (live_start(&l, 1000) < 0) {
+		CHECK(!"etcd runs (scripts/install-deps installs it)");
+		live_stop(&l);
+		return;
+	}
+	CHECK(etcd_watch(l.c, "/p", NULL, 0, 0, on_watch, &s, &s.w) == 0);
+	CHECK(wait_for(&l, &s.created, 5000) == 0);
+	CHECK(lo_set("down") == 0);
+	start = rt_mono_ms();
+	CHECK(await(&l, etcd_put(l.c, "/q", "1", 1, 0, got_cb, &g), &g) ==
+	      -ETIMEDOUT);
+	CHECK(rt_mono_ms() - start < 2500);
+	CHECK(wait_for(&l, &s.ended, 8000) == 0);
+	took = rt_mono_ms() - start;
+	fprintf(stderr, "  the watch ended %lld ms into the partition: %s\n",
+		(long long)took, strerror(-s.rc));
+	CHECK(s.rc == -EIO || s.rc == -ETIMEDOUT);
+	CHECK(took >= 1000 && took < 3000 + 2000);
+	etcd_watch_free(s.w);
+	/* Healed: a new watch and a put work. */
+	CHECK(lo_set("up") == 0);
+	CHECK(etcd_watch(l.c, "/p", NULL, 0, 0, on_watch, &t, &t.w) == 0);
+	CHECK(wait_for(&l, &t.created, 5000) == 0);
+	CHECK(await(&l, etcd_put(l.c, "/p", "2", 1, 0, got_cb, &h), &h) == 0);
+	CHECK(wait_for(&l, &t.events, 5000) == 0);
+	CHECK_STR(t.text, "+/p=2 ");
+	etcd_watch_free(t.w);
 	live_stop(&l);
 }
