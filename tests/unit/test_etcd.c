@@ -140,25 +140,45 @@ static int member_run(struct live *l)
 	return 0;
 }
 
+/* The loop the test runs. Each callback that sets a flag stops it, so
+ * that a UV_RUN_ONCE turn whose timers phase answered a call (curl may
+ * send and read a whole exchange in one step) returns instead of
+ * polling on until the next event. */
+static uv_loop_t *test_loop;
+
+static void wake(void)
+{
+	if (test_loop != NULL)
+		uv_stop(test_loop);
+}
+
 /* Runs the loop until *flag is set or `ms` have passed. Returns 0 or
  * -ETIMEDOUT. */
 static void on_bound(uv_timer_t *t)
 {
+	wake();
 	*(int *)t->data = 1;
+}
+
+static void on_closed(uv_handle_t *h)
+{
+	*(int *)h->data = 1;
 }
 
 static int wait_for(struct live *l, const int *flag, int ms)
 {
 	uv_timer_t t;
-	int expired = 0;
+	int expired = 0, closed = 0;
 
 	uv_timer_init(&l->loop, &t);
 	t.data = &expired;
 	uv_timer_start(&t, on_bound, (uint64_t)ms, 0);
 	while (!*flag && !expired)
 		uv_run(&l->loop, UV_RUN_ONCE);
-	uv_close((uv_handle_t *)&t, NULL);
-	uv_run(&l->loop, UV_RUN_NOWAIT);
+	t.data = &closed;
+	uv_close((uv_handle_t *)&t, on_closed);
+	while (!closed) /* a turn with the stop flag set runs nothing */
+		uv_run(&l->loop, UV_RUN_NOWAIT);
 	return *flag ? 0 : -ETIMEDOUT;
 }
 
@@ -180,6 +200,7 @@ static void got_cb(void *arg, const struct etcd_answer *a)
 {
 	struct got *g = arg;
 
+	wake();
 	g->done = 1;
 	g->rc = a->rc;
 	snprintf(g->error, sizeof(g->error), "%s", a->error ? a->error : "");
@@ -233,6 +254,7 @@ static int live_start_tls(struct live *l, int timeout_ms, int tls)
 
 	memset(l, 0, sizeof(*l));
 	uv_loop_init(&l->loop);
+	test_loop = &l->loop;
 	snprintf(l->dir, sizeof(l->dir), "/var/tmp/fnfs-unit-etcd.XXXXXX");
 	if (mkdtemp(l->dir) == NULL)
 		return -errno;
@@ -288,11 +310,14 @@ static void member_kill(struct live *l)
 static void live_stop(struct live *l)
 {
 	pid_t rm;
+	int i;
 
 	etcd_client_free(l->c);
 	l->c = NULL;
-	uv_run(&l->loop, UV_RUN_NOWAIT);
+	for (i = 0; i < 100 && uv_run(&l->loop, UV_RUN_NOWAIT) != 0; i++)
+		;
 	CHECK(uv_loop_close(&l->loop) == 0);
+	test_loop = NULL;
 	member_kill(l);
 	rm = fork();
 	if (rm == 0) {
@@ -434,6 +459,7 @@ static void on_watch(void *arg, const struct etcd_answer *a)
 	struct watched *s = arg;
 	size_t i, n = strlen(s->text);
 
+	wake();
 	if (s->ended)
 		s->after_end++;
 	if (a->rc < 0) {
@@ -526,6 +552,7 @@ static void on_kept(void *arg, const struct etcd_answer *a)
 {
 	struct keeper *k = arg;
 
+	wake();
 	k->answered++;
 	if (a->rc == -ENOENT)
 		k->lost = 1;
@@ -622,7 +649,7 @@ TEST(etcd_live_election)
 {
 	struct live l;
 	struct got l1 = { 0 }, l2 = { 0 }, c1 = { 0 }, c2 = { 0 }, w = { 0 };
-	struct got r = { 0 }, c3 = { 0 }, z = { 0 };
+	struct got r = { 0 }, c3 = { 0 }, z = { 0 }, l3 = { 0 };
 	int64_t start;
 
 	if (live_start(&l, 3000) < 0) {
@@ -632,6 +659,7 @@ TEST(etcd_live_election)
 	}
 	CHECK(await(&l, etcd_lease_grant(l.c, 10, got_cb, &l1), &l1) == 0);
 	CHECK(await(&l, etcd_lease_grant(l.c, 10, got_cb, &l2), &l2) == 0);
+	CHECK(await(&l, etcd_lease_grant(l.c, 10, got_cb, &l3), &l3) == 0);
 	CHECK(await(&l, etcd_leader(l.c, "/el", got_cb, &z), &z) == -ENOENT);
 	CHECK(await(&l,
 		    etcd_campaign(l.c, "/el", l1.lease_id, "ctl-1", 5, 0,
@@ -649,13 +677,16 @@ TEST(etcd_live_election)
 				  got_cb, &c2),
 		    &c2) == -ETIMEDOUT);
 	CHECK(rt_mono_ms() - start < 3000);
-	/* The first resigns: nobody leads, and the second wins. */
+	/* The first resigns: nobody leads, and the second wins. It
+	 * campaigns on a new lease: etcd withdraws a campaign that timed
+	 * out by deleting its key (named after its lease) some time after,
+	 * which would take a new campaign's key on the same lease with it. */
 	CHECK(await(&l, etcd_resign(l.c, "/el", &c1.leader, got_cb, &r), &r) ==
 	      0);
 	got_reset(&z);
 	CHECK(await(&l, etcd_leader(l.c, "/el", got_cb, &z), &z) == -ENOENT);
 	CHECK(await(&l,
-		    etcd_campaign(l.c, "/el", l2.lease_id, "ctl-2", 5, 0,
+		    etcd_campaign(l.c, "/el", l3.lease_id, "ctl-2", 5, 0,
 				  got_cb, &c3),
 		    &c3) == 0);
 	CHECK(c3.leader.mod_revision > c1.leader.mod_revision);
