@@ -245,7 +245,35 @@ static int await(struct live *l, int rc, struct got *g)
 
 /* Starts the member and a client, and waits (at most 15 s) until a
  * read through the client succeeds. */
-static int dead_ms; /* the clients' dead_ms (0: the default) */
+static int dead_ms;	     /* the clients' dead_ms (0: the default) */
+static struct live *running; /* the member to end if the test times out */
+
+/* The runner's time limit (SIGALRM) ends the test: the member is killed
+ * and its directory removed first (async-signal-safe calls only), then
+ * the signal is raised again so that the runner reports the timeout. */
+static void on_alarm(int sig)
+{
+	struct live *l = running;
+	pid_t rm;
+
+	if (l != NULL && l->pid > 0) {
+		kill(l->pid, SIGKILL);
+		waitpid(l->pid, NULL, 0);
+	}
+	if (l != NULL && l->dir[0] != '\0') {
+		rm = fork();
+		if (rm == 0) {
+			char *argv[] = { "rm", "-rf", "--", l->dir, NULL };
+
+			execve("/bin/rm", argv, (char *[]){ NULL });
+			_exit(127);
+		}
+		if (rm > 0)
+			waitpid(rm, NULL, 0);
+	}
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
 
 static int live_start_tls(struct live *l, int timeout_ms, int tls)
 {
@@ -256,8 +284,12 @@ static int live_start_tls(struct live *l, int timeout_ms, int tls)
 	uv_loop_init(&l->loop);
 	test_loop = &l->loop;
 	snprintf(l->dir, sizeof(l->dir), "/var/tmp/fnfs-unit-etcd.XXXXXX");
-	if (mkdtemp(l->dir) == NULL)
+	if (mkdtemp(l->dir) == NULL) {
+		l->dir[0] = '\0';
 		return -errno;
+	}
+	running = l;
+	signal(SIGALRM, on_alarm);
 	l->tls = tls;
 	if (tls && (rc = make_certs(l)) < 0)
 		return rc;
@@ -326,6 +358,7 @@ static void live_stop(struct live *l)
 	}
 	if (rm > 0)
 		waitpid(rm, NULL, 0);
+	running = NULL;
 }
 
 /* POSTs `body` to the member's `path` with a blocking curl (the test's
