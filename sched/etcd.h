@@ -98,7 +98,10 @@ int etcd_lease_revoke(struct etcd_client *c, int64_t id, etcd_cb cb, void *arg);
 /* Campaigns in election `name` with `n` bytes of `value`, on `lease`:
  * answers once this client leads (a->leader: the leader key, its
  * revision in mod_revision, its lease), or -ETIMEDOUT after `timeout_ms`
- * (0: the client's timeout), when the campaign is withdrawn. */
+ * (0: the client's timeout), when the campaign is withdrawn. etcd
+ * withdraws it by deleting its key, which is named after the lease, a
+ * little later: campaign again on a new lease, or that deletion may take
+ * the new campaign's key (seen with etcd 3.4.23). */
 int etcd_campaign(struct etcd_client *c, const char *name, int64_t lease,
 		  const char *value, size_t n, int timeout_ms, etcd_cb cb,
 		  void *arg);
