@@ -7,8 +7,8 @@
  * connections alive across transfers. Nothing here blocks the loop.
  *
  * Generic: it knows easy handles and completion callbacks, not what the
- * transfers are for (HTTP calls to instances, later an etcd client).
- * Private to runtime/.
+ * transfers are for (HTTP calls to instances, the etcd client).
+ * Private to runtime/ and sched/'s etcd client (sched/etcd*.c).
  */
 #ifndef FNFS_RT_CURLUV_H
 #define FNFS_RT_CURLUV_H

@@ -1,0 +1,164 @@
+/*
+ * etcd_put.c - sequential puts of SIZE-byte values to etcd's v3 JSON
+ * gateway, one line per timed put (µs), two ways:
+ *
+ *   raw    a blocking libcurl easy handle, one kept-alive connection:
+ *          the least a client of the gateway does (the floor of issue
+ *          14's "write on etcd vs raw put")
+ *   client fnfs's own client (sched/etcd.c) on a libuv loop, each put
+ *          waited for before the next: what the controller will pay
+ *
+ *   etcd_put raw|client URL WARM N SIZE
+ *
+ * Every put is checked (an answer with a revision, none with an error);
+ * any failure ends the program with status 1.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <curl/curl.h>
+
+#include "../../sched/etcd.h"
+
+static double now_us(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
+}
+
+static size_t on_body(char *p, size_t size, size_t n, void *arg)
+{
+	struct rt_buf *b = arg;
+
+	(void)size;
+	return rt_buf_append(b, p, n) == 0 ? n : 0;
+}
+
+/* Puts through a blocking easy handle. */
+static int run_raw(const char *url, int warm, int n, const char *value,
+		   size_t size)
+{
+	struct rt_buf resp = { 0 };
+	struct curl_slist *hdrs = NULL;
+	char target[512], key[64];
+	CURL *e = curl_easy_init();
+	int i, rc = 0;
+
+	snprintf(target, sizeof(target), "%s/v3/kv/put", url);
+	hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
+	curl_easy_setopt(e, CURLOPT_URL, target);
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, hdrs);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, &resp);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 5000L);
+	curl_easy_setopt(e, CURLOPT_PROXY, "");
+	for (i = 0; i < warm + n && rc == 0; i++) {
+		char *body = NULL;
+		double t0;
+
+		snprintf(key, sizeof(key), "/bench/raw/%d", i % 100);
+		if (etcd_req_put(key, value, size, 0, &body) < 0)
+			return 1;
+		curl_easy_setopt(e, CURLOPT_POSTFIELDS, body);
+		rt_buf_reset(&resp);
+		t0 = now_us();
+		if (curl_easy_perform(e) != CURLE_OK || resp.data == NULL ||
+		    strstr(resp.data, "\"revision\"") == NULL ||
+		    strstr(resp.data, "\"error\"") != NULL) {
+			fprintf(stderr, "etcd_put: raw put %d failed: %s\n", i,
+				resp.data ? resp.data : "(no answer)");
+			rc = 1;
+		} else if (i >= warm) {
+			printf("%.1f\n", now_us() - t0);
+		}
+		free(body);
+	}
+	curl_easy_cleanup(e);
+	curl_slist_free_all(hdrs);
+	rt_buf_free(&resp);
+	return rc;
+}
+
+struct one {
+	uv_loop_t *loop;
+	int done, rc;
+	int64_t revision;
+};
+
+static void on_put(void *arg, const struct etcd_answer *a)
+{
+	struct one *o = arg;
+
+	o->done = 1;
+	o->rc = a->rc;
+	/* Curl may answer inside the timers phase of a UV_RUN_ONCE turn:
+	 * without this, that turn would poll on for another event. */
+	uv_stop(o->loop);
+	o->revision = a->header.revision;
+	if (a->rc < 0)
+		fprintf(stderr, "etcd_put: %s\n", a->error ? a->error : "?");
+}
+
+/* Puts through sched/etcd.c, one at a time. */
+static int run_client(const char *url, int warm, int n, const char *value,
+		      size_t size)
+{
+	struct etcd_config cfg = { .endpoints = url, .timeout_ms = 5000 };
+	struct etcd_client *c = NULL;
+	uv_loop_t loop;
+	char key[64];
+	int i, rc = 0;
+
+	uv_loop_init(&loop);
+	if (etcd_client_new(&loop, &cfg, &c) < 0)
+		return 1;
+	for (i = 0; i < warm + n && rc == 0; i++) {
+		struct one o = { .loop = &loop };
+		double t0;
+
+		snprintf(key, sizeof(key), "/bench/client/%d", i % 100);
+		t0 = now_us();
+		if (etcd_put(c, key, value, size, 0, on_put, &o) < 0)
+			return 1;
+		while (!o.done)
+			uv_run(&loop, UV_RUN_ONCE); /* bounded: 5 s timeout */
+		if (o.rc < 0 || o.revision <= 0)
+			rc = 1;
+		else if (i >= warm)
+			printf("%.1f\n", now_us() - t0);
+	}
+	etcd_client_free(c);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	uv_loop_close(&loop);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	char *value;
+	size_t size;
+	int warm, n, rc;
+
+	if (argc != 6) {
+		fprintf(stderr, "usage: etcd_put raw|client URL WARM N SIZE\n");
+		return 2;
+	}
+	warm = atoi(argv[3]);
+	n = atoi(argv[4]);
+	size = (size_t)atol(argv[5]);
+	value = malloc(size + 1);
+	if (value == NULL)
+		return 1;
+	memset(value, 'v', size);
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	if (strcmp(argv[1], "raw") == 0)
+		rc = run_raw(argv[2], warm, n, value, size);
+	else
+		rc = run_client(argv[2], warm, n, value, size);
+	free(value);
+	return rc;
+}
