@@ -41,6 +41,7 @@ check "both instances run" wait_until 20 running_all "$F" 2
 w0=$(where "$F/instances/0")
 w1=$(where "$F/instances/1")
 check "they run on different workers" test -n "$w0" -a -n "$w1" -a "$w0" != "$w1"
+# shellcheck disable=SC2034 # read in the evals below
 r1=$(inst_rev "$F/instances/1")
 
 echo two >"$A/version"
