@@ -27,6 +27,7 @@
 #include <sqlite3.h>
 
 #include "../runtime/code.h"
+#include "base64.h"
 #include "dump.h"
 #include "sched.h"
 #include "store.h"
@@ -37,42 +38,15 @@
 #define MANIFEST_MAX 1000000	 /* entries read of one manifest */
 #define BUSY_MS	     5000	 /* a busy database is waited for */
 
-/* ============================================================== base64 */
-
-int sched_dump_base64_decode(const char *text, size_t len, struct rt_buf *out)
-{
-	size_t i, pad = 0;
-	int n;
-
-	rt_buf_reset(out);
-	if (len % 4 != 0)
-		return -EINVAL;
-	for (i = 0; i < len; i++) {
-		char ch = text[i];
-		int ok = (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
-			 (ch >= '0' && ch <= '9') || ch == '+' || ch == '/';
-
-		if (ch == '=' && i >= len - 2) {
-			pad++;
-			continue;
-		}
-		if (!ok || pad > 0)
-			return -EINVAL;
-	}
-	if (len == 0)
-		return rt_buf_append(out, "", 0);
-	if (rt_buf_reserve(out, len / 4 * 3 + 1) < 0)
-		return -ENOMEM;
-	n = EVP_DecodeBlock((unsigned char *)out->data,
-			    (const unsigned char *)text, (int)len);
-	if (n < 0 || (size_t)n < pad)
-		return -EINVAL;
-	out->len = (size_t)n - pad;
-	out->data[out->len] = '\0';
-	return 0;
-}
-
 /* ============================================================= helpers */
+
+/* `out` := the bytes base64 `text` (`len` bytes) stands for. Returns 0,
+ * -EINVAL or -ENOMEM. */
+static int decode_into(const char *text, size_t len, struct rt_buf *out)
+{
+	rt_buf_reset(out);
+	return sched_b64_decode(text, len, out);
+}
 
 static int db_path(struct rt_buf *p, const char *datadir, const char *suffix)
 {
@@ -178,16 +152,11 @@ static int user_version(sqlite3 *db, int *out)
 static json_t *text_value(const char *p, size_t n)
 {
 	json_t *v = json_stringn(p, n);
-	char *enc;
+	struct rt_buf enc = { 0 };
 
-	if (v != NULL || n > (size_t)INT32_MAX / 2)
-		return v;
-	enc = malloc(n / 3 * 4 + 8);
-	if (enc == NULL)
-		return NULL;
-	EVP_EncodeBlock((unsigned char *)enc, (const unsigned char *)p, (int)n);
-	v = json_pack("{s:s}", "base64", enc);
-	free(enc);
+	if (v == NULL && sched_b64_encode(p, n, &enc) == 0)
+		v = json_pack("{s:s%}", "base64", enc.data, enc.len);
+	rt_buf_free(&enc);
 	return v;
 }
 
@@ -357,8 +326,7 @@ static int write_object(const char *datadir, const char *h, FILE *out,
 			struct rt_buf *why)
 {
 	static unsigned char in[B64_IN_CHUNK * 3];
-	static unsigned char enc[B64_IN_CHUNK * 4 + 1];
-	struct rt_buf p = { 0 };
+	struct rt_buf p = { 0 }, enc = { 0 };
 	EVP_MD_CTX *md = EVP_MD_CTX_new();
 	unsigned char sum[32];
 	char hex[65];
@@ -394,9 +362,12 @@ static int write_object(const char *datadir, const char *h, FILE *out,
 		got += (size_t)r;
 		/* Whole groups of 3 bytes, except at the end. */
 		if (r == 0 || got == sizeof(in)) {
-			int n = EVP_EncodeBlock(enc, in, (int)got);
-
-			fwrite(enc, 1, (size_t)n, out);
+			rt_buf_reset(&enc);
+			if (sched_b64_encode(in, got, &enc) < 0) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			fwrite(enc.data, 1, enc.len, out);
 			got = 0;
 		}
 		if (r == 0)
@@ -418,6 +389,7 @@ out:
 		close(fd);
 	EVP_MD_CTX_free(md);
 	rt_buf_free(&p);
+	rt_buf_free(&enc);
 	return rc;
 }
 
@@ -582,8 +554,8 @@ static int check_objects(json_t *objs, struct rt_buf *why)
 			rc = -EINVAL;
 			break;
 		}
-		rc = sched_dump_base64_decode(json_string_value(v),
-					      json_string_length(v), &bytes);
+		rc = decode_into(json_string_value(v), json_string_length(v),
+				 &bytes);
 		if (rc < 0) {
 			rt_buf_printf(why, "object %s: not base64", h);
 			break;
@@ -679,8 +651,8 @@ static int bind_value(sqlite3_stmt *q, int i, const char *t, const char *col,
 		sqlite3_bind_null(q, i);
 	else if (json_is_object(v) && json_object_size(v) == 1 &&
 		 json_is_string(b) &&
-		 sched_dump_base64_decode(json_string_value(b),
-					  json_string_length(b), bytes) == 0)
+		 decode_into(json_string_value(b), json_string_length(b),
+			     bytes) == 0)
 		sqlite3_bind_text(q, i, bytes->data ? bytes->data : "",
 				  (int)bytes->len, SQLITE_TRANSIENT);
 	else {
@@ -881,9 +853,8 @@ static int write_objects(const char *datadir, json_t *objs, struct rt_buf *why)
 		rt_buf_printf(&tmp, "%s/code/objects/%.2s", datadir, h);
 		rc = tmp.data ? make_dir(tmp.data, why) : -ENOMEM;
 		if (rc == 0)
-			rc = sched_dump_base64_decode(json_string_value(v),
-						      json_string_length(v),
-						      &bytes);
+			rc = decode_into(json_string_value(v),
+					 json_string_length(v), &bytes);
 		if (rc < 0)
 			break;
 		object_path(&p, datadir, h);
@@ -1005,9 +976,8 @@ static int check_references(json_t *tables, json_t *objs, struct rt_buf *why)
 		rc = has_object(objs, h, "a code revision", why);
 		v = json_object_get(objs, h);
 		if (rc == 0)
-			rc = sched_dump_base64_decode(json_string_value(v),
-						      json_string_length(v),
-						      &text);
+			rc = decode_into(json_string_value(v),
+					 json_string_length(v), &text);
 		if (rc == 0)
 			rc = add_manifest(set, h, text.data, text.len, why);
 	}

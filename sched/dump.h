@@ -40,8 +40,4 @@ int sched_dump_export(const char *datadir, FILE *out, struct rt_buf *why);
  * -EPROTO (another schema version), -EIO, -ENOSPC. */
 int sched_dump_import(const char *datadir, FILE *in, struct rt_buf *why);
 
-/* Decodes base64 `text` (`len` bytes, padded, no line breaks) into `out`.
- * Returns 0 or -EINVAL. Pure. */
-int sched_dump_base64_decode(const char *text, size_t len, struct rt_buf *out);
-
 #endif

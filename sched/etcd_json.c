@@ -21,7 +21,7 @@ static int set_b64(json_t *obj, const char *name, const void *p, size_t n)
 	struct rt_buf b = { 0 };
 	int rc;
 
-	rc = etcd_b64_encode(p, n, &b);
+	rc = sched_b64_encode(p, n, &b);
 	if (rc < 0)
 		goto out;
 	if (json_object_set_new(obj, name, json_stringn(b.data, b.len)) < 0)
@@ -474,8 +474,8 @@ static int get_b64(const json_t *obj, const char *name, char **out, size_t *len)
 	if (j != NULL && !json_is_string(j))
 		return -EPROTO;
 	if (j != NULL)
-		rc = etcd_b64_decode(json_string_value(j),
-				     json_string_length(j), &b);
+		rc = sched_b64_decode(json_string_value(j),
+				      json_string_length(j), &b);
 	else
 		rc = rt_buf_reserve(&b, 0);
 	if (rc == -EINVAL)

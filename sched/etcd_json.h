@@ -17,17 +17,7 @@
 #include <stdint.h>
 
 #include "../runtime/rt.h"
-
-/* ------------------------------------------------------------- base64 */
-
-/* Appends the standard base64 (with '=' padding) of `n` bytes at `p` to
- * `out`. Returns 0 or -ENOMEM. */
-int etcd_b64_encode(const void *p, size_t n, struct rt_buf *out);
-
-/* Appends the bytes that `n` characters of standard base64 at `s` stand
- * for to `out` (padding required when the length asks for it). Returns 0,
- * -EINVAL for anything that is not base64, or -ENOMEM. */
-int etcd_b64_decode(const char *s, size_t n, struct rt_buf *out);
+#include "base64.h"
 
 /* ------------------------------------------------------------ the data */
 

@@ -16,11 +16,11 @@ static char *b64(const char *s, size_t n)
 {
 	struct rt_buf b = { 0 };
 
-	CHECK(etcd_b64_encode(s, n, &b) == 0);
+	CHECK(sched_b64_encode(s, n, &b) == 0);
 	return b.data;
 }
 
-TEST(etcd_b64_vectors)
+TEST(b64_vectors)
 {
 	/* RFC 4648's test vectors. */
 	static const char *const plain[] = { "",     "f",     "fo",    "foo",
@@ -35,7 +35,7 @@ TEST(etcd_b64_vectors)
 		char *e = b64(plain[i], strlen(plain[i]));
 
 		CHECK_STR(e, enc[i]);
-		CHECK(etcd_b64_decode(enc[i], strlen(enc[i]), &d) == 0);
+		CHECK(sched_b64_decode(enc[i], strlen(enc[i]), &d) == 0);
 		CHECK_STR(d.data, plain[i]);
 		CHECK(d.len == strlen(plain[i]));
 		free(e);
@@ -43,7 +43,7 @@ TEST(etcd_b64_vectors)
 	}
 }
 
-TEST(etcd_b64_round_trip_all_bytes)
+TEST(b64_round_trip_all_bytes)
 {
 	unsigned char in[771];
 	struct rt_buf e = { 0 }, d = { 0 };
@@ -54,16 +54,16 @@ TEST(etcd_b64_round_trip_all_bytes)
 	for (n = 0; n < sizeof(in); n += 37) {
 		rt_buf_reset(&e);
 		rt_buf_reset(&d);
-		CHECK(etcd_b64_encode(in, n, &e) == 0);
+		CHECK(sched_b64_encode(in, n, &e) == 0);
 		CHECK(e.len == (n + 2) / 3 * 4);
-		CHECK(etcd_b64_decode(e.data, e.len, &d) == 0);
+		CHECK(sched_b64_decode(e.data, e.len, &d) == 0);
 		CHECK(d.len == n && memcmp(d.data, in, n) == 0);
 	}
 	rt_buf_free(&e);
 	rt_buf_free(&d);
 }
 
-TEST(etcd_b64_rejects)
+TEST(b64_rejects)
 {
 	static const char *const bad[] = { "Zg",       "Zg=",	"Z===", "Zh==",
 					   "Zm9=",     "Zm9v=", "Zm 9", "=Zm9",
@@ -73,7 +73,7 @@ TEST(etcd_b64_rejects)
 
 	rt_buf_append(&d, "kept", 4);
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		CHECK(etcd_b64_decode(bad[i], strlen(bad[i]), &d) == -EINVAL);
+		CHECK(sched_b64_decode(bad[i], strlen(bad[i]), &d) == -EINVAL);
 		CHECK_STR(d.data, "kept"); /* nothing half-appended */
 	}
 	rt_buf_free(&d);

@@ -1,15 +1,14 @@
 /*
- * etcd_b64.c - standard base64 (RFC 4648, with padding), the encoding of
- * every key and value on etcd's JSON gateway.
+ * base64.c - standard base64 (RFC 4648, with padding) (base64.h).
  */
 #include <errno.h>
 
-#include "etcd_json.h"
+#include "base64.h"
 
 static const char alphabet[] =
 	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-int etcd_b64_encode(const void *p, size_t n, struct rt_buf *out)
+int sched_b64_encode(const void *p, size_t n, struct rt_buf *out)
 {
 	const unsigned char *s = p;
 	size_t i;
@@ -61,7 +60,7 @@ static int sextet(unsigned char c)
 	return -1;
 }
 
-int etcd_b64_decode(const char *s, size_t n, struct rt_buf *out)
+int sched_b64_decode(const char *s, size_t n, struct rt_buf *out)
 {
 	size_t i, start = out->len;
 	int rc;
