@@ -288,6 +288,11 @@ struct fs_options {
 	unsigned run_as_gid;
 	const char *listen; /* --listen IP:PORT, or NULL */
 	int insecure;	    /* --insecure */
+	/* --store etcd://HOST:PORT,...: the endpoints (after etcd://), or
+	 * NULL for the data directory's SQLite alone */
+	const char *etcd;
+	const char *cluster; /* --cluster NAME */
+	const char *etcd_ca, *etcd_cert, *etcd_key;
 };
 
 /* Runs `fnfs mount`: mounts, serves until unmounted or signalled, unmounts.

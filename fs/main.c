@@ -12,6 +12,7 @@
 #include "../runtime/net.h"
 #include "../runtime/worker.h"
 #include "../sched/dump.h"
+#include "../sched/etcd_keys.h"
 #include "fs.h"
 
 static const char usage_text[] =
@@ -19,7 +20,10 @@ static const char usage_text[] =
 	"  fnfs mount [-f] [--data DIR] [--workers N] [--worker-memory MB]\n"
 	"             [--heartbeat-timeout MS] [--worker-starts N]\n"
 	"             [--run-as USER] [--allow-root-functions]\n"
-	"             [--listen IP:PORT [--insecure]] MOUNTPOINT\n"
+	"             [--listen IP:PORT [--insecure]]\n"
+	"             [--store etcd://HOST:PORT[,...] --cluster NAME\n"
+	"              [--etcd-ca CA --etcd-cert CERT --etcd-key KEY]] "
+	"MOUNTPOINT\n"
 	"  fnfs worker --connect SOCKET|tls://IP:PORT|tcp://IP:PORT --id ID\n"
 	"              --memory MB [--tags a,b] [--namespaces tenant/ns,...]\n"
 	"              [--orphan-timeout S] [--heartbeat-timeout MS] [--data "
@@ -275,6 +279,36 @@ static int check_listen(const struct fs_options *opt)
 	return rc;
 }
 
+/* --store is sqlite (the default) or etcd://HOST:PORT[,HOST:PORT...],
+ * which wants --cluster; the --etcd-* files go with it, the certificate
+ * and key together. Returns 0, or -1 having said why. */
+static int check_store(const char *store, struct fs_options *opt)
+{
+	const char *why = NULL;
+
+	if (store != NULL && strncmp(store, "etcd://", 7) == 0)
+		opt->etcd = store + 7;
+	else if (store != NULL && strcmp(store, "sqlite") != 0)
+		why = "--store wants sqlite or etcd://HOST:PORT[,HOST:PORT...]";
+	if (why == NULL && opt->etcd != NULL && *opt->etcd == '\0')
+		why = "--store etcd:// wants at least one HOST:PORT";
+	else if (why == NULL && opt->etcd != NULL && opt->cluster == NULL)
+		why = "--store etcd://... wants --cluster NAME";
+	else if (why == NULL && opt->etcd != NULL &&
+		 !etcd_keys_cluster_valid(opt->cluster))
+		why = "--cluster wants 1 to 63 of [A-Za-z0-9._-], starting "
+		      "with a letter or digit";
+	else if (why == NULL && opt->etcd == NULL &&
+		 (opt->cluster || opt->etcd_ca || opt->etcd_cert ||
+		  opt->etcd_key))
+		why = "--cluster and --etcd-* go with --store etcd://...";
+	else if (why == NULL && !opt->etcd_cert != !opt->etcd_key)
+		why = "--etcd-cert and --etcd-key go together";
+	if (why != NULL)
+		fprintf(stderr, "fnfs mount: %s\n", why);
+	return why ? -1 : 0;
+}
+
 static int cmd_mount(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -288,10 +322,16 @@ static int cmd_mount(int argc, char **argv)
 		{ "allow-root-functions", no_argument, NULL, 'R' },
 		{ "listen", required_argument, NULL, 'l' },
 		{ "insecure", no_argument, NULL, 'I' },
+		{ "store", required_argument, NULL, 'S' },
+		{ "cluster", required_argument, NULL, 'C' },
+		{ "etcd-ca", required_argument, NULL, 'A' },
+		{ "etcd-cert", required_argument, NULL, 'E' },
+		{ "etcd-key", required_argument, NULL, 'K' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct fs_options opt = { 0 };
+	const char *store = NULL;
 	const char *run_as = "nobody";
 	char *owned = NULL, *end;
 	int c, rc, allow_root = 0;
@@ -342,6 +382,11 @@ static int cmd_mount(int argc, char **argv)
 		case 'R': allow_root = 1; break;
 		case 'l': opt.listen = optarg; break;
 		case 'I': opt.insecure = 1; break;
+		case 'S': store = optarg; break;
+		case 'C': opt.cluster = optarg; break;
+		case 'A': opt.etcd_ca = optarg; break;
+		case 'E': opt.etcd_cert = optarg; break;
+		case 'K': opt.etcd_key = optarg; break;
 		case 'h': fputs(help_text, stdout); return 0;
 		default: fputs(usage_text, stderr); return 2;
 		}
@@ -359,7 +404,7 @@ static int cmd_mount(int argc, char **argv)
 		make_parents(owned);
 		opt.datadir = owned;
 	}
-	if (check_listen(&opt) < 0) {
+	if (check_listen(&opt) < 0 || check_store(store, &opt) < 0) {
 		free(owned);
 		return 2;
 	}

@@ -25,6 +25,7 @@
 
 #include "../runtime/private.h"
 #include "fs.h"
+#include "../sched/etcd.h"
 
 /* How long `fnfs mount` waits for the background daemon to be ready. */
 #define READY_TIMEOUT_MS 30000
@@ -519,16 +520,26 @@ static int serve(const char *mp, const char *datadir, int ready,
 	fs.gid = getgid();
 	fs.mount_ms = rt_now_ms();
 	fs.mountpoint = mp;
-	rc = sched_open(&fs.sched, datadir);
-	if (rc < 0) {
-		rt_log(RT_LOG_ERROR, "cannot open the store in %s: %s", datadir,
-		       strerror(-rc));
-		goto out;
-	}
 	rc = uv_loop_init(&loop);
 	if (rc < 0)
 		goto out;
 	loop_ok = 1;
+	if (opt->etcd != NULL) {
+		struct etcd_config ec = { .endpoints = opt->etcd,
+					  .ca = opt->etcd_ca,
+					  .cert = opt->etcd_cert,
+					  .key = opt->etcd_key };
+
+		rc = sched_open_shared(&fs.sched, datadir, &loop, &ec,
+				       opt->cluster);
+	} else
+		rc = sched_open(&fs.sched, datadir);
+	if (rc < 0) {
+		rt_log(RT_LOG_ERROR, "cannot open the store %s%s: %s",
+		       opt->etcd ? "etcd://" : "in ",
+		       opt->etcd ? opt->etcd : datadir, strerror(-rc));
+		goto out;
+	}
 	fs.loop = &loop;
 	fs.se = fuse_session_new(&args, &fs_ops, sizeof(fs_ops), &fs);
 	if (fs.se == NULL) {

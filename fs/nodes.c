@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "fs.h"
+#include "../sched/write.h"
 
 /* Flags of a kind. */
 #define NODE_NOSIZE 1 /* content comes from workers: size shown as 0 */
@@ -510,10 +511,17 @@ int fs_write(struct fs *fs, const struct fs_node *n, const char *buf,
 	     void *arg, struct sched_wait **wait)
 {
 	*wait = NULL;
-	if (is_attr(n->kind))
-		return sched_function_write(
-			fs->sched, (struct sched_function *)n->obj,
-			(enum sched_attr)(n->kind - FS_FN_ATTR), buf, len, who);
+	if (is_attr(n->kind)) {
+		struct sched_op op = { .kind = SCHED_OP_ATTR,
+				       .id = n->obj->id,
+				       .who = who,
+				       .attr = (enum sched_attr)(n->kind -
+								 FS_FN_ATTR),
+				       .value = buf,
+				       .len = len };
+
+		return sched_op_run(fs->sched, &op, done, arg);
+	}
 	if (kinds[n->kind].file < 0 || !(kinds[n->kind].mode & 0200))
 		return -EACCES;
 	return sched_file_write(fs->sched, n->obj,

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "fs.h"
+#include "../sched/write.h"
 
 /* How long the kernel may cache names and attributes, in seconds. Names
  * change only through this filesystem, which the kernel sees; attributes
@@ -157,25 +158,97 @@ static void forget_attrs(struct fs *fs, struct sched_obj *o)
 	rt_map_each(&o->children, forget_cb, fs);
 }
 
+/* A mkdir, rmdir, chown/chmod or attribute value that waits for the
+ * shared store (sched_op_run returned SCHED_LATER): replied once this
+ * mount's model has it, so that what follows on this mount sees it. */
+struct op_wait {
+	fuse_req_t req;
+	struct fs *fs;
+	enum sched_op_kind kind;
+	fuse_ino_t ino;		 /* mkdir: the parent; chown: the tenant */
+	char name[NAME_MAX + 1]; /* mkdir */
+	struct handle *h;	 /* an attribute's close: its handle */
+};
+
+static void reply_entry(fuse_req_t req, const struct fs_node *n);
+static void forget_attrs(struct fs *fs, struct sched_obj *o);
+static void handle_spoil(struct handle *h, int err);
+
+/* Replies to a write that waited. */
+static void on_op_done(void *arg, int err)
+{
+	struct op_wait *w = arg;
+	struct fs_node dir, n;
+	struct stat st;
+
+	if (w->h != NULL && err)
+		handle_spoil(w->h, err);
+	if (err == 0 && w->kind == SCHED_OP_CREATE) {
+		err = -fs_resolve(w->fs, w->ino, &dir);
+		if (err == 0)
+			err = -fs_child(w->fs, &dir, w->name, &n);
+		if (err == 0) {
+			reply_entry(w->req, &n);
+			goto out;
+		}
+	}
+	if (err == 0 && w->kind == SCHED_OP_CHOWN &&
+	    fs_resolve(w->fs, w->ino, &n) == 0) {
+		stat_for(w->req, &n, &st);
+		fuse_reply_attr(w->req, &st, attr_timeout(&n));
+		forget_attrs(w->fs, n.obj);
+		goto out;
+	}
+	fuse_reply_err(w->req, err);
+out:
+	free(w);
+}
+
+/* Runs `op` for `req`: returns 0 or -errno when done at once, or
+ * SCHED_LATER once the reply is left to on_op_done. */
+static int op_run(fuse_req_t req, const struct sched_op *op, fuse_ino_t ino,
+		  const char *name, struct handle *h)
+{
+	struct op_wait *w = calloc(1, sizeof(*w));
+	struct fs *fs = req_fs(req);
+	int rc;
+
+	if (w == NULL)
+		return -ENOMEM;
+	w->req = req;
+	w->fs = fs;
+	w->kind = op->kind;
+	w->ino = ino;
+	w->h = h;
+	if (name != NULL)
+		snprintf(w->name, sizeof(w->name), "%s", name);
+	rc = sched_op_run(fs->sched, op, on_op_done, w);
+	if (rc != SCHED_LATER)
+		free(w);
+	return rc;
+}
+
 /* chown and chmod, of a tenant only (spec: the owner of a tenant, its
  * group and its mode): root changes the owner and group, root or the
  * owner the mode. Every other node follows its tenant: EPERM. */
-static int set_owner(fuse_req_t req, const struct fs_node *n,
+static int set_owner(fuse_req_t req, fuse_ino_t ino, const struct fs_node *n,
 		     const struct stat *attr, int to_set)
 {
-	struct fs *fs = req_fs(req);
 	struct fs_caller c;
+	struct sched_op op = { .kind = SCHED_OP_CHOWN };
 	int rc;
 
 	if (n->kind != FS_TENANT_DIR)
 		return -EPERM;
 	fs_caller_init(&c, req);
-	rc = sched_tenant_chown(
-		fs->sched, n->obj, &c.who,
-		(to_set & FUSE_SET_ATTR_UID) ? (int64_t)attr->st_uid : -1,
-		(to_set & FUSE_SET_ATTR_GID) ? (int64_t)attr->st_gid : -1,
-		(to_set & FUSE_SET_ATTR_MODE) ? (int64_t)(attr->st_mode & 07777)
-					      : -1);
+	op.id = n->obj->id;
+	op.who = &c.who;
+	op.uid = (to_set & FUSE_SET_ATTR_UID) ? (int64_t)attr->st_uid : -1;
+	op.gid = (to_set & FUSE_SET_ATTR_GID) ? (int64_t)attr->st_gid : -1;
+	op.mode = (to_set & FUSE_SET_ATTR_MODE)
+			  ? (int64_t)(attr->st_mode & 07777)
+			  : -1;
+	rc = op_run(req, &op, ino, NULL, NULL);
 	fs_caller_done(&c);
 	return rc;
 }
@@ -208,7 +281,11 @@ static void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	}
 	if (to_set &
 	    (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
-		rc = set_owner(req, &n, attr, to_set);
+		rc = set_owner(req, ino, &n, attr, to_set);
+		if (rc == SCHED_LATER) {
+			fs_caller_done(&c);
+			return; /* on_op_done replies */
+		}
 		if (rc < 0)
 			goto out;
 		owner = 1;
@@ -233,7 +310,7 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 {
 	struct fs *fs = req_fs(req);
 	struct fs_node dir, n;
-	struct sched_obj *o;
+	struct sched_op op = { .kind = SCHED_OP_CREATE };
 	struct fs_caller c;
 	int rc = fs_resolve(fs, parent, &dir);
 
@@ -260,13 +337,18 @@ static void op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 		rc = -EACCES;
 		goto out;
 	}
-	rc = sched_create(fs->sched, dir.obj, name, &c.who, &o);
+	op.id = dir.obj->id;
+	op.name = name;
+	op.who = &c.who;
+	rc = op_run(req, &op, parent, name, NULL);
+	if (rc == SCHED_LATER) {
+		fs_caller_done(&c);
+		return; /* on_op_done replies */
+	}
+	if (rc == 0)
+		rc = fs_child(fs, &dir, name, &n);
 	if (rc < 0)
 		goto out;
-	n.obj = o;
-	n.kind = o->type == SCHED_TENANT      ? FS_TENANT_DIR
-		 : o->type == SCHED_NAMESPACE ? FS_NS_DIR
-					      : FS_FN_DIR;
 	fs_caller_done(&c);
 	reply_entry(req, &n);
 	return;
@@ -295,10 +377,17 @@ static void op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		rc = S_ISDIR(fs_node_mode(&n)) ? -EPERM : -ENOTDIR;
 	if (rc == 0 && !fs_may(fs, &c, &dir, SCHED_MAY_WRITE | SCHED_MAY_EXEC))
 		rc = -EACCES;
-	if (rc == 0)
-		rc = sched_remove(fs->sched, dir.obj, name, &c.who);
+	if (rc == 0) {
+		struct sched_op op = { .kind = SCHED_OP_REMOVE,
+				       .id = dir.obj->id,
+				       .name = name,
+				       .who = &c.who };
+
+		rc = op_run(req, &op, parent, NULL, NULL);
+	}
 	fs_caller_done(&c);
-	fuse_reply_err(req, -rc);
+	if (rc != SCHED_LATER)
+		fuse_reply_err(req, -rc);
 }
 
 /* Creating, linking, renaming or removing files is not how fnfs is used:
@@ -863,10 +952,20 @@ static int attr_write(struct handle *h, const char *buf, size_t size, off_t off,
 
 /* Applies what the open holds, once. Returns 0 or -errno (a spoiled open
  * its refusal again, EIO when the store failed). */
-static int attr_apply(struct handle *h)
+/* The held value of `h` was refused: its close says so again. */
+static void handle_spoil(struct handle *h, int err)
+{
+	h->spoiled = err;
+}
+
+/* Applies the value held by `h`. With `req` (a close), returns 0 or
+ * -errno when done, or SCHED_LATER when on_op_done will reply to `req`;
+ * without (a release), nobody waits for it. */
+static int attr_apply(struct handle *h, fuse_req_t req)
 {
 	struct rt_buf tmp = { 0 };
 	struct sched_wait *w;
+	struct op_wait *ow = NULL;
 	const char *v;
 	size_t len;
 	int rc;
@@ -876,14 +975,25 @@ static int attr_apply(struct handle *h)
 	if (!h->held)
 		return 0;
 	h->held = 0;
+	if (req != NULL) {
+		ow = calloc(1, sizeof(*ow));
+		if (ow == NULL)
+			return -ENOMEM;
+		ow->req = req;
+		ow->fs = h->fs;
+		ow->kind = SCHED_OP_ATTR;
+		ow->h = h;
+	}
 	rc = attr_value(h, &tmp, &v, &len);
 	if (rc == 0)
-		rc = fs_write(h->fs, &h->node, v, len, &h->who.who, NULL, NULL,
-			      &w);
+		rc = fs_write(h->fs, &h->node, v, len, &h->who.who,
+			      ow ? on_op_done : NULL, ow, &w);
 	if (h->append)
 		rt_buf_reset(&h->value); /* part of the current value now */
 	if (rc < 0)
 		h->spoiled = -rc;
+	if (rc != SCHED_LATER)
+		free(ow);
 	rt_buf_free(&tmp);
 	return rc;
 }
@@ -1044,8 +1154,9 @@ static void op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	else if (sched_find(fs->sched, h->id) != h->node.obj)
 		rc = -ENOENT;
 	else
-		rc = attr_apply(h);
-	fuse_reply_err(req, -rc);
+		rc = attr_apply(h, req);
+	if (rc != SCHED_LATER)
+		fuse_reply_err(req, -rc);
 }
 
 static void op_release(fuse_req_t req, fuse_ino_t ino,
@@ -1066,7 +1177,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino,
 		sched_call_detach(h->fs->sched, h->call);
 	/* Held by a writer whose close was not seen (none is expected). */
 	if (h->attr && alive)
-		attr_apply(h);
+		attr_apply(h, NULL);
 	rt_buf_free(&h->req);
 	rt_buf_free(&h->resp);
 	rt_buf_free(&h->snap);

@@ -363,6 +363,17 @@ static void changed(struct sched *s, struct code_fn *f)
 		uv_timer_start(&c->timer, on_timer, SCHED_CODE_QUIET_MS, 0);
 }
 
+/* A cluster's controllers do not share code/ yet: a change is refused,
+ * with the reason in the function's error and the journal. */
+static int shared_refused(struct sched *s, const struct sched_code_node *n)
+{
+	sched__reject(s, n->fn, "code", EOPNOTSUPP,
+		      "code/ is not shared by the controllers of a cluster "
+		      "yet: deploy the program on the workers and name it "
+		      "in command");
+	return -EOPNOTSUPP;
+}
+
 /* Records a refusal in the function's error file and the journal. */
 static void refuse(struct sched *s, const struct sched_code_node *dir,
 		   const char *name, int err, const char *why)
@@ -428,6 +439,8 @@ int sched_code_create(struct sched *s, struct sched_code_node *dir,
 	int rc;
 
 	*out = NULL;
+	if (store_shared(s->store))
+		return shared_refused(s, dir);
 	if (f == NULL || !is_dir(dir))
 		return -ENOTDIR;
 	if (!S_ISREG(mode) && !S_ISDIR(mode)) {
@@ -485,6 +498,8 @@ int sched_code_remove(struct sched *s, struct sched_code_node *dir,
 	struct rt_buf path = { 0 };
 	int rc;
 
+	if (store_shared(s->store))
+		return shared_refused(s, dir);
 	if (n == NULL || f == NULL)
 		return -ENOENT;
 	if (want_dir && !is_dir(n))
@@ -541,6 +556,8 @@ int sched_code_rename(struct sched *s, struct sched_code_node *dir,
 	const char *k[3];
 	int rc;
 
+	if (store_shared(s->store))
+		return shared_refused(s, dir);
 	if (n == NULL || f == NULL)
 		return -ENOENT;
 	if (newdir->fn != dir->fn)
@@ -641,6 +658,8 @@ int sched_code_chmod(struct sched *s, struct sched_code_node *n, uint32_t perm)
 	uint32_t was = n->mode;
 	int rc;
 
+	if (store_shared(s->store))
+		return shared_refused(s, n);
 	if (n->parent == NULL)
 		return 0; /* code/ itself follows the function */
 	n->mode = (n->mode & S_IFMT) | (perm & 0777);
@@ -661,6 +680,8 @@ int sched_code_touch(struct sched *s, struct sched_code_node *n,
 	int64_t was = n->mtime_ms;
 	int rc;
 
+	if (store_shared(s->store))
+		return shared_refused(s, n);
 	n->mtime_ms = mtime_ms;
 	if (n->parent == NULL || was == mtime_ms)
 		return 0;
@@ -751,6 +772,8 @@ int sched_code_open_write(struct sched *s, struct sched_code_node *n, int trunc)
 	struct sched_code_stage *g = n->stage;
 	int from, rc = 0;
 
+	if (store_shared(s->store))
+		return shared_refused(s, n);
 	if (f == NULL || is_dir(n))
 		return -EISDIR;
 	if (g == NULL) {
@@ -864,6 +887,8 @@ int sched_code_truncate(struct sched *s, struct sched_code_node *n,
 	struct sched_code_stage *g = n->stage;
 	int rc;
 
+	if (store_shared(s->store))
+		return shared_refused(s, n);
 	if (g == NULL || f == NULL)
 		return -EBADF;
 	if (size > RT_CODE_OBJECT_MAX)
@@ -1253,7 +1278,7 @@ static int store_revision(struct sched *s, struct code_fn *f, const char *hash,
 		     : store_code_revision_delete(s->store, r.tenant, r.ns,
 						  r.name);
 	if (rc == 0)
-		rc = store_update(s->store, &r);
+		rc = store_function_code(s->store, &r);
 	if (rc == 0)
 		rc = store_commit(s->store);
 	else

@@ -162,7 +162,7 @@ static int add_cmp(json_t *arr, const struct etcd_cmp *c)
 			(unsigned)c->result > ETCD_NOT_EQUAL))
 		rc = -EINVAL;
 	if (rc == 0)
-		rc = set_b64(o, "key", c->key, strlen(c->key));
+		rc = set_range(o, c->key, c->range_end);
 	/* EQUAL and VERSION are zero: left out, as the gateway does. */
 	if (rc == 0 && c->result != ETCD_EQUAL &&
 	    json_object_set_new(o, "result",

@@ -67,6 +67,9 @@ struct etcd_cmp {
 	int64_t number;	   /* for VERSION, CREATE, MOD */
 	const char *value; /* for VALUE */
 	size_t value_len;
+	/* NULL: `key` alone; else every key from `key` up to it must
+	 * compare so (none at all compares as a key of version 0). */
+	const char *range_end;
 };
 
 /* The kind of one operation of a txn. */

@@ -171,6 +171,25 @@ struct sched_obj *sched__obj_new(struct sched *s, enum sched_obj_type type,
 /* Unlinks and frees one object (its children must be gone). */
 void sched__obj_drop(struct sched *s, struct sched_obj *o);
 
+/* sched_create, sched_remove, sched_tenant_chown and sched_function_write
+ * as they commit through store_commit_then: each may also return
+ * SCHED_LATER (a shared store), and then `done` is called once the change
+ * is applied here or has failed (sched_op_run drives them). */
+int sched__create(struct sched *s, struct sched_obj *parent, const char *name,
+		  const struct sched_caller *who, store_done_fn done, void *arg,
+		  struct sched_obj **out);
+int sched__remove(struct sched *s, struct sched_obj *parent, const char *name,
+		  const struct sched_caller *who, store_done_fn done,
+		  void *arg);
+int sched__tenant_chown(struct sched *s, struct sched_obj *t,
+			const struct sched_caller *who, int64_t uid,
+			int64_t gid, int64_t mode, store_done_fn done,
+			void *arg);
+int sched__function_write(struct sched *s, struct sched_function *fn,
+			  enum sched_attr a, const char *buf, size_t len,
+			  const struct sched_caller *who, store_done_fn done,
+			  void *arg);
+
 /* Journals `kind` for object `o` with preformatted " k=v" pairs. */
 void sched__event(struct sched *s, const struct sched_obj *o, const char *kind,
 		  const char *kvs);

@@ -314,6 +314,7 @@ void sched_shutdown(struct sched *s, void (*done)(void *arg), void *arg)
 		return;
 	s->shutting_down = 1;
 	sched__calls_close(s);
+	store_stop(s->store);
 	s->shutdown_done = done;
 	s->shutdown_arg = arg;
 	if (s->loop == NULL) {

@@ -233,34 +233,41 @@ int64_t sched_tenant_events_mtime(const struct sched_obj *t)
 	return x->events.last_ms ? x->events.last_ms : t->created_ms;
 }
 
+static void apply_change(void *arg, const struct store_change *c);
+
 /* ======================================================= open and close */
 
-static int load_row(const struct store_row *r, void *arg)
+/* The parent a row of the store names, or NULL. */
+static struct sched_obj *row_parent(struct sched *s, const struct store_row *r)
 {
-	struct sched *s = arg;
-	struct sched_obj *t, *ns = NULL, *o;
-	struct rt_buf why = { 0 };
-	const char *name;
+	struct sched_obj *t;
 
-	t = r->kind == STORE_TENANT ? &s->root
-				    : sched_child(&s->root, r->tenant);
-	if (t != NULL && r->kind == STORE_FUNCTION)
-		ns = sched_child(t, r->ns);
-	if (t == NULL || (r->kind == STORE_FUNCTION && ns == NULL)) {
-		rt_log(RT_LOG_WARN, "store: %s/%s has no parent; skipped",
-		       r->tenant, r->ns ? r->ns : "");
-		return 0;
-	}
-	name = r->kind == STORE_TENANT	    ? r->tenant
+	if (r->kind == STORE_TENANT)
+		return &s->root;
+	t = sched_child(&s->root, r->tenant);
+	if (t == NULL || r->kind == STORE_NAMESPACE)
+		return t;
+	return sched_child(t, r->ns);
+}
+
+static const char *row_name(const struct store_row *r)
+{
+	return r->kind == STORE_TENANT	    ? r->tenant
 	       : r->kind == STORE_NAMESPACE ? r->ns
 					    : r->name;
-	if (!rt_name_valid(name)) {
-		rt_log(RT_LOG_WARN, "store: bad name \"%s\"; skipped", name);
-		return 0;
-	}
-	o = obj_new(s, (enum sched_obj_type)(r->kind + SCHED_TENANT),
-		    r->kind == STORE_FUNCTION ? ns : t, name, r->created_ms,
-		    r->updated_ms);
+}
+
+/* Makes the object of row `r` under `parent`. Returns 0, -ENOMEM, or
+ * -EIO for a spec that does not read back (logged). */
+static int obj_from_row(struct sched *s, struct sched_obj *parent,
+			const struct store_row *r, struct sched_obj **out)
+{
+	struct rt_buf why = { 0 };
+	struct sched_obj *o;
+
+	*out = NULL;
+	o = obj_new(s, (enum sched_obj_type)(r->kind + SCHED_TENANT), parent,
+		    row_name(r), r->created_ms, r->updated_ms);
 	if (o == NULL)
 		return -ENOMEM;
 	if (r->kind == STORE_TENANT) {
@@ -281,13 +288,37 @@ static int load_row(const struct store_row *r, void *arg)
 			rt_log(RT_LOG_ERROR, "store: %s/%s/%s: bad spec: %s",
 			       r->tenant, r->ns, r->name, why.data);
 			rt_buf_free(&why);
+			sched__obj_drop(s, o);
 			return -EIO;
 		}
 	}
+	*out = o;
 	return 0;
 }
 
-int sched_open(struct sched **out, const char *datadir)
+static int load_row(const struct store_row *r, void *arg)
+{
+	struct sched *s = arg;
+	struct sched_obj *parent = row_parent(s, r), *o;
+
+	if (parent == NULL) {
+		rt_log(RT_LOG_WARN, "store: %s/%s has no parent; skipped",
+		       r->tenant, r->ns ? r->ns : "");
+		return 0;
+	}
+	if (!rt_name_valid(row_name(r))) {
+		rt_log(RT_LOG_WARN, "store: bad name \"%s\"; skipped",
+		       row_name(r));
+		return 0;
+	}
+	return obj_from_row(s, parent, r, &o);
+}
+
+/* sched_open, with the shared store of `cfg` and `cluster` when `cfg`
+ * is not NULL. */
+static int open_store(struct sched **out, const char *datadir,
+		      struct uv_loop_s *loop, const struct etcd_config *cfg,
+		      const char *cluster)
 {
 	struct sched *s = calloc(1, sizeof(*s));
 	struct rt_buf path = { 0 };
@@ -312,9 +343,12 @@ int sched_open(struct sched **out, const char *datadir)
 	}
 	if (rt_buf_printf(&path, "%s/fnfs.db", datadir) < 0)
 		goto out;
-	rc = store_open(&s->store, path.data);
+	rc = cfg ? store_open_shared(&s->store, path.data, loop, cfg, cluster)
+		 : store_open(&s->store, path.data);
 	if (rc == 0)
 		rc = store_load(s->store, load_row, s);
+	if (rc == 0)
+		store_listen(s->store, apply_change, s);
 	if (rc == 0)
 		rc = sched__code_open(s);
 	/* Instances and workers are loaded by sched_start. */
@@ -326,6 +360,18 @@ out:
 	}
 	*out = s;
 	return rc;
+}
+
+int sched_open(struct sched **out, const char *datadir)
+{
+	return open_store(out, datadir, NULL, NULL, NULL);
+}
+
+int sched_open_shared(struct sched **out, const char *datadir,
+		      struct uv_loop_s *loop, const struct etcd_config *cfg,
+		      const char *cluster)
+{
+	return open_store(out, datadir, loop, cfg, cluster);
 }
 
 void sched_close(struct sched *s)
@@ -351,6 +397,142 @@ void sched_close(struct sched *s)
 	store_close(s->store);
 	events_close(&s->events);
 	free(s);
+}
+
+/* ======================================================= applying changes */
+
+static const char *const created_words[] = { "tenant.created",
+					     "namespace.created",
+					     "function.created" };
+static const char *const deleted_words[] = { "tenant.deleted",
+					     "namespace.deleted",
+					     "function.deleted" };
+
+/* A child came or went: the parent's mtime moves, never back. */
+static void touch(struct sched_obj *parent, int64_t when)
+{
+	if (parent->type != SCHED_ROOT && when > parent->updated_ms)
+		parent->updated_ms = when;
+}
+
+static void apply_insert(struct sched *s, struct sched_obj *parent,
+			 const struct store_row *r)
+{
+	struct rt_buf kvs = { 0 };
+	struct sched_obj *o;
+	char rev[32];
+
+	if (obj_from_row(s, parent, r, &o) < 0)
+		return; /* logged; the next start loads it */
+	touch(parent, r->created_ms);
+	if (r->kind == STORE_FUNCTION) {
+		snprintf(rev, sizeof(rev), "%llu",
+			 (unsigned long long)r->revision);
+		rt_buf_kv(&kvs, "revision", rev);
+	}
+	sched__event(s, o, created_words[r->kind], kvs.data);
+	rt_buf_free(&kvs);
+}
+
+static void apply_delete(struct sched *s, struct sched_obj *o,
+			 const struct store_row *r)
+{
+	struct sched_tenant *t = sched__tenant_of(o->parent);
+	struct rt_buf path = { 0 };
+
+	if (o->type == SCHED_FUNCTION)
+		sched__instances_drop(s, (struct sched_function *)o);
+	sched_obj_path(o, &path);
+	touch(o->parent, r->updated_ms);
+	sched__obj_drop(s, o);
+	/* A tenant's own end is in the whole journal only: its part is
+	 * gone with it. */
+	journal(s, t, deleted_words[r->kind], path.data, NULL);
+	rt_buf_free(&path);
+}
+
+static void apply_owner(struct sched *s, struct sched_obj *o,
+			const struct store_row *r)
+{
+	struct sched_tenant *x = (struct sched_tenant *)o;
+	struct rt_buf kvs = { 0 };
+	char v[32];
+
+	if (o->type != SCHED_TENANT)
+		return;
+	x->owner.uid = r->uid;
+	x->owner.gid = r->gid;
+	x->owner.mode = r->mode & SCHED_TENANT_MODE_MASK;
+	snprintf(v, sizeof(v), "%u", x->owner.uid);
+	rt_buf_kv(&kvs, "uid", v);
+	snprintf(v, sizeof(v), "%u", x->owner.gid);
+	rt_buf_kv(&kvs, "gid", v);
+	snprintf(v, sizeof(v), "%04o", x->owner.mode);
+	rt_buf_kv(&kvs, "mode", v);
+	sched__event(s, o, "tenant.owner", kvs.data);
+	rt_buf_free(&kvs);
+}
+
+/* A function's new spec and revision. */
+static void apply_spec(struct sched *s, struct sched_function *fn,
+		       const struct store_row *r)
+{
+	struct rt_buf kvs = { 0 }, changed = { 0 }, why = { 0 };
+	struct sched_spec next;
+	char rev[32];
+
+	sched_spec_init(&next);
+	if (sched_spec_from_json(&next, r->spec, strlen(r->spec), &why) < 0) {
+		rt_log(RT_LOG_ERROR, "store: %s/%s/%s: bad spec: %s", r->tenant,
+		       r->ns, r->name, why.data);
+		goto out;
+	}
+	if (r->revision == fn->revision && sched_spec_equal(&next, &fn->spec))
+		goto out; /* nothing new */
+	if (sched_spec_diff(&fn->spec, &next, &changed) < 0)
+		goto out;
+	sched_spec_free(&fn->spec);
+	fn->spec = next;
+	sched_spec_init(&next); /* moved */
+	fn->revision = r->revision;
+	fn->run_revision = r->run_revision ? r->run_revision : r->revision;
+	snprintf(rev, sizeof(rev), "%llu", (unsigned long long)fn->revision);
+	rt_buf_kv(&kvs, "revision", rev);
+	rt_buf_kv(&kvs, "changed", changed.data);
+	sched__event(s, &fn->obj, "function.updated", kvs.data);
+	sched__reconcile(s, fn);
+out:
+	sched_spec_free(&next);
+	rt_buf_free(&kvs);
+	rt_buf_free(&changed);
+	rt_buf_free(&why);
+}
+
+/* The store's listener: every committed change of a tenant, namespace or
+ * function reaches the model here, this controller's own and, with a
+ * shared store, every other controller's. A change that does not fit the
+ * model (a parent missing, a row already there) is logged and skipped. */
+static void apply_change(void *arg, const struct store_change *c)
+{
+	struct sched *s = arg;
+	const struct store_row *r = &c->row;
+	struct sched_obj *parent = row_parent(s, r), *o;
+
+	o = parent ? sched_child(parent, row_name(r)) : NULL;
+	if (c->op == STORE_INSERT && parent != NULL && o == NULL)
+		apply_insert(s, parent, r);
+	else if (o == NULL)
+		rt_log(RT_LOG_WARN, "store: a change of %s/%s/%s, unknown here",
+		       r->tenant, r->ns ? r->ns : "-", r->name ? r->name : "-");
+	else if (c->op == STORE_DELETE)
+		apply_delete(s, o, r);
+	else if (c->op == STORE_OWNER)
+		apply_owner(s, o, r);
+	else {
+		if (r->kind == STORE_FUNCTION)
+			apply_spec(s, (struct sched_function *)o, r);
+		o->updated_ms = r->updated_ms;
+	}
 }
 
 /* ============================================================ create, remove
@@ -382,7 +564,7 @@ static void reject_child(struct sched *s, const struct sched_obj *parent,
  * delete). Returns 0 or -errno; on error nothing is stored. */
 static int store_child_change(struct sched *s, struct sched_obj *parent,
 			      const struct store_row *r, int insert,
-			      int64_t now)
+			      int64_t now, store_done_fn done, void *arg)
 {
 	struct store_row pr;
 	int rc;
@@ -391,27 +573,29 @@ static int store_child_change(struct sched *s, struct sched_obj *parent,
 	if (rc < 0)
 		return rc;
 	rc = insert ? store_insert(s->store, r) : store_delete(s->store, r);
-	if (rc == 0 && parent->type != SCHED_ROOT) {
+	/* A shared store keeps no parent's mtime: each controller moves it
+	 * as the children come and go (touch). */
+	if (rc == 0 && parent->type != SCHED_ROOT && !store_shared(s->store)) {
 		obj_row(parent, &pr);
 		pr.updated_ms = now;
 		rc = store_update(s->store, &pr);
 	}
 	if (rc == 0)
-		rc = store_commit(s->store);
+		rc = store_commit_then(s->store, done, arg);
 	else
 		store_rollback(s->store);
 	return rc;
 }
 
-int sched_create(struct sched *s, struct sched_obj *parent, const char *name,
-		 const struct sched_caller *who, struct sched_obj **out)
+int sched__create(struct sched *s, struct sched_obj *parent, const char *name,
+		  const struct sched_caller *who, store_done_fn done, void *arg,
+		  struct sched_obj **out)
 {
 	enum sched_obj_type type = (enum sched_obj_type)(parent->type + 1);
 	int64_t now = rt_now_ms();
 	struct sched_owner owner = { 0, 0, SCHED_TENANT_MODE };
-	struct sched_obj *o = NULL;
 	struct sched_tenant tmp;
-	struct rt_buf spec = { 0 }, kvs = { 0 };
+	struct rt_buf spec = { 0 };
 	struct store_row r;
 	int rc;
 
@@ -450,44 +634,30 @@ int sched_create(struct sched *s, struct sched_obj *parent, const char *name,
 		r.revision = 1;
 		r.run_revision = 1;
 	}
-	rc = store_child_change(s, parent, &r, 1, now);
-	if (rc < 0)
-		goto out;
-	o = obj_new(s, type, parent, name, now, now);
-	if (o == NULL) {
-		/* Stored but not in memory: the next start will load it. */
-		rc = -ENOMEM;
-		goto out;
-	}
-	parent->updated_ms = now;
-	if (type == SCHED_TENANT)
-		((struct sched_tenant *)o)->owner = owner;
-	if (type == SCHED_FUNCTION) {
-		((struct sched_function *)o)->revision = 1;
-		((struct sched_function *)o)->run_revision = 1;
-		rt_buf_kv(&kvs, "revision", "1");
-	}
-	sched__event(s, o,
-		     type == SCHED_TENANT      ? "tenant.created"
-		     : type == SCHED_NAMESPACE ? "namespace.created"
-					       : "function.created",
-		     kvs.data);
-	*out = o;
+	rc = store_child_change(s, parent, &r, 1, now, done, arg);
+	if (rc != 0)
+		goto out; /* failed, or STORE_LATER: made when it comes back */
+	/* The store's listener made it (apply_insert). */
+	*out = sched_child(parent, name);
+	if (*out == NULL)
+		rc = -ENOMEM; /* stored: the next start loads it */
 out:
 	rt_buf_free(&spec);
-	rt_buf_free(&kvs);
 	return rc;
 }
 
-int sched_remove(struct sched *s, struct sched_obj *parent, const char *name,
-		 const struct sched_caller *who)
+int sched_create(struct sched *s, struct sched_obj *parent, const char *name,
+		 const struct sched_caller *who, struct sched_obj **out)
+{
+	return sched__create(s, parent, name, who, NULL, NULL, out);
+}
+
+int sched__remove(struct sched *s, struct sched_obj *parent, const char *name,
+		  const struct sched_caller *who, store_done_fn done, void *arg)
 {
 	struct sched_obj *o = sched_child(parent, name);
-	struct sched_tenant *t = sched__tenant_of(parent);
 	int64_t now = rt_now_ms();
 	struct store_row r;
-	struct rt_buf path = { 0 };
-	const char *kind;
 	int rc;
 
 	(void)who;
@@ -501,47 +671,39 @@ int sched_remove(struct sched *s, struct sched_obj *parent, const char *name,
 		return -ENOTEMPTY;
 	}
 	obj_row(o, &r);
+	r.updated_ms = now; /* when it went: its parent's mtime */
 	/* The function and its instances' rows go in one transaction, before
 	 * anything is stopped: a failure leaves everything as it was. */
 	rc = store_begin(s->store);
-	if (rc == 0 && o->type == SCHED_FUNCTION)
+	if (rc == 0 && o->type == SCHED_FUNCTION && !store_shared(s->store))
 		rc = sched__instances_unstore(s, (struct sched_function *)o);
-	if (rc == 0 && o->type == SCHED_FUNCTION)
+	if (rc == 0 && o->type == SCHED_FUNCTION && !store_shared(s->store))
 		rc = sched__code_unstore(s, (struct sched_function *)o);
 	if (rc == 0)
-		rc = store_child_change(s, parent, &r, 0, now);
+		rc = store_child_change(s, parent, &r, 0, now, NULL, NULL);
 	if (rc == 0)
-		rc = store_commit(s->store);
+		rc = store_commit_then(s->store, done, arg);
 	else
 		store_rollback(s->store);
-	if (rc < 0)
-		return rc;
-	if (o->type == SCHED_FUNCTION)
-		sched__instances_drop(s, (struct sched_function *)o);
-	kind = o->type == SCHED_TENANT	    ? "tenant.deleted"
-	       : o->type == SCHED_NAMESPACE ? "namespace.deleted"
-					    : "function.deleted";
-	sched_obj_path(o, &path);
-	parent->updated_ms = now;
-	sched__obj_drop(s, o);
-	/* A tenant's own end is in the whole journal only: its part is
-	 * gone with it. */
-	journal(s, t, kind, path.data, NULL);
-	rt_buf_free(&path);
-	return 0;
+	return rc; /* the store's listener dropped it (apply_delete) */
+}
+
+int sched_remove(struct sched *s, struct sched_obj *parent, const char *name,
+		 const struct sched_caller *who)
+{
+	return sched__remove(s, parent, name, who, NULL, NULL);
 }
 
 /* ================================================================= owners */
 
-int sched_tenant_chown(struct sched *s, struct sched_obj *t,
-		       const struct sched_caller *who, int64_t uid, int64_t gid,
-		       int64_t mode)
+int sched__tenant_chown(struct sched *s, struct sched_obj *t,
+			const struct sched_caller *who, int64_t uid,
+			int64_t gid, int64_t mode, store_done_fn done,
+			void *arg)
 {
 	struct sched_tenant *x = (struct sched_tenant *)t;
 	struct sched_owner next = x->owner;
-	struct rt_buf kvs = { 0 };
 	struct store_row r;
-	char v[32];
 	int rc = 0;
 
 	if (t->type != SCHED_TENANT)
@@ -573,22 +735,18 @@ int sched_tenant_chown(struct sched *s, struct sched_obj *t,
 	if (rc == 0)
 		rc = store_tenant_owner(s->store, &r);
 	if (rc == 0)
-		rc = store_commit(s->store);
+		rc = store_commit_then(s->store, done, arg); /* apply_owner */
 	else
 		store_rollback(s->store);
-	if (rc < 0)
-		goto out;
-	x->owner = next;
-	snprintf(v, sizeof(v), "%u", next.uid);
-	rt_buf_kv(&kvs, "uid", v);
-	snprintf(v, sizeof(v), "%u", next.gid);
-	rt_buf_kv(&kvs, "gid", v);
-	snprintf(v, sizeof(v), "%04o", next.mode);
-	rt_buf_kv(&kvs, "mode", v);
-	sched__event(s, t, "tenant.owner", kvs.data);
 out:
-	rt_buf_free(&kvs);
 	return rc;
+}
+
+int sched_tenant_chown(struct sched *s, struct sched_obj *t,
+		       const struct sched_caller *who, int64_t uid, int64_t gid,
+		       int64_t mode)
+{
+	return sched__tenant_chown(s, t, who, uid, gid, mode, NULL, NULL);
 }
 
 /* ============================================================== attributes */
@@ -686,14 +844,14 @@ int sched_function_check(struct sched *s, struct sched_function *fn,
 	return rc;
 }
 
-int sched_function_write(struct sched *s, struct sched_function *fn,
-			 enum sched_attr a, const char *buf, size_t len,
-			 const struct sched_caller *who)
+int sched__function_write(struct sched *s, struct sched_function *fn,
+			  enum sched_attr a, const char *buf, size_t len,
+			  const struct sched_caller *who, store_done_fn done,
+			  void *arg)
 {
-	struct rt_buf dump = { 0 }, kvs = { 0 }, changed = { 0 }, why = { 0 };
+	struct rt_buf dump = { 0 }, kvs = { 0 }, why = { 0 };
 	struct sched_spec next;
 	struct store_row r;
-	char rev[32];
 	int64_t now = rt_now_ms();
 	int rc = prepare(s, fn, a, buf, len, who, &next);
 
@@ -711,8 +869,6 @@ int sched_function_write(struct sched *s, struct sched_function *fn,
 		sched__reject(s, fn, sched_attr_name(a), EIO, why.data);
 		goto out;
 	}
-	if (rc == 0)
-		rc = sched_spec_diff(&fn->spec, &next, &changed);
 	if (rc < 0)
 		goto out;
 	obj_row(&fn->obj, &r);
@@ -726,33 +882,25 @@ int sched_function_write(struct sched *s, struct sched_function *fn,
 	if (rc == 0)
 		rc = store_update(s->store, &r);
 	if (rc == 0)
-		rc = store_commit(s->store);
+		rc = store_commit_then(s->store, done, arg); /* apply_spec */
 	else
 		store_rollback(s->store);
-	if (rc < 0) {
+	if (rc < 0)
 		sched__reject(s, fn, sched_attr_name(a), -rc,
 			      "the store could not be written");
-		goto out;
-	}
-
-	sched_spec_free(&fn->spec);
-	fn->spec = next;
-	sched_spec_init(&next); /* moved */
-	fn->revision++;
-	fn->run_revision = r.run_revision;
-	fn->obj.updated_ms = now;
-	snprintf(rev, sizeof(rev), "%llu", (unsigned long long)fn->revision);
-	rt_buf_kv(&kvs, "revision", rev);
-	rt_buf_kv(&kvs, "changed", changed.data);
-	sched__event(s, &fn->obj, "function.updated", kvs.data);
-	sched__reconcile(s, fn);
 out:
 	sched_spec_free(&next);
 	rt_buf_free(&dump);
 	rt_buf_free(&kvs);
-	rt_buf_free(&changed);
 	rt_buf_free(&why);
 	return rc;
+}
+
+int sched_function_write(struct sched *s, struct sched_function *fn,
+			 enum sched_attr a, const char *buf, size_t len,
+			 const struct sched_caller *who)
+{
+	return sched__function_write(s, fn, a, buf, len, who, NULL, NULL);
 }
 
 int sched_function_render(const struct sched_function *fn, enum sched_attr a,

@@ -390,6 +390,17 @@ struct sched_worker {
  * the log. */
 int sched_open(struct sched **out, const char *datadir);
 
+struct etcd_config;
+struct uv_loop_s;
+
+/* sched_open for a controller of a cluster: the tenants, namespaces and
+ * functions are those of cluster `cluster` in the etcd of `cfg`, read
+ * now (running `loop`) and followed on `loop`; what the controller keeps
+ * alone stays in `datadir`. Returns 0 or -errno as store_open_shared. */
+int sched_open_shared(struct sched **out, const char *datadir,
+		      struct uv_loop_s *loop, const struct etcd_config *cfg,
+		      const char *cluster);
+
 /* Frees everything. Committed state is already on disk. */
 void sched_close(struct sched *s);
 

@@ -14,6 +14,8 @@
 
 #include "../runtime/rt.h"
 #include "store.h"
+#include "staged.h"
+#include "store_etcd.h"
 
 enum {
 	ST_INS_T,
@@ -149,15 +151,24 @@ static const char schema_v1[] = "CREATE TABLE tenants("
  * (static) text. */
 #define STORE_CACHE 16
 
+/* Transactions nest at most this deep (the write paths use 3). */
+#define STORE_DEPTH_MAX 16
+
 struct store {
 	int relaxed; /* the open transaction is derived */
 	sqlite3 *db;
 	sqlite3_stmt *stmt[ST_COUNT]; /* prepared on open */
 	const char *cache_sql[STORE_CACHE];
 	sqlite3_stmt *cache[STORE_CACHE];
-	int depth;	/* open transactions, nested */
-	int fail_after; /* writes before an injected failure; -1: none */
-	int fail_err;	/* the -errno it gives */
+	int depth;	      /* open transactions, nested */
+	int fail_after;	      /* writes before an injected failure; -1: none */
+	int fail_err;	      /* the -errno it gives */
+	struct staged staged; /* changes of the open transaction */
+	size_t marks[STORE_DEPTH_MAX]; /* staged.n where each level began */
+	store_listen_fn listen;
+	void *listen_arg;
+	struct store_etcd *remote; /* shared: the rows of tenants, namespaces
+				      and functions are there */
 };
 
 /* The errno of SQLite's last error: a full disk or database is ENOSPC,
@@ -351,6 +362,8 @@ void store_close(struct store *st)
 	for (i = 0; i < STORE_CACHE; i++)
 		sqlite3_finalize(st->cache[i]);
 	sqlite3_close(st->db);
+	staged_free(&st->staged);
+	store_etcd_close(st->remote);
 	free(st);
 }
 
@@ -377,6 +390,8 @@ int store_load(struct store *st, int (*fn)(const struct store_row *, void *),
 	sqlite3_stmt *q = NULL;
 	int k, step, rc = 0;
 
+	if (st->remote != NULL)
+		return store_etcd_load(st->remote, fn, arg);
 	for (k = 0; k < 3 && rc == 0; k++) {
 		if (sqlite3_prepare_v2(st->db, q_text[k], -1, &q, NULL) !=
 		    SQLITE_OK)
@@ -417,6 +432,8 @@ int store_begin(struct store *st)
 	int rc;
 
 	assert(st->depth >= 0);
+	if (st->depth >= STORE_DEPTH_MAX)
+		return -EINVAL;
 	if (st->depth == 0)
 		rc = exec(st, "BEGIN IMMEDIATE");
 	else {
@@ -424,7 +441,7 @@ int store_begin(struct store *st)
 		rc = exec(st, sql);
 	}
 	if (rc == 0)
-		st->depth++;
+		st->marks[st->depth++] = st->staged.n;
 	return rc;
 }
 
@@ -453,6 +470,91 @@ static void unrelax(struct store *st)
 	}
 }
 
+/* Hands the changes of the transaction just committed to the listener.
+ * The list is emptied first: the listener may write again. */
+static void announce(struct store *st)
+{
+	struct staged done = st->staged;
+	size_t i;
+
+	memset(&st->staged, 0, sizeof(st->staged));
+	for (i = 0; i < done.n && st->listen != NULL; i++)
+		st->listen(st->listen_arg, &done.v[i]);
+	staged_free(&done);
+}
+
+void store_listen(struct store *st, store_listen_fn fn, void *arg)
+{
+	st->listen = fn;
+	st->listen_arg = arg;
+}
+
+int store_shared(const struct store *st)
+{
+	return st->remote != NULL;
+}
+
+int store_commit_then(struct store *st, store_done_fn done, void *arg)
+{
+	struct staged sent;
+	int rc;
+
+	if (st->remote == NULL || st->depth != 1)
+		return store_commit(st);
+	sent = st->staged; /* the local part commits alone */
+	memset(&st->staged, 0, sizeof(st->staged));
+	rc = store_commit(st);
+	if (rc == 0 && sent.n > 0)
+		rc = store_etcd_submit(st->remote, sent.v, sent.n, done, arg);
+	staged_free(&sent);
+	return rc;
+}
+
+/* A change from the shared store, for the listener. */
+static void from_remote(void *arg, const struct store_change *c)
+{
+	struct store *st = arg;
+
+	if (st->listen != NULL)
+		st->listen(st->listen_arg, c);
+}
+
+int store_open_shared(struct store **out, const char *path,
+		      struct uv_loop_s *loop, const struct etcd_config *cfg,
+		      const char *cluster)
+{
+	int rc = store_open(out, path);
+
+	if (rc == 0)
+		rc = store_etcd_open(&(*out)->remote, loop, cfg, cluster,
+				     from_remote, *out);
+	if (rc < 0 && *out != NULL) {
+		store_close(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
+void store_stop(struct store *st)
+{
+	store_etcd_stop(st->remote);
+}
+
+int store_shared_state(const struct store *st, int64_t *revision, int *watching,
+		       const char **endpoint, const char **error)
+{
+	struct store_etcd_state es;
+
+	if (st->remote == NULL)
+		return -ENOENT;
+	store_etcd_state(st->remote, &es);
+	*revision = es.revision;
+	*watching = es.watching;
+	*endpoint = es.endpoint;
+	*error = es.error;
+	return 0;
+}
+
 int store_commit(struct store *st)
 {
 	char sql[32];
@@ -469,6 +571,7 @@ int store_commit(struct store *st)
 		}
 		st->depth--;
 		unrelax(st);
+		announce(st);
 		return 0;
 	} else {
 		snprintf(sql, sizeof(sql), "RELEASE sp%d", st->depth - 1);
@@ -485,6 +588,7 @@ void store_rollback(struct store *st)
 	assert(st->depth >= 0);
 	if (st->depth == 0)
 		return;
+	staged_truncate(&st->staged, st->marks[st->depth - 1]);
 	if (st->depth == 1) {
 		if (!sqlite3_get_autocommit(st->db))
 			exec(st, "ROLLBACK");
@@ -542,24 +646,50 @@ static int run(struct store *st, int which, const struct store_row *r)
 	return 0;
 }
 
+static void announce(struct store *st);
+
+/* Runs a change of a tenant, namespace or function and stages it for the
+ * listener. */
+static int change(struct store *st, enum store_op op, int which,
+		  const struct store_row *r)
+{
+	int rc;
+
+	if (st->remote != NULL) /* sent by store_commit_then */
+		return st->depth > 0 ? staged_add(&st->staged, op, r) : -EINVAL;
+	rc = run(st, which, r);
+	if (rc == 0)
+		rc = staged_add(&st->staged, op, r);
+	if (rc == 0 && st->depth == 0)
+		announce(st); /* outside a transaction: committed at once */
+	return rc;
+}
+
+int store_function_code(struct store *st, const struct store_row *r)
+{
+	if (st->remote != NULL)
+		return -EOPNOTSUPP; /* code/ is not shared yet */
+	return run(st, ST_UPD_F, r);
+}
+
 int store_insert(struct store *st, const struct store_row *r)
 {
-	return run(st, ST_INS_T + (int)r->kind, r);
+	return change(st, STORE_INSERT, ST_INS_T + (int)r->kind, r);
 }
 
 int store_update(struct store *st, const struct store_row *r)
 {
-	return run(st, ST_UPD_T + (int)r->kind, r);
+	return change(st, STORE_UPDATE, ST_UPD_T + (int)r->kind, r);
 }
 
 int store_delete(struct store *st, const struct store_row *r)
 {
-	return run(st, ST_DEL_T + (int)r->kind, r);
+	return change(st, STORE_DELETE, ST_DEL_T + (int)r->kind, r);
 }
 
 int store_tenant_owner(struct store *st, const struct store_row *r)
 {
-	return run(st, ST_OWN_T, r);
+	return change(st, STORE_OWNER, ST_OWN_T, r);
 }
 
 /* ============================================== instances, workers, settings

@@ -30,9 +30,82 @@ struct store_row {
 
 struct store;
 
+/* What a write transaction does to a tenant, namespace or function. */
+enum store_op {
+	STORE_INSERT, /* store_insert */
+	STORE_UPDATE, /* store_update */
+	STORE_DELETE, /* store_delete */
+	STORE_OWNER   /* store_tenant_owner */
+};
+
+/* One such change, as committed. */
+struct store_change {
+	enum store_op op;
+	struct store_row row;
+};
+
+/* Called once per change of a tenant, namespace or function after the
+ * store committed it, in the transaction's order: with SQLite from inside
+ * store_commit (before it returns), with a shared store when this
+ * controller learns of it (its own writes and every other controller's).
+ * The listener applies it to the model. No store transaction is open
+ * during the call. */
+typedef void (*store_listen_fn)(void *arg, const struct store_change *c);
+
+/* Sets the listener of `st` (one; NULL: none). */
+void store_listen(struct store *st, store_listen_fn fn, void *arg);
+
+/* Whether `st` is shared with other controllers: its changes of tenants,
+ * namespaces and functions commit later (store_commit_then), and come to
+ * the listener from the shared store. */
+int store_shared(const struct store *st);
+
+/* Called once when a change submitted by store_commit_then has been
+ * applied (err 0) or has failed (-errno). */
+typedef void (*store_done_fn)(void *arg, int err);
+
+/* Returned by store_commit_then when `done` will be called. */
+#define STORE_LATER 1
+
+/* Commits the open write transaction like store_commit. With SQLite it
+ * returns 0 (the listener has applied the changes) or the -errno, and
+ * never calls `done`. With a shared store it returns STORE_LATER once
+ * the changes of tenants, namespaces and functions are sent: `done` is
+ * called after this controller's listener has applied them, or with
+ * -EAGAIN when another controller changed one of them first, -EEXIST /
+ * -ENOENT for a row that appeared or went, -EIO when the store cannot be
+ * reached (the reason is logged). */
+int store_commit_then(struct store *st, store_done_fn done, void *arg);
+
 /* Opens (creating or migrating) the database at `path`. Returns 0 or
  * -errno (-EIO for SQLite errors, logged). */
 int store_open(struct store **out, const char *path);
+
+struct uv_loop_s;
+struct etcd_config;
+
+/* Opens the database at `path` as store_open, for what this controller
+ * keeps alone, and the cluster `cluster` of the etcd of `cfg` for the
+ * tenants, namespaces and functions, which every controller of the
+ * cluster shares (store_etcd.h): read before this returns (running
+ * `loop`), then followed on `loop`. Returns 0 or -errno (-EINVAL for a
+ * bad cluster name or endpoint, -EIO/-ETIMEDOUT when etcd cannot be
+ * read). */
+int store_open_shared(struct store **out, const char *path,
+		      struct uv_loop_s *loop, const struct etcd_config *cfg,
+		      const char *cluster);
+
+/* What a shared store knows of etcd: the newest revision its rows have,
+ * whether it is following etcd now, the endpoint it asks and its last
+ * failure (NULL: none; strings owned by the store). Returns 0, or
+ * -ENOENT when `st` is not shared. */
+int store_shared_state(const struct store *st, int64_t *revision, int *watching,
+		       const char **endpoint, const char **error);
+
+/* Ends what a shared store does on the loop (its watch, its requests:
+ * what waits fails with -ECANCELED), so that the loop can end; a no-op
+ * for SQLite. Later shared changes fail. */
+void store_stop(struct store *st);
 
 /* Closes the database. */
 void store_close(struct store *st);
@@ -70,6 +143,12 @@ int store_update(struct store *st, const struct store_row *r);
 
 /* Deletes a row. Returns 0, -ENOENT or -EIO. */
 int store_delete(struct store *st, const struct store_row *r);
+
+/* Rewrites a function's row for a new revision of its code (r's spec,
+ * revision, run_revision and updated_ms), which its caller applies to
+ * the model itself: the listener does not hear of it. Returns 0, -ENOENT
+ * or -EIO/-ENOSPC. */
+int store_function_code(struct store *st, const struct store_row *r);
 
 /* Rewrites a tenant's owner, group and mode (r->tenant, r->uid, r->gid,
  * r->mode). Returns 0, -ENOENT or -EIO/-ENOSPC. */

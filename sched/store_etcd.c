@@ -1,0 +1,930 @@
+/*
+ * store_etcd.c - tenants, namespaces and functions in etcd, followed by
+ * range and watch, written by compare-and-set (see store_etcd.h).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../runtime/rt.h"
+#include "etcd_keys.h"
+#include "staged.h"
+#include "store_etcd.h"
+
+/* How long a write may wait for the watch to bring it back. */
+#define WAIT_MS 10000
+/* How soon a broken watch is set up again. */
+#define REWATCH_MS 500
+
+/* A row this controller knows: its key's mod_revision and value (what a
+ * delete, which carries no value, is decoded from). */
+struct known {
+	int64_t mod;
+	enum etcd_keys_kind kind;
+	char *value;
+	size_t len;
+	unsigned gen; /* the resync that saw it */
+};
+
+/* A write sent, waiting for the watch. */
+struct waiter {
+	struct waiter *next;
+	struct store_etcd *e;
+	int64_t rev;   /* done once the model has this revision */
+	int lost;      /* the compares failed: -EAGAIN then */
+	char **absent; /* lost: keys the model must have lost first */
+	size_t nabsent;
+	char **present; /* compared keys expected to exist (lost) */
+	size_t npresent;
+	uint64_t deadline; /* rt_mono_ms */
+	store_done_fn done;
+	void *arg;
+};
+
+struct store_etcd {
+	uv_loop_t *loop;
+	struct etcd_client *c;
+	char *cluster;
+	char *prefix, *prefix_end; /* "/fnfs/NAME/" and its range end */
+	struct rt_map known;
+	int64_t applied; /* the newest revision the model has */
+	struct etcd_watch *watch;
+	int watching;
+	uv_timer_t *timer; /* re-watch, and the waiters' deadlines */
+	struct waiter *waiters;
+	store_etcd_deliver_fn deliver;
+	void *deliver_arg;
+	/* a resync: the three ranges, then the diff */
+	int syncing;
+	int loading;	      /* the open's: changes go to `loaded` */
+	struct staged loaded; /* what the open read */
+	struct etcd_kv *got[3];
+	size_t ngot[3];
+	int64_t sync_rev;
+	int sync_step, sync_rc;
+	unsigned gen;
+	char *error;
+	int stopped; /* store_etcd_stop: no client any more */
+};
+
+static const enum etcd_keys_kind kinds[3] = { ETCD_KEYS_TENANT,
+					      ETCD_KEYS_NAMESPACE,
+					      ETCD_KEYS_FUNCTION };
+
+static void set_error(struct store_etcd *e, const char *what, int rc,
+		      const char *why)
+{
+	char *m = NULL;
+
+	if (asprintf(&m, "%s: %s%s%s", what, strerror(-rc), why ? ": " : "",
+		     why ? why : "") < 0)
+		return;
+	rt_log(RT_LOG_ERROR, "etcd: %s", m);
+	free(e->error);
+	e->error = m;
+}
+
+/* ============================================================== the model */
+
+static void known_free(struct known *k)
+{
+	if (k != NULL)
+		free(k->value);
+	free(k);
+}
+
+/* A new entry of `known` for `key`. */
+static int known_add(struct store_etcd *e, const char *key, struct known **out)
+{
+	struct known *k = calloc(1, sizeof(*k));
+
+	*out = k;
+	if (k != NULL && rt_map_put(&e->known, key, k) == 0)
+		return 0;
+	free(k);
+	*out = NULL;
+	return -ENOMEM;
+}
+
+/* What `known` keeps of `kv`. */
+static void known_set(struct store_etcd *e, struct known *k,
+		      const struct etcd_kv *kv, enum etcd_keys_kind kind)
+{
+	free(k->value);
+	k->value = malloc(kv->value_len + 1);
+	if (k->value != NULL) {
+		memcpy(k->value, kv->value, kv->value_len);
+		k->value[kv->value_len] = '\0';
+	}
+	k->len = k->value ? kv->value_len : 0;
+	k->mod = kv->mod_revision;
+	k->kind = kind;
+	k->gen = e->gen;
+}
+
+/* The key of the parent of row `r` (a tenant's is none: ""). */
+static int parent_key(const struct store_etcd *e, const struct store_row *r,
+		      struct rt_buf *out)
+{
+	struct store_row p;
+
+	rt_buf_reset(out);
+	if (r->kind == STORE_TENANT)
+		return rt_buf_puts(out, "");
+	memset(&p, 0, sizeof(p));
+	p.kind = r->kind == STORE_NAMESPACE ? STORE_TENANT : STORE_NAMESPACE;
+	p.tenant = r->tenant;
+	p.ns = r->kind == STORE_FUNCTION ? r->ns : NULL;
+	return etcd_keys_row(e->cluster, &p, out, NULL);
+}
+
+static void hand(struct store_etcd *e, enum store_op op,
+		 const struct store_row *r)
+{
+	struct store_change c = { op, *r };
+
+	if (e->loading)
+		staged_add(&e->loaded, op, r);
+	else if (e->deliver != NULL)
+		e->deliver(e->deliver_arg, &c);
+}
+
+/* A row's key is `key` with value `value` at `mod`: tells the model.
+ * Returns 0, or -EAGAIN when its parent is not known yet (kept for a
+ * second pass), or -EINVAL for what is not a row of this layout. */
+static int learn_put(struct store_etcd *e, const struct etcd_kv *kv)
+{
+	struct etcd_keys_rec rec;
+	struct rt_buf pk = { 0 };
+	struct known *k;
+	enum store_op op;
+	int rc;
+
+	rc = etcd_keys_decode(e->cluster, kv->key, kv->key_len, kv->value,
+			      kv->value_len, &rec);
+	if (rc < 0 ||
+	    (rec.kind != ETCD_KEYS_TENANT && rec.kind != ETCD_KEYS_NAMESPACE &&
+	     rec.kind != ETCD_KEYS_FUNCTION)) {
+		if (rc < 0)
+			rt_log(RT_LOG_WARN, "etcd: %.*s: not a row: skipped",
+			       (int)kv->key_len, kv->key);
+		rc = rc < 0 ? -EINVAL : 0;
+		goto out;
+	}
+	k = rt_map_get(&e->known, kv->key);
+	op = rec.kind == ETCD_KEYS_TENANT ? STORE_OWNER : STORE_UPDATE;
+	if (k == NULL) {
+		op = STORE_INSERT;
+		rc = parent_key(e, &rec.row, &pk);
+		if (rc == 0 && pk.len > 0 &&
+		    rt_map_get(&e->known, pk.data) == NULL)
+			rc = -EAGAIN;
+		if (rc == 0)
+			rc = known_add(e, kv->key, &k);
+	}
+	if (rc < 0)
+		goto out;
+	known_set(e, k, kv, rec.kind);
+	if (kv->mod_revision > e->applied)
+		e->applied = kv->mod_revision;
+	hand(e, op, &rec.row);
+out:
+	etcd_keys_rec_free(&rec);
+	rt_buf_free(&pk);
+	return rc;
+}
+
+/* The row of `key` went at `rev`. */
+static void learn_delete(struct store_etcd *e, const char *key, int64_t rev)
+{
+	struct known *k = rt_map_get(&e->known, key);
+	struct etcd_keys_rec rec;
+
+	if (rev > e->applied)
+		e->applied = rev;
+	if (k == NULL)
+		return; /* not a row, or never seen */
+	if (k->value != NULL && etcd_keys_decode(e->cluster, key, strlen(key),
+						 k->value, k->len, &rec) == 0) {
+		rec.row.updated_ms = rt_now_ms();
+		hand(e, STORE_DELETE, &rec.row);
+	}
+	etcd_keys_rec_free(&rec);
+	known_free(rt_map_del(&e->known, key));
+}
+
+/* ============================================================= waiters */
+
+static void waiter_free(struct waiter *w)
+{
+	size_t i;
+
+	for (i = 0; i < w->nabsent; i++)
+		free(w->absent[i]);
+	for (i = 0; i < w->npresent; i++)
+		free(w->present[i]);
+	free(w->absent);
+	free(w->present);
+	free(w);
+}
+
+static int waiter_ready(const struct waiter *w)
+{
+	size_t i;
+
+	if (w->e->applied < w->rev)
+		return 0;
+	for (i = 0; i < w->nabsent; i++)
+		if (rt_map_get(&w->e->known, w->absent[i]) != NULL)
+			return 0;
+	return 1;
+}
+
+/* Ends the waiters that the model has caught up with, or that waited
+ * too long (`all`: every one, with `err`). */
+static void check_waiters(struct store_etcd *e, int all, int err)
+{
+	struct waiter **pp = &e->waiters, *w;
+	uint64_t now = rt_mono_ms();
+	int rc;
+
+	while ((w = *pp) != NULL) {
+		if (all)
+			rc = err;
+		else if (waiter_ready(w))
+			rc = w->lost ? -EAGAIN : 0;
+		else if (now >= w->deadline) {
+			rc = -EIO;
+			set_error(e, "a write", -ETIMEDOUT,
+				  "committed or not, the watch has not "
+				  "brought it back");
+		} else {
+			pp = &w->next;
+			continue;
+		}
+		*pp = w->next;
+		if (w->done != NULL)
+			w->done(w->arg, rc);
+		waiter_free(w);
+	}
+}
+
+/* ============================================================== resync */
+
+static void start_watch(struct store_etcd *e);
+static void sync_step(struct store_etcd *e);
+
+/* The ranges are read: what the model has that they do not has gone,
+ * what they have that it has not came, the rest may have changed. */
+static int by_kind_desc(const void *a, const void *b)
+{
+	const struct known *x = *(struct known *const *)a;
+	const struct known *y = *(struct known *const *)b;
+
+	return (y->kind > x->kind) - (y->kind < x->kind);
+}
+
+struct gone_ctx {
+	struct store_etcd *e;
+	char **keys;
+	struct known **ks;
+	size_t n;
+};
+
+static int collect_gone(const char *key, void *value, void *arg)
+{
+	struct gone_ctx *g = arg;
+	struct known *k = value;
+
+	if (k->gen != g->e->gen) {
+		g->keys[g->n] = strdup(key);
+		g->ks[g->n] = k;
+		if (g->keys[g->n] != NULL)
+			g->n++;
+	}
+	return 0;
+}
+
+static void sync_apply(struct store_etcd *e)
+{
+	struct gone_ctx g = { e, NULL, NULL, 0 };
+	size_t i, j, n = e->known.count;
+	struct known **order;
+	char **keys;
+
+	e->gen++;
+	for (i = 0; i < 3; i++)
+		for (j = 0; j < e->ngot[i]; j++) {
+			struct known *k = rt_map_get(&e->known,
+						     e->got[i][j].key);
+
+			if (k != NULL && k->mod == e->got[i][j].mod_revision)
+				k->gen = e->gen; /* unchanged */
+			else if (learn_put(e, &e->got[i][j]) == -EAGAIN)
+				rt_log(RT_LOG_WARN,
+				       "etcd: %s has no parent: skipped",
+				       e->got[i][j].key);
+		}
+	/* What went: children before their parents. */
+	g.keys = calloc(n + 1, sizeof(*g.keys));
+	g.ks = calloc(n + 1, sizeof(*g.ks));
+	if (g.keys != NULL && g.ks != NULL) {
+		rt_map_each(&e->known, collect_gone, &g);
+		order = calloc(g.n + 1, sizeof(*order));
+		keys = calloc(g.n + 1, sizeof(*keys));
+		for (i = 0; order != NULL && keys != NULL && i < g.n; i++)
+			order[i] = g.ks[i];
+		if (order != NULL && keys != NULL) {
+			qsort(order, g.n, sizeof(*order), by_kind_desc);
+			for (i = 0; i < g.n; i++)
+				for (j = 0; j < g.n; j++)
+					if (g.ks[j] == order[i])
+						keys[i] = g.keys[j];
+			for (i = 0; i < g.n; i++)
+				learn_delete(e, keys[i], e->sync_rev);
+		}
+		free(order);
+		free(keys);
+	}
+	for (i = 0; g.keys != NULL && i < g.n; i++)
+		free(g.keys[i]);
+	free(g.keys);
+	free(g.ks);
+	if (e->sync_rev > e->applied)
+		e->applied = e->sync_rev;
+}
+
+static void sync_clear(struct store_etcd *e)
+{
+	size_t i, j;
+
+	for (i = 0; i < 3; i++) {
+		for (j = 0; j < e->ngot[i]; j++)
+			etcd_kv_clear(&e->got[i][j]);
+		free(e->got[i]);
+		e->got[i] = NULL;
+		e->ngot[i] = 0;
+	}
+}
+
+static void on_range(void *arg, const struct etcd_answer *a)
+{
+	struct store_etcd *e = arg;
+	int i = e->sync_step;
+
+	if (a->rc < 0) {
+		set_error(e, "reading the rows", a->rc, a->error);
+		e->sync_rc = a->rc;
+		e->syncing = 0;
+		sync_clear(e);
+		/* on_timer tries again */
+		return;
+	}
+	if (i == 0)
+		e->sync_rev = a->header.revision;
+	/* The answer is the client's: keep a copy. */
+	e->got[i] = calloc(a->nkvs + 1, sizeof(*e->got[i]));
+	if (e->got[i] == NULL) {
+		e->sync_rc = -ENOMEM;
+		e->syncing = 0;
+		sync_clear(e);
+		return;
+	}
+	for (e->ngot[i] = 0; e->ngot[i] < a->nkvs; e->ngot[i]++) {
+		const struct etcd_kv *s = &a->kvs[e->ngot[i]];
+		struct etcd_kv *d = &e->got[i][e->ngot[i]];
+
+		*d = *s;
+		d->key = malloc(s->key_len + 1);
+		d->value = malloc(s->value_len + 1);
+		if (d->key == NULL || d->value == NULL) {
+			free(d->key);
+			free(d->value);
+			memset(d, 0, sizeof(*d));
+			e->sync_rc = -ENOMEM;
+			break;
+		}
+		memcpy(d->key, s->key, s->key_len + 1);
+		memcpy(d->value, s->value, s->value_len + 1);
+	}
+	e->sync_step++;
+	if (e->sync_rc == 0 && e->sync_step < 3) {
+		sync_step(e);
+		return;
+	}
+	if (e->sync_rc == 0)
+		sync_apply(e);
+	sync_clear(e);
+	e->syncing = 0;
+	if (e->sync_rc == 0) {
+		if (!e->loading)
+			check_waiters(e, 0, 0);
+		start_watch(e);
+	}
+}
+
+static void sync_step(struct store_etcd *e)
+{
+	struct rt_buf p = { 0 };
+	char *end = NULL;
+	int rc = etcd_keys_kind_prefix(e->cluster, kinds[e->sync_step], &p);
+
+	if (rc == 0) {
+		end = malloc(p.len + 2);
+		rc = end ? 0 : -ENOMEM;
+	}
+	if (rc == 0) {
+		etcd_prefix_end(p.data, end);
+		rc = etcd_range(e->c, p.data, end,
+				e->sync_step ? e->sync_rev : 0, 0, on_range, e);
+	}
+	if (rc < 0) {
+		set_error(e, "reading the rows", rc, NULL);
+		e->sync_rc = rc;
+		e->syncing = 0;
+		sync_clear(e);
+	}
+	free(end);
+	rt_buf_free(&p);
+}
+
+/* Reads every row again (at the open, and when the watch's revision was
+ * compacted). */
+static void resync(struct store_etcd *e)
+{
+	if (e->syncing)
+		return;
+	e->syncing = 1;
+	e->sync_rc = 0;
+	e->sync_step = 0;
+	sync_step(e);
+}
+
+/* =============================================================== watch */
+
+static void on_watch(void *arg, const struct etcd_answer *a)
+{
+	struct store_etcd *e = arg;
+	struct etcd_kv **later = NULL;
+	size_t i, nlater = 0;
+
+	if (a->rc < 0) {
+		set_error(e, "the watch ended", a->rc, a->error);
+		etcd_watch_free(e->watch);
+		e->watch = NULL;
+		e->watching = 0;
+		if (a->rc == -ERANGE)
+			resync(e);
+		return; /* else on_timer watches again */
+	}
+	if (a->created) {
+		e->watching = 1;
+		return;
+	}
+	if (a->nevents > 0)
+		later = calloc(a->nevents, sizeof(*later));
+	for (i = 0; i < a->nevents; i++) {
+		if (a->deletes[i])
+			learn_delete(e, a->events[i].key,
+				     a->events[i].mod_revision);
+		else if (learn_put(e, &a->events[i]) == -EAGAIN &&
+			 later != NULL)
+			later[nlater++] = &a->events[i];
+		else if (a->events[i].mod_revision > e->applied)
+			e->applied = a->events[i].mod_revision;
+	}
+	/* A child that came in the same message as its parent, before it. */
+	for (i = 0; i < nlater; i++)
+		if (learn_put(e, later[i]) == -EAGAIN)
+			rt_log(RT_LOG_WARN, "etcd: %s has no parent: skipped",
+			       later[i]->key);
+	free(later);
+	check_waiters(e, 0, 0);
+}
+
+static void start_watch(struct store_etcd *e)
+{
+	int rc;
+
+	if (e->watch != NULL || e->syncing)
+		return;
+	rc = etcd_watch(e->c, e->prefix, e->prefix_end, e->applied + 1, 0,
+			on_watch, e, &e->watch);
+	if (rc < 0) {
+		set_error(e, "watching", rc, NULL);
+		e->watch = NULL;
+	}
+}
+
+/* Every REWATCH_MS while something is wrong, and for the deadlines. */
+static void on_timer(uv_timer_t *t)
+{
+	struct store_etcd *e = t->data;
+
+	if (e->stopped)
+		return;
+	if (e->watch == NULL && !e->syncing) {
+		if (e->sync_rc < 0)
+			resync(e);
+		else
+			start_watch(e);
+	}
+	check_waiters(e, 0, 0);
+}
+
+/* ============================================================== writes */
+
+/* The builder of one txn: strings it owns until the call. */
+struct txn {
+	struct etcd_cmp *cmp;
+	struct etcd_op *ops, *fail;
+	size_t ncmp, nops, nfail, cap;
+	char **strs;
+	size_t nstrs, capstrs;
+	struct waiter *w;
+};
+
+static const char *keep(struct txn *t, const char *s, size_t n)
+{
+	char *d;
+
+	if (t->nstrs == t->capstrs) {
+		size_t cap = t->capstrs ? t->capstrs * 2 : 16;
+		char **v = realloc(t->strs, cap * sizeof(*v));
+
+		if (v == NULL)
+			return NULL;
+		t->strs = v;
+		t->capstrs = cap;
+	}
+	d = malloc(n + 1);
+	if (d == NULL)
+		return NULL;
+	memcpy(d, s, n);
+	d[n] = '\0';
+	t->strs[t->nstrs++] = d;
+	return d;
+}
+
+static int grow(struct txn *t)
+{
+	size_t cap = t->cap ? t->cap * 2 : 8;
+	struct etcd_cmp *c = realloc(t->cmp, cap * sizeof(*c));
+	struct etcd_op *o, *f;
+
+	if (c == NULL)
+		return -ENOMEM;
+	t->cmp = c;
+	o = realloc(t->ops, cap * sizeof(*o));
+	if (o == NULL)
+		return -ENOMEM;
+	t->ops = o;
+	f = realloc(t->fail, cap * sizeof(*f));
+	if (f == NULL)
+		return -ENOMEM;
+	t->fail = f;
+	t->cap = cap;
+	return 0;
+}
+
+static int add_str(char ***v, size_t *n, const char *s)
+{
+	char **nv = realloc(*v, (*n + 1) * sizeof(*nv));
+
+	if (nv == NULL)
+		return -ENOMEM;
+	*v = nv;
+	nv[*n] = strdup(s);
+	if (nv[*n] == NULL)
+		return -ENOMEM;
+	(*n)++;
+	return 0;
+}
+
+/* Adds a compare of `key` (up to `end`, or NULL) and, should it fail, a
+ * read of it. `must_exist`: a key the write expects to be there. */
+static int cmp_add(struct txn *t, const char *key, const char *end,
+		   enum etcd_target target, enum etcd_cmp_result res,
+		   int64_t number, int must_exist)
+{
+	int rc = 0;
+
+	if (t->ncmp == t->cap || t->nfail == t->cap)
+		rc = grow(t);
+	if (rc < 0)
+		return rc;
+	key = keep(t, key, strlen(key));
+	if (end != NULL)
+		end = keep(t, end, strlen(end));
+	if (key == NULL)
+		return -ENOMEM;
+	memset(&t->cmp[t->ncmp], 0, sizeof(t->cmp[0]));
+	t->cmp[t->ncmp].key = key;
+	t->cmp[t->ncmp].range_end = end;
+	t->cmp[t->ncmp].target = target;
+	t->cmp[t->ncmp].result = res;
+	t->cmp[t->ncmp].number = number;
+	t->ncmp++;
+	memset(&t->fail[t->nfail], 0, sizeof(t->fail[0]));
+	t->fail[t->nfail].kind = ETCD_OP_RANGE;
+	t->fail[t->nfail].key = key;
+	t->fail[t->nfail].range_end = end;
+	t->nfail++;
+	if (must_exist)
+		rc = add_str(&t->w->present, &t->w->npresent, key);
+	return rc;
+}
+
+static int op_add(struct txn *t, enum etcd_op_kind kind, const char *key,
+		  const char *end, const char *value, size_t len)
+{
+	if (t->nops == t->cap && grow(t) < 0)
+		return -ENOMEM;
+	memset(&t->ops[t->nops], 0, sizeof(t->ops[0]));
+	t->ops[t->nops].kind = kind;
+	t->ops[t->nops].key = keep(t, key, strlen(key));
+	t->ops[t->nops].range_end = end ? keep(t, end, strlen(end)) : NULL;
+	t->ops[t->nops].value = value ? keep(t, value, len) : NULL;
+	t->ops[t->nops].value_len = len;
+	if (t->ops[t->nops].key == NULL || (value && !t->ops[t->nops].value))
+		return -ENOMEM;
+	t->nops++;
+	return 0;
+}
+
+/* The prefix of the children of row `r` (a tenant's namespaces, a
+ * namespace's functions), and its range end. */
+static int children_range(const struct store_etcd *e, const struct store_row *r,
+			  struct rt_buf *p, char **end)
+{
+	int rc;
+
+	rt_buf_reset(p);
+	rc = etcd_keys_kind_prefix(e->cluster,
+				   r->kind == STORE_TENANT ? ETCD_KEYS_NAMESPACE
+							   : ETCD_KEYS_FUNCTION,
+				   p);
+	if (rc == 0)
+		rc = rt_buf_printf(p, "%s/", r->tenant);
+	if (rc == 0 && r->kind == STORE_NAMESPACE)
+		rc = rt_buf_printf(p, "%s/", r->ns);
+	if (rc == 0) {
+		*end = malloc(p->len + 2);
+		if (*end == NULL)
+			return -ENOMEM;
+		etcd_prefix_end(p->data, *end);
+	}
+	return rc < 0 ? rc : 0;
+}
+
+/* The compares and operations of one change. */
+static int txn_change(struct store_etcd *e, struct txn *t,
+		      const struct store_change *c)
+{
+	struct rt_buf key = { 0 }, val = { 0 }, pk = { 0 }, cp = { 0 };
+	const struct store_row *r = &c->row;
+	struct known *k;
+	char *end = NULL;
+	int rc;
+
+	rc = etcd_keys_row(e->cluster, r, &key,
+			   c->op == STORE_DELETE ? NULL : &val);
+	if (rc < 0)
+		goto out;
+	k = rt_map_get(&e->known, key.data);
+	switch (c->op) {
+	case STORE_INSERT:
+		rc = cmp_add(t, key.data, NULL, ETCD_VERSION, ETCD_EQUAL, 0, 0);
+		if (rc == 0)
+			rc = parent_key(e, r, &pk);
+		if (rc == 0 && pk.len > 0)
+			rc = cmp_add(t, pk.data, NULL, ETCD_VERSION,
+				     ETCD_GREATER, 0, 1);
+		if (rc == 0)
+			rc = op_add(t, ETCD_OP_PUT, key.data, NULL, val.data,
+				    val.len);
+		break;
+	case STORE_UPDATE:
+	case STORE_OWNER:
+		rc = cmp_add(t, key.data, NULL, ETCD_MOD, ETCD_EQUAL,
+			     k ? k->mod : 0, 1);
+		if (rc == 0)
+			rc = op_add(t, ETCD_OP_PUT, key.data, NULL, val.data,
+				    val.len);
+		break;
+	case STORE_DELETE:
+		rc = cmp_add(t, key.data, NULL, ETCD_MOD, ETCD_EQUAL,
+			     k ? k->mod : 0, 1);
+		if (rc == 0 && r->kind != STORE_FUNCTION) {
+			rc = children_range(e, r, &cp, &end);
+			if (rc == 0)
+				rc = cmp_add(t, cp.data, end, ETCD_VERSION,
+					     ETCD_EQUAL, 0, 0);
+		}
+		if (rc == 0)
+			rc = op_add(t, ETCD_OP_DELETE, key.data, NULL, NULL, 0);
+		break;
+	}
+out:
+	free(end);
+	rt_buf_free(&key);
+	rt_buf_free(&val);
+	rt_buf_free(&pk);
+	rt_buf_free(&cp);
+	return rc;
+}
+
+static void on_txn(void *arg, const struct etcd_answer *a)
+{
+	struct waiter *w = arg;
+	struct store_etcd *e = w->e;
+	size_t i, j;
+	int found;
+
+	if (a->rc < 0) {
+		set_error(e, "a write", a->rc, a->error);
+		if (w->done != NULL)
+			w->done(w->arg, a->rc == -EAGAIN ? -EAGAIN : -EIO);
+		waiter_free(w);
+		return;
+	}
+	if (a->succeeded)
+		w->rev = a->header.revision;
+	else {
+		/* Lost: wait until the model has what won, then the write is
+		 * checked against it again. */
+		w->lost = 1;
+		for (i = 0; i < a->nkvs; i++)
+			if (a->kvs[i].mod_revision > w->rev)
+				w->rev = a->kvs[i].mod_revision;
+		for (i = 0; i < w->npresent; i++) {
+			for (found = 0, j = 0; j < a->nkvs && !found; j++)
+				found = strcmp(a->kvs[j].key, w->present[i]) ==
+					0;
+			if (!found &&
+			    add_str(&w->absent, &w->nabsent, w->present[i]) < 0)
+				w->deadline = 0; /* out of memory: ends */
+		}
+	}
+	w->next = e->waiters;
+	e->waiters = w;
+	check_waiters(e, 0, 0);
+}
+
+int store_etcd_submit(struct store_etcd *e, const struct store_change *v,
+		      size_t n, store_done_fn done, void *arg)
+{
+	struct txn t;
+	size_t i;
+	int rc = 0;
+
+	if (e->stopped)
+		return -ESHUTDOWN;
+	memset(&t, 0, sizeof(t));
+	t.w = calloc(1, sizeof(*t.w));
+	if (t.w == NULL)
+		return -ENOMEM;
+	t.w->e = e;
+	t.w->done = done;
+	t.w->arg = arg;
+	t.w->deadline = rt_mono_ms() + WAIT_MS;
+	for (i = 0; i < n && rc == 0; i++)
+		rc = txn_change(e, &t, &v[i]);
+	if (rc == 0)
+		rc = etcd_txn(e->c, t.cmp, t.ncmp, t.ops, t.nops, t.fail,
+			      t.nfail, on_txn, t.w);
+	if (rc < 0)
+		waiter_free(t.w);
+	for (i = 0; i < t.nstrs; i++)
+		free(t.strs[i]);
+	free(t.strs);
+	free(t.cmp);
+	free(t.ops);
+	free(t.fail);
+	return rc < 0 ? rc : STORE_LATER;
+}
+
+/* ========================================================= open, close */
+
+int store_etcd_open(struct store_etcd **out, uv_loop_t *loop,
+		    const struct etcd_config *cfg, const char *cluster,
+		    store_etcd_deliver_fn deliver, void *arg)
+{
+	struct store_etcd *e = calloc(1, sizeof(*e));
+	struct rt_buf p = { 0 };
+	int rc = -ENOMEM;
+
+	*out = NULL;
+	if (e == NULL)
+		goto out;
+	e->loop = loop;
+	e->deliver = deliver;
+	e->deliver_arg = arg;
+	rc = -EINVAL;
+	if (!etcd_keys_cluster_valid(cluster))
+		goto out;
+	rc = -ENOMEM;
+	e->cluster = strdup(cluster);
+	if (e->cluster == NULL || etcd_keys_prefix(cluster, &p) < 0)
+		goto out;
+	e->prefix = p.data;
+	p.data = NULL;
+	e->prefix_end = malloc(strlen(e->prefix) + 2);
+	if (e->prefix_end == NULL)
+		goto out;
+	etcd_prefix_end(e->prefix, e->prefix_end);
+	rc = etcd_client_new(loop, cfg, &e->c);
+	if (rc < 0)
+		goto out;
+	e->timer = calloc(1, sizeof(*e->timer));
+	rc = e->timer ? uv_timer_init(loop, e->timer) : -ENOMEM;
+	if (rc < 0) {
+		free(e->timer);
+		e->timer = NULL;
+		goto out;
+	}
+	e->timer->data = e;
+	/* The read before the mount serves: the loop runs for it alone. */
+	e->loading = 1;
+	resync(e);
+	while (e->syncing)
+		uv_run(loop, UV_RUN_ONCE);
+	e->loading = 0;
+	rc = e->sync_rc;
+	if (rc == 0)
+		uv_timer_start(e->timer, on_timer, REWATCH_MS, REWATCH_MS);
+out:
+	rt_buf_free(&p);
+	if (rc < 0) {
+		store_etcd_close(e);
+		e = NULL;
+	}
+	*out = e;
+	return rc;
+}
+
+static int free_known(const char *key, void *value, void *arg)
+{
+	(void)key;
+	(void)arg;
+	known_free(value);
+	return 0;
+}
+
+static void on_timer_closed(uv_handle_t *h)
+{
+	free(h);
+}
+
+void store_etcd_stop(struct store_etcd *e)
+{
+	if (e == NULL || e->stopped)
+		return;
+	e->stopped = 1;
+	check_waiters(e, 1, -ECANCELED);
+	etcd_watch_free(e->watch);
+	e->watch = NULL;
+	e->watching = 0;
+	etcd_client_free(e->c);
+	e->c = NULL;
+	if (e->timer != NULL)
+		uv_close((uv_handle_t *)e->timer, on_timer_closed);
+	e->timer = NULL;
+}
+
+void store_etcd_close(struct store_etcd *e)
+{
+	if (e == NULL)
+		return;
+	store_etcd_stop(e);
+	rt_map_each(&e->known, free_known, NULL);
+	rt_map_free(&e->known);
+	staged_free(&e->loaded);
+	sync_clear(e);
+	free(e->cluster);
+	free(e->prefix);
+	free(e->prefix_end);
+	free(e->error);
+	free(e);
+}
+
+int store_etcd_load(struct store_etcd *e,
+		    int (*fn)(const struct store_row *, void *), void *arg)
+{
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < e->loaded.n && rc == 0; i++)
+		rc = fn(&e->loaded.v[i].row, arg);
+	staged_free(&e->loaded);
+	return rc;
+}
+
+void store_etcd_state(const struct store_etcd *e, struct store_etcd_state *out)
+{
+	out->revision = e->applied;
+	out->watching = e->watching;
+	out->endpoint = e->c ? etcd_client_endpoint(e->c) : "";
+	out->error = e->error;
+}

@@ -1,0 +1,70 @@
+/*
+ * store_etcd.h - the tenants, namespaces and functions of a cluster of
+ * controllers, kept in etcd (the key layout: etcd_keys.h). Used by
+ * store.c when a store is shared (store_open_shared); the rest of sched/
+ * knows only store.h.
+ *
+ * This controller's model follows etcd: a range read of the rows at one
+ * revision, then a watch from the next one. A write is a txn whose
+ * compares make it a compare-and-set (a row is updated or deleted only
+ * at the mod_revision this controller has seen; created only where none
+ * is; a child only under a parent that exists; a tenant or namespace
+ * deleted only when it has no children); it completes once the watch has
+ * brought it back, so the model has it when the writer hears "done".
+ */
+#ifndef FNFS_SCHED_STORE_ETCD_H
+#define FNFS_SCHED_STORE_ETCD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "etcd.h"
+#include "store.h"
+
+struct store_etcd;
+
+/* Called for each change that comes from etcd after the load, in order. */
+typedef void (*store_etcd_deliver_fn)(void *arg, const struct store_change *c);
+
+/* Connects to cluster `cluster` of the etcd of `cfg` on `loop` and reads
+ * its rows (running `loop` until they are read: before the mount
+ * serves). Returns 0, -EINVAL (a bad cluster name or endpoint), -EIO or
+ * -ETIMEDOUT (etcd could not be read; logged), -ENOMEM. */
+int store_etcd_open(struct store_etcd **out, uv_loop_t *loop,
+		    const struct etcd_config *cfg, const char *cluster,
+		    store_etcd_deliver_fn deliver, void *arg);
+
+/* Ends the watch, the client and the timer's turns, and fails what waits
+ * with -ECANCELED: nothing of `e` keeps the loop running after. Later
+ * writes are -ESHUTDOWN. */
+void store_etcd_stop(struct store_etcd *e);
+
+/* store_etcd_stop, then frees `e` (its timer's memory once the loop has
+ * closed it; NULL: a no-op). */
+void store_etcd_close(struct store_etcd *e);
+
+/* Calls `fn` for each row read by the open, parents first; stops at fn's
+ * first non-zero result and returns it. */
+int store_etcd_load(struct store_etcd *e,
+		    int (*fn)(const struct store_row *, void *), void *arg);
+
+/* Sends the `n` changes of `v` as one txn. Returns STORE_LATER (`done`
+ * will be called as store_commit_then says) or -errno (-EINVAL for a row
+ * outside the layout, -ENOMEM, or the client's refusal). */
+int store_etcd_submit(struct store_etcd *e, const struct store_change *v,
+		      size_t n, store_done_fn done, void *arg);
+
+/* What this controller knows of etcd, for status files. */
+struct store_etcd_state {
+	int64_t revision; /* the newest revision its model has */
+	int watching;	  /* 0: the watch is down (the model may be stale) */
+	const char *endpoint;
+	const char *error; /* the last failure, or NULL */
+};
+
+/* Fills `out` (strings owned by `e`). */
+void store_etcd_state(const struct store_etcd *e, struct store_etcd_state *out);
+
+#endif
