@@ -114,7 +114,10 @@ int etcd_leader(struct etcd_client *c, const char *name, etcd_cb cb, void *arg);
 int etcd_resign(struct etcd_client *c, const char *name,
 		const struct etcd_kv *leader, etcd_cb cb, void *arg);
 
-/* Called for each message of a watch: a->created first, then changes
+/* Called for each message of a watch, from inside libcurl's handling of
+ * the stream: it must start no etcd call itself (libcurl refuses a call
+ * made inside its own; it would fail): defer those to a later loop turn.
+ * a->created first, then changes
  * (a->events, a->deletes, a->nevents) and progress reports (neither), all
  * with a->header.revision. The last message has a->rc < 0: -ERANGE when
  * the start revision was compacted (a->compact_revision: read again and

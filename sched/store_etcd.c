@@ -52,6 +52,7 @@ struct store_etcd {
 	struct etcd_watch *watch;
 	int watching;
 	uv_timer_t *timer; /* re-watch, and the waiters' deadlines */
+	uv_timer_t *kick;  /* the waiters, after a watch's message */
 	struct waiter *waiters;
 	store_etcd_deliver_fn deliver;
 	void *deliver_arg;
@@ -463,6 +464,11 @@ static void resync(struct store_etcd *e)
 
 /* =============================================================== watch */
 
+static void on_kick(uv_timer_t *t)
+{
+	check_waiters(t->data, 0, 0);
+}
+
 static void on_watch(void *arg, const struct etcd_answer *a)
 {
 	struct store_etcd *e = arg;
@@ -500,7 +506,11 @@ static void on_watch(void *arg, const struct etcd_answer *a)
 			rt_log(RT_LOG_WARN, "etcd: %s has no parent: skipped",
 			       later[i]->key);
 	free(later);
-	check_waiters(e, 0, 0);
+	/* Not from inside the watch's callback, where no etcd call can be
+	 * made (a write that lost its race is sent again from its done):
+	 * on the loop's next turn. */
+	if (e->kick != NULL)
+		uv_timer_start(e->kick, on_kick, 0, 0);
 }
 
 static void start_watch(struct store_etcd *e)
@@ -845,6 +855,14 @@ int store_etcd_open(struct store_etcd **out, uv_loop_t *loop,
 		goto out;
 	}
 	e->timer->data = e;
+	e->kick = calloc(1, sizeof(*e->kick));
+	rc = e->kick ? uv_timer_init(loop, e->kick) : -ENOMEM;
+	if (rc < 0) {
+		free(e->kick);
+		e->kick = NULL;
+		goto out;
+	}
+	e->kick->data = e;
 	/* The read before the mount serves: the loop runs for it alone. */
 	e->loading = 1;
 	resync(e);
@@ -891,6 +909,9 @@ void store_etcd_stop(struct store_etcd *e)
 	if (e->timer != NULL)
 		uv_close((uv_handle_t *)e->timer, on_timer_closed);
 	e->timer = NULL;
+	if (e->kick != NULL)
+		uv_close((uv_handle_t *)e->kick, on_timer_closed);
+	e->kick = NULL;
 }
 
 void store_etcd_close(struct store_etcd *e)

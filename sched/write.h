@@ -32,8 +32,9 @@ struct sched_op {
 	size_t len;
 };
 
-/* How often a write that lost a race is checked and tried again. */
-#define SCHED_OP_TRIES 8
+/* How often a write that lost a race is checked and tried again: each
+ * round has a winner, so N writers of one key end within N rounds. */
+#define SCHED_OP_TRIES 64
 
 /* Applies `op` (copied: nothing of it need outlive the call). Returns 0
  * once applied (a create's object is then the child `name` of `id`), a
