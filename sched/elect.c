@@ -243,6 +243,16 @@ static void grant(struct elect *e)
 		e->granting = 1;
 }
 
+/* Renews the current lease once. */
+static void renew(struct elect *e)
+{
+	struct ticket *t = ticket_new(e, T_KEEP, e->lease);
+
+	if (t != NULL)
+		(void)sent(t, etcd_lease_keepalive(e->c, e->lease, on_answer,
+						   t));
+}
+
 /* Revokes `lease`, best effort. */
 static void revoke_lease(struct elect *e, int64_t lease, enum ticket_kind kind)
 {
@@ -370,6 +380,12 @@ static void on_kept(struct elect *e, struct ticket *t,
 		abandon(e);
 	} else if (a->rc < 0) {
 		e->reachable = 0;
+		/* A member that stopped answering: the client sends the
+		 * next request to another, at once rather than at the next
+		 * tick (so a client timeout up to 2 ttl/3 - margin keeps
+		 * the lease). Other failures come at once: no retry. */
+		if (a->rc == -ETIMEDOUT)
+			renew(e);
 	} else {
 		e->reachable = 1;
 		extend(e, t, a->ttl);
@@ -492,11 +508,9 @@ static void on_watch(void *arg, const struct etcd_answer *a)
 static void on_tick(uv_timer_t *h)
 {
 	struct elect *e = h->data;
-	struct ticket *t;
 
-	if (e->lease != 0 && (t = ticket_new(e, T_KEEP, e->lease)) != NULL)
-		(void)sent(t, etcd_lease_keepalive(e->c, e->lease, on_answer,
-						   t));
+	if (e->lease != 0)
+		renew(e);
 	if (e->lease == 0)
 		grant(e);
 	if (e->watch == NULL)

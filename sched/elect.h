@@ -28,9 +28,10 @@
  * `name`/ reports; the latter also tells followers who leads.
  *
  * The etcd client's per-request timeout bounds how long a renewal waits
- * on a member that stopped answering before the next request goes to
- * another member: keep it below ttl/2 so that a stopped member does not
- * depose a leader that other members would keep.
+ * on a member that stopped answering (a partition of that member alone)
+ * before it is sent again, at once, to the next member: keep it below
+ * 2 ttl/3 - margin (2.3 s for a ttl of 5 s) so that one unreachable
+ * member does not depose a leader that the others would keep.
  *
  * Everything runs on the loop thread; nothing blocks; every wait is
  * bounded (the client's timeout, the campaign's bound).

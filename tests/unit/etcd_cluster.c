@@ -89,7 +89,7 @@ static int free_ports(int *ports, int n)
 /* Starts member `i`, its output to its log file. */
 static int member_run(struct etcd_cluster *k, int i, const char *initial)
 {
-	char name[8], data[96], log[96], token[32];
+	char name[16], data[96], log[96], token[32];
 	pid_t pid;
 
 	snprintf(name, sizeof(name), "m%d", i);

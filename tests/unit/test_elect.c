@@ -380,6 +380,26 @@ out:
 	etcd_cluster_stop(&cl);
 }
 
+/* Makes three proxies, one per member of `cl`, and their endpoints in
+ * `via`. Returns 0 or -errno. */
+static int proxies_new(uv_loop_t *loop, const struct etcd_cluster *cl,
+		       struct cut_proxy **px, char *via, size_t size)
+{
+	int i, rc = 0;
+
+	via[0] = '\0';
+	for (i = 0; i < 3 && rc == 0; i++) {
+		size_t len = strlen(via);
+
+		rc = cut_proxy_new(loop, atoi(strrchr(cl->client[i], ':') + 1),
+				   &px[i]);
+		if (rc == 0)
+			snprintf(via + len, size - len, "%shttp://127.0.0.1:%d",
+				 i ? "," : "", cut_proxy_port(px[i]));
+	}
+	return rc;
+}
+
 /* Whether A says lost and B leads. */
 static int deposed_and_replaced(void *arg)
 {
@@ -416,7 +436,7 @@ TEST(elect_live_partition)
 	struct cut_proxy *px[3] = { NULL, NULL, NULL };
 	struct fence_copy old;
 	struct etcd_cmp fence;
-	char via[160] = "";
+	char via[160];
 	int64_t cut;
 	int i, ok = 1, rc;
 
@@ -425,16 +445,7 @@ TEST(elect_live_partition)
 	memset(k, 0, sizeof(k));
 	if (cluster_up(&cl) < 0)
 		goto out;
-	for (i = 0; i < 3; i++) {
-		size_t len = strlen(via);
-
-		CHECK(cut_proxy_new(&loop, atoi(strrchr(cl.client[i], ':') + 1),
-				    &px[i]) == 0);
-		if (px[i] != NULL)
-			snprintf(via + len, sizeof(via) - len,
-				 "%shttp://127.0.0.1:%d", i ? "," : "",
-				 cut_proxy_port(px[i]));
-	}
+	CHECK(proxies_new(&loop, &cl, px, via, sizeof(via)) == 0);
 	CHECK(cand_start(&k[0], &loop, "ctl-a", via, 600) == 0);
 	CHECK(run_until(&loop, is_leader, &k[0], 6000) == 0);
 	CHECK(cand_start(&k[1], &loop, "ctl-b", cl.endpoints, 600) == 0);
@@ -484,6 +495,60 @@ out:
 	etcd_cluster_stop(&cl);
 }
 
+/* The leader is cut off from the one member its client talks to (the
+ * others still answer it): it goes on leading, nobody else leads. Its
+ * renewal waits there for the client's timeout (400 ms), then goes to
+ * the next member at once, well within ttl - margin (1.5 s). */
+TEST(elect_live_member_cut)
+{
+	struct etcd_cluster cl;
+	uv_loop_t loop;
+	struct cand k[2];
+	struct field f = { k, 2 };
+	struct cut_proxy *px[3] = { NULL, NULL, NULL };
+	struct etcd_cmp fence;
+	char via[160], first[64];
+	int i, ok = 0, changes[2], cut = -1;
+
+	signal(SIGPIPE, SIG_IGN);
+	uv_loop_init(&loop);
+	memset(k, 0, sizeof(k));
+	if (cluster_up(&cl) < 0)
+		goto out;
+	CHECK(proxies_new(&loop, &cl, px, via, sizeof(via)) == 0);
+	CHECK(cand_start(&k[0], &loop, "ctl-a", via, 400) == 0);
+	CHECK(run_until(&loop, is_leader, &k[0], 6000) == 0);
+	CHECK(cand_start(&k[1], &loop, "ctl-b", cl.endpoints, 400) == 0);
+	CHECK(run_until(&loop, settled, &f, 6000) == 0);
+	snprintf(first, sizeof(first), "%s", etcd_client_endpoint(k[0].c));
+	for (i = 0; i < 3; i++)
+		if (px[i] != NULL && atoi(strrchr(first, ':') + 1) ==
+					     cut_proxy_port(px[i]))
+			cut = i;
+	CHECK(cut >= 0);
+	if (cut < 0)
+		goto out;
+	for (i = 0; i < 2; i++)
+		changes[i] = k[i].changes;
+	cut_proxy_cut(px[cut], 1);
+	run_for(&loop, 3 * TTL_S * 1000);
+	CHECK(strcmp(etcd_client_endpoint(k[0].c), first) != 0);
+	CHECK(k[0].changes == changes[0] && k[1].changes == changes[1]);
+	CHECK(settled(&f) && leader_of(&f) == &k[0]);
+	CHECK(elect_fence(k[0].e, &fence) == 0);
+	CHECK(fenced_put(&loop, k[0].c, &fence, "/fnfs/t/a", "1", &ok) == 0);
+	CHECK(ok);
+	for (i = 0; i < 2; i++)
+		fprintf(stderr, "  %s: %s\n", k[i].self, k[i].history);
+out:
+	for (i = 0; i < 2; i++)
+		cand_free(&k[i]);
+	for (i = 0; i < 3; i++)
+		cut_proxy_free(px[i]);
+	loop_end(&loop);
+	etcd_cluster_stop(&cl);
+}
+
 static void on_stopped(void *arg)
 {
 	struct cand *k = arg;
@@ -501,7 +566,7 @@ static int stopped_and_replaced(void *arg)
 
 /* The election's key other than `lead` (one candidate's), read from
  * etcd into `out`. Returns 0, -ENOENT, or the read's -errno. */
-static int other_key(uv_loop_t *loop, struct etcd_client *c,
+static int other_key_once(uv_loop_t *loop, struct etcd_client *c,
 		     const char *lead, char *out, size_t size)
 {
 	struct got g = { .loop = loop };
@@ -518,6 +583,21 @@ static int other_key(uv_loop_t *loop, struct etcd_client *c,
 		rc = -ENOENT;
 	if (rc == 0)
 		snprintf(out, size, "%s", g.keys[i]);
+	return rc;
+}
+
+/* other_key_once until there is one, for at most a second: a candidate
+ * that makes its campaign again has no key for a moment. */
+static int other_key(uv_loop_t *loop, struct etcd_client *c,
+		     const char *lead, char *out, size_t size)
+{
+	int i, rc = -ENOENT;
+
+	for (i = 0; i < 20 && rc == -ENOENT; i++) {
+		rc = other_key_once(loop, c, lead, out, size);
+		if (rc == -ENOENT)
+			run_for(loop, 50);
+	}
 	return rc;
 }
 
