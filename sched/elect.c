@@ -51,14 +51,15 @@ struct elect {
 	int campaign_ms;       /* bound of one campaign */
 	struct elect_callbacks cb;
 
-	uv_timer_t tick;	  /* every ttl/3: renewal, poll, retries */
-	uv_timer_t deadline;	  /* lease_end */
-	struct etcd_watch *watch; /* of prefix, or NULL (made again at a tick) */
-	int refs;		  /* owner + timers + tickets */
-	int stopped;		  /* elect_stop was called */
-	int freed;		  /* elect_free was called */
-	int stop_left;		  /* elect_stop's calls not answered */
-	elect_done_fn done;	  /* elect_stop's, or NULL */
+	uv_timer_t tick;     /* every ttl/3: renewal, poll, retries */
+	uv_timer_t deadline; /* lease_end */
+	struct etcd_watch
+		*watch;	    /* of prefix, or NULL (made again at a tick) */
+	int refs;	    /* owner + timers + tickets */
+	int stopped;	    /* elect_stop was called */
+	int freed;	    /* elect_free was called */
+	int stop_left;	    /* elect_stop's calls not answered */
+	elect_done_fn done; /* elect_stop's, or NULL */
 	void *done_arg;
 
 	/* The lease. */
@@ -249,8 +250,8 @@ static void renew(struct elect *e)
 	struct ticket *t = ticket_new(e, T_KEEP, e->lease);
 
 	if (t != NULL)
-		(void)sent(t, etcd_lease_keepalive(e->c, e->lease, on_answer,
-						   t));
+		(void)sent(t,
+			   etcd_lease_keepalive(e->c, e->lease, on_answer, t));
 }
 
 /* Revokes `lease`, best effort. */
@@ -466,20 +467,11 @@ static void on_answer(void *arg, const struct etcd_answer *a)
 			revoke_lease(e, a->lease_id, T_REVOKE);
 	} else {
 		switch (t->kind) {
-		case T_GRANT:
-			on_granted(e, t, a);
-			break;
-		case T_KEEP:
-			on_kept(e, t, a);
-			break;
-		case T_CAMPAIGN:
-			on_campaign(e, t, a);
-			break;
-		case T_POLL:
-			on_polled(e, t, a);
-			break;
-		default:
-			break;
+		case T_GRANT: on_granted(e, t, a); break;
+		case T_KEEP: on_kept(e, t, a); break;
+		case T_CAMPAIGN: on_campaign(e, t, a); break;
+		case T_POLL: on_polled(e, t, a); break;
+		default: break;
 		}
 		refresh(e); /* the ticket's reference keeps `e` */
 	}
@@ -514,8 +506,8 @@ static void on_tick(uv_timer_t *h)
 	if (e->lease == 0)
 		grant(e);
 	if (e->watch == NULL)
-		(void)etcd_watch(e->c, e->prefix, e->prefix_end, 0, 0,
-				 on_watch, e, &e->watch);
+		(void)etcd_watch(e->c, e->prefix, e->prefix_end, 0, 0, on_watch,
+				 e, &e->watch);
 	poll_leader(e);
 	refresh(e); /* the timer's reference keeps `e` */
 }
@@ -664,14 +656,10 @@ void elect_free(struct elect *e)
 const char *elect_state_name(enum elect_state s)
 {
 	switch (s) {
-	case ELECT_CAMPAIGNING:
-		return "campaigning";
-	case ELECT_LEADER:
-		return "leader";
-	case ELECT_FOLLOWER:
-		return "follower";
-	case ELECT_LOST:
-		return "lost";
+	case ELECT_CAMPAIGNING: return "campaigning";
+	case ELECT_LEADER: return "leader";
+	case ELECT_FOLLOWER: return "follower";
+	case ELECT_LOST: return "lost";
 	}
 	return "?";
 }

@@ -12,12 +12,12 @@
 /* One client's connection and ours to the server. */
 struct conn {
 	struct cut_proxy *p;
-	uv_tcp_t down;	/* the client's side */
-	uv_tcp_t up;	/* the server's side */
+	uv_tcp_t down; /* the client's side */
+	uv_tcp_t up;   /* the server's side */
 	uv_connect_t connect;
-	int cut;	/* forwards nothing any more */
-	int closing;	/* its handles are being closed */
-	int handles;	/* handles not closed yet */
+	int cut;		  /* forwards nothing any more */
+	int closing;		  /* its handles are being closed */
+	int handles;		  /* handles not closed yet */
 	struct conn *next, *prev; /* p->conns, until closing */
 };
 

@@ -13,10 +13,10 @@
 #define ETCD_CLUSTER_MAX 5
 
 struct etcd_cluster {
-	int n;				    /* members */
-	pid_t pid[ETCD_CLUSTER_MAX];	    /* each member's, 0 when down */
-	char client[ETCD_CLUSTER_MAX][40];  /* http://127.0.0.1:PORT */
-	char peer[ETCD_CLUSTER_MAX][40];    /* its peer URL */
+	int n;				       /* members */
+	pid_t pid[ETCD_CLUSTER_MAX];	       /* each member's, 0 when down */
+	char client[ETCD_CLUSTER_MAX][40];     /* http://127.0.0.1:PORT */
+	char peer[ETCD_CLUSTER_MAX][40];       /* its peer URL */
 	char endpoints[ETCD_CLUSTER_MAX * 40]; /* the client URLs, "a,b,c" */
 	char dir[64]; /* the data directories' parent, ours */
 };

@@ -14,7 +14,7 @@
 #include "unit.h"
 
 #define TTL_S 2
-#define NAME "/fnfs/t/leader"
+#define NAME  "/fnfs/t/leader"
 
 /* ------------------------------------------------------ the harness */
 
@@ -25,12 +25,12 @@ struct cand {
 	struct etcd_client *c;
 	struct elect *e;
 	enum elect_state state;
-	char value[96];	  /* the leader's value it was told */
-	int64_t rev;	  /* the fence revision it was told */
-	int changes;	  /* on_change calls */
-	int64_t lead_at;  /* rt_mono_ms() of the last change to LEADER */
-	int64_t left_at;  /* of the last change from LEADER to another */
-	int stop_done;	  /* elect_stop's done came */
+	char value[96];	   /* the leader's value it was told */
+	int64_t rev;	   /* the fence revision it was told */
+	int changes;	   /* on_change calls */
+	int64_t lead_at;   /* rt_mono_ms() of the last change to LEADER */
+	int64_t left_at;   /* of the last change from LEADER to another */
+	int stop_done;	   /* elect_stop's done came */
 	char history[512]; /* "campaigning follower(ctl-a) ..." */
 };
 
@@ -257,7 +257,8 @@ static int cluster_up(struct etcd_cluster *k)
 	int rc = etcd_cluster_start(k, 3, 12000);
 
 	if (rc < 0)
-		CHECK(!"a 3-member etcd runs (scripts/install-deps installs it)");
+		CHECK(!"a 3-member etcd runs (scripts/install-deps installs "
+		       "it)");
 	return rc;
 }
 
@@ -358,7 +359,8 @@ TEST(elect_live_failover)
 	if (lead == NULL)
 		goto out;
 	took = lead->lead_at - killed;
-	fprintf(stderr, "  failover: %s leads %lld ms after the kill (ttl %d s)\n",
+	fprintf(stderr,
+		"  failover: %s leads %lld ms after the kill (ttl %d s)\n",
 		lead->self, (long long)took, TTL_S);
 	/* Not before the dead one's lease could expire (renewed at most
 	 * ttl/3 before the kill), and within ttl + 2 s. */
@@ -460,7 +462,8 @@ TEST(elect_live_partition)
 	fprintf(stderr,
 		"  partition: A lost %lld ms after the cut, B leads %lld ms "
 		"after it\n",
-		(long long)(k[0].left_at - cut), (long long)(k[1].lead_at - cut));
+		(long long)(k[0].left_at - cut),
+		(long long)(k[1].lead_at - cut));
 	CHECK(k[0].left_at > cut && k[0].left_at - cut <= TTL_S * 1000);
 	CHECK(k[0].left_at < k[1].lead_at);
 	CHECK(k[1].lead_at - cut < TTL_S * 1000 + 2000);
@@ -522,8 +525,8 @@ TEST(elect_live_member_cut)
 	CHECK(run_until(&loop, settled, &f, 6000) == 0);
 	snprintf(first, sizeof(first), "%s", etcd_client_endpoint(k[0].c));
 	for (i = 0; i < 3; i++)
-		if (px[i] != NULL && atoi(strrchr(first, ':') + 1) ==
-					     cut_proxy_port(px[i]))
+		if (px[i] != NULL &&
+		    atoi(strrchr(first, ':') + 1) == cut_proxy_port(px[i]))
 			cut = i;
 	CHECK(cut >= 0);
 	if (cut < 0)
@@ -567,7 +570,7 @@ static int stopped_and_replaced(void *arg)
 /* The election's key other than `lead` (one candidate's), read from
  * etcd into `out`. Returns 0, -ENOENT, or the read's -errno. */
 static int other_key_once(uv_loop_t *loop, struct etcd_client *c,
-		     const char *lead, char *out, size_t size)
+			  const char *lead, char *out, size_t size)
 {
 	struct got g = { .loop = loop };
 	char end[32];
@@ -588,8 +591,8 @@ static int other_key_once(uv_loop_t *loop, struct etcd_client *c,
 
 /* other_key_once until there is one, for at most a second: a candidate
  * that makes its campaign again has no key for a moment. */
-static int other_key(uv_loop_t *loop, struct etcd_client *c,
-		     const char *lead, char *out, size_t size)
+static int other_key(uv_loop_t *loop, struct etcd_client *c, const char *lead,
+		     char *out, size_t size)
 {
 	int i, rc = -ENOENT;
 
