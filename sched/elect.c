@@ -5,7 +5,7 @@
  * deadline that deposes the leader before its lease can expire on etcd.
  *
  * Each etcd call carries a ticket (what it was for, on which lease, when
- * it was sent); the elector's memory is counted (the owner, its two
+ * it was sent); the elector's memory is counted (the owner, its three
  * timers, each ticket), so answers that come after elect_free find it
  * still there and are dropped.
  */
@@ -51,15 +51,15 @@ struct elect {
 	int campaign_ms;       /* bound of one campaign */
 	struct elect_callbacks cb;
 
-	uv_timer_t tick;     /* every ttl/3: renewal, poll, retries */
-	uv_timer_t deadline; /* lease_end */
-	struct etcd_watch
-		*watch;	    /* of prefix, or NULL (made again at a tick) */
-	int refs;	    /* owner + timers + tickets */
-	int stopped;	    /* elect_stop was called */
-	int freed;	    /* elect_free was called */
-	int stop_left;	    /* elect_stop's calls not answered */
-	elect_done_fn done; /* elect_stop's, or NULL */
+	uv_timer_t tick;	  /* every ttl/3: renewal, poll, retries */
+	uv_timer_t deadline;	  /* lease_end */
+	uv_timer_t soon;	  /* a poll on the next turn (for the watch) */
+	struct etcd_watch *watch; /* of prefix, or NULL */
+	int refs;		  /* owner + 3 timers + tickets */
+	int stopped;		  /* elect_stop was called */
+	int freed;		  /* elect_free was called */
+	int stop_left;		  /* elect_stop's calls not answered */
+	elect_done_fn done;	  /* elect_stop's, or NULL */
 	void *done_arg;
 
 	/* The lease. */
@@ -385,8 +385,14 @@ static void on_kept(struct elect *e, struct ticket *t,
 		 * next request to another, at once rather than at the next
 		 * tick (so a client timeout up to 2 ttl/3 - margin keeps
 		 * the lease). Other failures come at once: no retry. */
-		if (a->rc == -ETIMEDOUT)
+		if (a->rc == -ETIMEDOUT) {
 			renew(e);
+			/* The watch may hang on that member too (its kernel
+			 * answers TCP keepalives): made again at the next
+			 * tick, on the member the client uses now. */
+			etcd_watch_free(e->watch);
+			e->watch = NULL;
+		}
 	} else {
 		e->reachable = 1;
 		extend(e, t, a->ttl);
@@ -480,8 +486,16 @@ static void on_answer(void *arg, const struct etcd_answer *a)
 
 /* -------------------------------------------- the watch and the tick */
 
-/* A change among the candidates' keys: ask who leads now. A watch that
- * ended is made again at the next tick. */
+/* A poll asked for by the watch, on the loop turn after its message. */
+static void on_soon(uv_timer_t *h)
+{
+	poll_leader(h->data);
+}
+
+/* A change among the candidates' keys: ask who leads now. Not from here:
+ * a watch's messages come from inside curl's callbacks, where the etcd
+ * client can start no call (curl refuses: CURLM_RECURSIVE_API_CALL).
+ * A watch that ended is made again at the next tick. */
 static void on_watch(void *arg, const struct etcd_answer *a)
 {
 	struct elect *e = arg;
@@ -492,7 +506,7 @@ static void on_watch(void *arg, const struct etcd_answer *a)
 		return;
 	}
 	if (a->created || a->nevents > 0)
-		poll_leader(e);
+		uv_timer_start(&e->soon, on_soon, 0, 0);
 }
 
 /* Every ttl/3: renews the lease, asks for one if there is none, watches
@@ -559,8 +573,9 @@ int elect_start(uv_loop_t *loop, struct etcd_client *client, const char *name,
 	etcd_prefix_end(e->prefix, e->prefix_end);
 	uv_timer_init(loop, &e->tick);
 	uv_timer_init(loop, &e->deadline);
-	e->tick.data = e->deadline.data = e;
-	e->refs += 2;
+	uv_timer_init(loop, &e->soon);
+	e->tick.data = e->deadline.data = e->soon.data = e;
+	e->refs += 3;
 	uv_timer_start(&e->tick, on_tick, 0, (uint64_t)e->ttl_ms / 3);
 out:
 	if (rc < 0 && e != NULL)
@@ -619,6 +634,7 @@ int elect_stop(struct elect *e, elect_done_fn done, void *arg)
 	e->done_arg = arg;
 	uv_timer_stop(&e->tick);
 	uv_timer_stop(&e->deadline);
+	uv_timer_stop(&e->soon);
 	etcd_watch_free(e->watch);
 	e->watch = NULL;
 	if (e->leads && e->key != NULL &&
@@ -650,6 +666,7 @@ void elect_free(struct elect *e)
 	e->watch = NULL;
 	uv_close((uv_handle_t *)&e->tick, on_timer_closed);
 	uv_close((uv_handle_t *)&e->deadline, on_timer_closed);
+	uv_close((uv_handle_t *)&e->soon, on_timer_closed);
 	unref(e);
 }
 

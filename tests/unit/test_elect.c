@@ -278,6 +278,8 @@ TEST(elect_live_one_leader)
 				 "ctl-c tls://10.0.0.3:7000" };
 	struct etcd_cmp fence;
 	struct got g = { .loop = &loop };
+	struct elect_callbacks cb = { on_change, NULL };
+	struct elect *bad = NULL;
 	struct cand *lead;
 	int i, ok = 0, changes[3];
 
@@ -288,6 +290,9 @@ TEST(elect_live_one_leader)
 	for (i = 0; i < 3; i++)
 		CHECK(cand_start(&k[i], &loop, names[i], cl.endpoints, 600) ==
 		      0);
+	CHECK(elect_start(&loop, k[0].c, NAME, "x", 1, &cb, &bad) == -EINVAL &&
+	      bad == NULL); /* shorter than etcd's shortest lease */
+	CHECK(elect_start(&loop, k[0].c, "", "x", TTL_S, &cb, &bad) == -EINVAL);
 	CHECK(run_until(&loop, settled, &f, 8000) == 0);
 	lead = leader_of(&f);
 	CHECK(lead != NULL);
@@ -548,6 +553,63 @@ out:
 		cand_free(&k[i]);
 	for (i = 0; i < 3; i++)
 		cut_proxy_free(px[i]);
+	loop_end(&loop);
+	etcd_cluster_stop(&cl);
+}
+
+static int a_follows_b(void *arg)
+{
+	struct cand *k = arg;
+
+	return follows_b(k) && k[1].state == ELECT_LEADER;
+}
+
+/* The leader's lease is revoked behind its back (its key goes with it):
+ * its watch of the election's keys tells it at once, and it follows the
+ * new leader; its fence fails. */
+TEST(elect_live_revoked)
+{
+	struct etcd_cluster cl;
+	uv_loop_t loop;
+	struct cand k[2];
+	struct field f = { k, 2 };
+	struct fence_copy old;
+	struct etcd_cmp fence;
+	struct got g = { .loop = &loop }, r = { .loop = &loop };
+	int64_t revoked;
+	int i, ok = 1;
+
+	uv_loop_init(&loop);
+	memset(k, 0, sizeof(k));
+	if (cluster_up(&cl) < 0)
+		goto out;
+	CHECK(cand_start(&k[0], &loop, "ctl-a", cl.endpoints, 600) == 0);
+	CHECK(run_until(&loop, is_leader, &k[0], 6000) == 0);
+	CHECK(cand_start(&k[1], &loop, "ctl-b", cl.endpoints, 600) == 0);
+	CHECK(run_until(&loop, settled, &f, 6000) == 0);
+	CHECK(elect_fence(k[0].e, &fence) == 0);
+	fence_keep(&fence, &old);
+	CHECK(await(&loop, etcd_leader(k[1].c, NAME, got_cb, &g), &g) == 0);
+	CHECK(g.leader.lease != 0);
+	CHECK(await(&loop,
+		    etcd_lease_revoke(k[1].c, g.leader.lease, got_cb, &r),
+		    &r) == 0);
+	revoked = rt_mono_ms();
+	CHECK(run_until(&loop, a_follows_b, k, 3000) == 0);
+	fprintf(stderr, "  revoked: ctl-a left %lld ms after, ctl-b leads\n",
+		(long long)(k[0].left_at - revoked));
+	/* Its watch tells it at once (a renewal, at the next tick, would
+	 * take up to ttl/3: 667 ms). */
+	CHECK(k[0].left_at - revoked < 300);
+	CHECK(fenced_put(&loop, k[1].c, &old.cmp, "/fnfs/t/a", "a", &ok) == 0);
+	CHECK(!ok);
+	for (i = 0; i < 2; i++)
+		fprintf(stderr, "  %s: %s\n", k[i].self, k[i].history);
+out:
+	etcd_kv_clear(&g.leader);
+	etcd_kv_clear(&r.leader);
+	for (i = 0; i < 2; i++)
+		cand_free(&k[i]);
 	loop_end(&loop);
 	etcd_cluster_stop(&cl);
 }
