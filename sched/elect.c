@@ -66,6 +66,7 @@ struct elect {
 	int64_t lease;	   /* ours now, 0 while none */
 	int64_t lease_end; /* rt_mono_ms() from which it may be gone */
 	int granting;	   /* a grant is under way */
+	int campaigned;	   /* a campaign on `lease` started */
 	int reachable;	   /* the last grant or renewal was answered */
 	int polls;	   /* polls under way */
 
@@ -282,11 +283,11 @@ static void campaign(struct elect *e)
 {
 	struct ticket *t = ticket_new(e, T_CAMPAIGN, e->lease);
 
-	/* When it cannot start, the lease goes unused until it is lost. */
-	if (t != NULL)
-		(void)sent(t, etcd_campaign(e->c, e->name, e->lease, e->self,
-					    strlen(e->self), e->campaign_ms,
-					    on_answer, t));
+	/* When it cannot start, the next tick tries again. */
+	if (t != NULL && sent(t, etcd_campaign(e->c, e->name, e->lease, e->self,
+					       strlen(e->self), e->campaign_ms,
+					       on_answer, t)) == 0)
+		e->campaigned = 1;
 }
 
 /* Gives the current lease up for good: it is revoked (its key goes with
@@ -297,6 +298,7 @@ static void abandon(struct elect *e)
 		revoke_lease(e, e->lease, T_REVOKE);
 	e->lease = 0;
 	e->lease_end = 0;
+	e->campaigned = 0;
 	drop_leadership(e);
 	uv_timer_stop(&e->deadline);
 	grant(e);
@@ -366,6 +368,7 @@ static void on_granted(struct elect *e, struct ticket *t,
 	drop_leadership(e);
 	e->lease = a->lease_id;
 	e->lease_end = 0;
+	e->campaigned = 0;
 	extend(e, t, a->ttl);
 	campaign(e);
 	poll_leader(e);
@@ -509,14 +512,16 @@ static void on_watch(void *arg, const struct etcd_answer *a)
 		uv_timer_start(&e->soon, on_soon, 0, 0);
 }
 
-/* Every ttl/3: renews the lease, asks for one if there is none, watches
- * again, and asks who leads. */
+/* Every ttl/3: renews the lease, asks for one if there is none,
+ * campaigns if that could not start, watches again, and asks who leads. */
 static void on_tick(uv_timer_t *h)
 {
 	struct elect *e = h->data;
 
 	if (e->lease != 0)
 		renew(e);
+	if (e->lease != 0 && !e->campaigned)
+		campaign(e);
 	if (e->lease == 0)
 		grant(e);
 	if (e->watch == NULL)
