@@ -30,6 +30,9 @@ static const char usage_text[] =
 	"  fnfs ca issue [--data DIR] [--out DIR] [--days N] ID\n"
 	"  fnfs store export [--data DIR] > dump.json\n"
 	"  fnfs store import [--data DIR] < dump.json\n"
+	"  fnfs store export|import --store etcd://HOST:PORT[,...] "
+	"--cluster NAME\n"
+	"             [--etcd-ca F --etcd-cert F --etcd-key F] [--force]\n"
 	"  fnfs invoke TENANT/NAMESPACE/FUNCTION [--mount MOUNTPOINT]\n"
 	"              [--http] [-X METHOD] [-H 'Name: value']... "
 	"[--path /P?Q]\n"
@@ -99,6 +102,15 @@ static const char help_text[] =
 	"      Makes DIR's state from such a dump: DIR must have no store\n"
 	"      yet. Everything is checked before anything is written; a\n"
 	"      refused dump leaves no store. Then mount DIR.\n"
+	"  fnfs store export|import --store etcd://HOST:PORT[,HOST:PORT...]\n"
+	"             --cluster NAME [--etcd-ca CA.pem --etcd-cert C.pem\n"
+	"             --etcd-key C.key] [--force]\n"
+	"      The same with a cluster's keys in etcd (/fnfs/NAME/) instead\n"
+	"      of DIR, to move fnfs into a cluster: import checks the dump\n"
+	"      first, refuses a cluster that exists, and the keys an\n"
+	"      unfinished import left unless --force (which deletes them\n"
+	"      first); export reads the cluster at one revision. Each\n"
+	"      request to etcd is bounded (5 s).\n"
 	"  fnfs invoke TENANT/NAMESPACE/FUNCTION [--mount MOUNTPOINT]\n"
 	"              [--http] [-X METHOD] [-H 'Name: value']... "
 	"[--path /P?Q]\n"
@@ -372,8 +384,8 @@ static int cmd_mount(int argc, char **argv)
 static const char store_usage[] =
 	"usage: fnfs store export [--data DIR] > dump.json\n"
 	"       fnfs store import [--data DIR] < dump.json\n"
-	"       fnfs store export|import --store etcd://HOST:PORT[,HOST:PORT...]"
-	"\n"
+	"       fnfs store export|import\n"
+	"                  --store etcd://HOST:PORT[,HOST:PORT...]\n"
 	"                  --cluster NAME [--etcd-ca F --etcd-cert F "
 	"--etcd-key F]\n"
 	"                  [--force] (import: after one that did not "
@@ -408,11 +420,12 @@ static int store_opts(int argc, char **argv, const char **data,
 			return -1;
 		*v = argv[++i];
 	}
-	if (*store == NULL) /* the etcd options go with --store */
-		return t->cluster == NULL && !t->force && t->etcd.ca == NULL &&
-			       t->etcd.cert == NULL && t->etcd.key == NULL
-			       ? 0
-			       : -1;
+	if (*store == NULL) { /* the etcd options go with --store */
+		if (t->cluster != NULL || t->force || t->etcd.ca != NULL ||
+		    t->etcd.cert != NULL || t->etcd.key != NULL)
+			return -1;
+		return 0;
+	}
 	if (*data != NULL || t->cluster == NULL ||
 	    strncmp(*store, "etcd://", 7) != 0 || (*store)[7] == '\0' ||
 	    (t->force && strcmp(argv[1], "import") != 0))

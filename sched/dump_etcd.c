@@ -25,9 +25,9 @@
 #include "etcd_sync.h"
 #include "store.h"
 
-#define TXN_OPS	  128		       /* etcd 3.4's default --max-txn-ops */
+#define TXN_OPS	  128 /* etcd 3.4's default --max-txn-ops */
 #define TXN_BYTES (ETCD_KEYS_CHUNK + 8192) /* keys and values of one txn */
-#define OP_BYTES  64		       /* what etcd adds to each op (about) */
+#define OP_BYTES  64 /* what etcd adds to each op (about) */
 #define PAGE_KEYS 32 /* keys of one range page (chunks: <= 32 MiB of it) */
 
 /* ===================================================== temporary dirs */
@@ -152,8 +152,8 @@ static int check_schema(sqlite3 *db, struct rt_buf *why)
 	sqlite3_finalize(q);
 	if (rc == 0 && n != (int)NTABLES) {
 		rt_buf_printf(why,
-			      "the store has %d tables, the etcd layout %d",
-			      n, (int)NTABLES);
+			      "the store has %d tables, the etcd layout %d", n,
+			      (int)NTABLES);
 		rc = -EPROTO;
 	}
 	return rc;
@@ -233,7 +233,8 @@ static void rec_from_row(const struct table *t, sqlite3_stmt *q,
 	case ETCD_KEYS_REVOKED:
 		r->revoked = (struct etcd_keys_revoked){
 			col_text(q, 0), col_text(q, 1),
-			sqlite3_column_int64(q, 2) };
+			sqlite3_column_int64(q, 2)
+		};
 		break;
 	case ETCD_KEYS_CODE_FILE:
 		r->file = (struct store_code_file){
@@ -373,8 +374,9 @@ static int batch_flush(struct batch *b, struct rt_buf *why)
 					      .value_len = b->v[i].len };
 	rc = etcd_sync_txn(b->s, &cmp, 1, b->ops, b->n, &ok, why);
 	if (rc == 0 && !ok) {
-		rt_buf_printf(why, "%s appeared during the import: another "
-				   "import or cluster writes there",
+		rt_buf_printf(why,
+			      "%s appeared during the import: another "
+			      "import or cluster writes there",
 			      b->meta);
 		rc = -EEXIST;
 	}
@@ -623,8 +625,9 @@ int sched_dump_etcd_import(const struct sched_dump_etcd *t, FILE *in,
 			"under %s\n",
 			b->keys, b->txns, prefix.data);
 	else
-		rt_buf_printf(why, " (the import did not finish: %s has no "
-				   "meta; run it again with --force)",
+		rt_buf_printf(why,
+			      " (the import did not finish: %s has no "
+			      "meta; run it again with --force)",
 			      prefix.data);
 out:
 	store_close(st);
@@ -771,8 +774,7 @@ static int insert_rec(struct rebuild *rb, const struct etcd_keys_rec *r)
 }
 
 /* Where object `h`'s chunks gather while they are read. */
-static void part_path(struct rt_buf *p, const struct rebuild *rb,
-		      const char *h)
+static void part_path(struct rt_buf *p, const struct rebuild *rb, const char *h)
 {
 	rt_buf_reset(p);
 	rt_buf_printf(p, "%s/../%s.part", rb->data, h);
@@ -798,10 +800,10 @@ static int add_chunk(struct rebuild *rb, const struct etcd_keys_rec *r,
 				   (want == 0 ? O_EXCL : 0),
 			   0600)
 		    : -1;
-	if (fd < 0 || (r->len > 0 && write(fd, r->data, r->len) !=
-					     (ssize_t)r->len)) {
-		rt_buf_printf(why, "cannot write %s: %s",
-			      p.data ? p.data : "?", strerror(errno));
+	if (fd < 0 ||
+	    (r->len > 0 && write(fd, r->data, r->len) != (ssize_t)r->len)) {
+		rt_buf_printf(why, "cannot write %s: %s", p.data ? p.data : "?",
+			      strerror(errno));
 		rc = errno == ENOSPC ? -ENOSPC : -EIO;
 	}
 	if (fd >= 0)
@@ -880,8 +882,8 @@ static int finish_object(struct rebuild *rb, const struct etcd_keys_rec *r,
 	if (rc == 0)
 		mkdir(dst.data, 0700);
 	rt_buf_printf(&dst, "/%s", r->hash + 2);
-	if (rc == 0 && (chmod(part.data, 0400) < 0 ||
-			rename(part.data, dst.data) < 0)) {
+	if (rc == 0 &&
+	    (chmod(part.data, 0400) < 0 || rename(part.data, dst.data) < 0)) {
 		rt_buf_printf(why, "cannot write %s: %s", dst.data,
 			      strerror(errno));
 		rc = -EIO;
@@ -1005,11 +1007,11 @@ int sched_dump_etcd_export(const struct sched_dump_etcd *t, FILE *out,
 	rc = etcd_keys_prefix(t->cluster, &prefix);
 	if (rc == 0)
 		rc = make_tmp(&tmp, &data, why);
-	if (rc == 0 && (mkdir(data.data, 0700) < 0 ||
-			rt_buf_printf(&db, "%s/code", data.data) < 0 ||
-			mkdir(db.data, 0700) < 0 ||
-			rt_buf_puts(&db, "/objects") < 0 ||
-			mkdir(db.data, 0700) < 0)) {
+	if (rc == 0 &&
+	    (mkdir(data.data, 0700) < 0 ||
+	     rt_buf_printf(&db, "%s/code", data.data) < 0 ||
+	     mkdir(db.data, 0700) < 0 || rt_buf_puts(&db, "/objects") < 0 ||
+	     mkdir(db.data, 0700) < 0)) {
 		rt_buf_printf(why, "cannot make %s: %s", data.data,
 			      strerror(errno));
 		rc = -EIO;
@@ -1036,8 +1038,9 @@ int sched_dump_etcd_export(const struct sched_dump_etcd *t, FILE *out,
 		rc = read_cluster(&s, t->cluster, prefix.data, &rb, why);
 	if (rc == 0 && !rb.meta) {
 		if (rb.keys == 0) {
-			rt_buf_printf(why, "no cluster %s in etcd (no keys "
-					   "under %s)",
+			rt_buf_printf(why,
+				      "no cluster %s in etcd (no keys "
+				      "under %s)",
 				      t->cluster, prefix.data);
 			rc = -ENOENT;
 		} else {
@@ -1049,8 +1052,8 @@ int sched_dump_etcd_export(const struct sched_dump_etcd *t, FILE *out,
 			rc = -EPROTO;
 		}
 	}
-	if (rc == 0 && sqlite3_exec(rb.db, "COMMIT", NULL, NULL, NULL) !=
-			       SQLITE_OK)
+	if (rc == 0 &&
+	    sqlite3_exec(rb.db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
 		rc = sql_fail(rb.db, why, db.data);
 	drop_parts(&rb);
 	etcd_sync_close(&s);

@@ -15,20 +15,13 @@
 #define SETTING_KEY_MAX 127
 
 static const char *const kind_name[ETCD_KEYS_KINDS] = {
-	[ETCD_KEYS_META] = "meta",
-	[ETCD_KEYS_TENANT] = "t",
-	[ETCD_KEYS_NAMESPACE] = "ns",
-	[ETCD_KEYS_FUNCTION] = "fn",
-	[ETCD_KEYS_INSTANCE] = "in",
-	[ETCD_KEYS_WORKER] = "w",
-	[ETCD_KEYS_SETTING] = "set",
-	[ETCD_KEYS_REVOKED] = "rv",
-	[ETCD_KEYS_CODE_FILE] = "cf",
-	[ETCD_KEYS_CODE_REVISION] = "cr",
-	[ETCD_KEYS_OBJECT] = "om",
-	[ETCD_KEYS_CHUNK_KIND] = "oc",
-	[ETCD_KEYS_EVENT] = "ev",
-	[ETCD_KEYS_LEADER] = "leader",
+	[ETCD_KEYS_META] = "meta",    [ETCD_KEYS_TENANT] = "t",
+	[ETCD_KEYS_NAMESPACE] = "ns", [ETCD_KEYS_FUNCTION] = "fn",
+	[ETCD_KEYS_INSTANCE] = "in",  [ETCD_KEYS_WORKER] = "w",
+	[ETCD_KEYS_SETTING] = "set",  [ETCD_KEYS_REVOKED] = "rv",
+	[ETCD_KEYS_CODE_FILE] = "cf", [ETCD_KEYS_CODE_REVISION] = "cr",
+	[ETCD_KEYS_OBJECT] = "om",    [ETCD_KEYS_CHUNK_KIND] = "oc",
+	[ETCD_KEYS_EVENT] = "ev",     [ETCD_KEYS_LEADER] = "leader",
 };
 
 /* ============================================================ checks */
@@ -43,9 +36,9 @@ static int setting_key_ok(const char *s)
 {
 	size_t i;
 
-	if (s == NULL || !((s[0] >= 'a' && s[0] <= 'z') ||
-			   (s[0] >= 'A' && s[0] <= 'Z') ||
-			   (s[0] >= '0' && s[0] <= '9')))
+	if (s == NULL ||
+	    !((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z') ||
+	      (s[0] >= '0' && s[0] <= '9')))
 		return 0;
 	for (i = 0; s[i] != '\0'; i++)
 		if (!((s[i] >= 'a' && s[i] <= 'z') ||
@@ -67,6 +60,15 @@ static int hex64_ok(const char *h)
 		      (h[i] >= 'a' && h[i] <= 'f')))
 			return 0;
 	return i == 64;
+}
+
+/* Whether `s` is UTF-8 (what a JSON string may hold). */
+static int utf8_ok(const char *s)
+{
+	json_t *v = json_string(s);
+
+	json_decref(v);
+	return v != NULL;
 }
 
 /* A byte a path keeps as it is in a key. */
@@ -169,8 +171,8 @@ static int make_key(const char *cluster, enum etcd_keys_kind kind,
 	int i, rc = etcd_keys_kind_prefix(cluster, kind, key);
 
 	for (i = 0; i < n && rc == 0; i++)
-		rc = name_ok(names[i]) ? rt_buf_printf(key, "%s%s", i ? "/" : "",
-						       names[i])
+		rc = name_ok(names[i]) ? rt_buf_printf(key, "%s%s",
+						       i ? "/" : "", names[i])
 				       : -EINVAL;
 	return rc;
 }
@@ -230,9 +232,8 @@ static int tenant_value(const struct store_row *r, struct rt_buf *value)
 	return put_json(json_pack("{sIsIsIsIsI}", "created_ms",
 				  (json_int_t)r->created_ms, "updated_ms",
 				  (json_int_t)r->updated_ms, "uid",
-				  (json_int_t)r->uid, "gid",
-				  (json_int_t)r->gid, "mode",
-				  (json_int_t)r->mode),
+				  (json_int_t)r->uid, "gid", (json_int_t)r->gid,
+				  "mode", (json_int_t)r->mode),
 			value);
 }
 
@@ -271,12 +272,14 @@ int etcd_keys_row(const char *cluster, const struct store_row *r,
 		if (rc == 0 && value != NULL)
 			rc = r->created_ms < 0 || r->updated_ms < 0
 				     ? -EINVAL
-				     : put_json(json_pack("{sIsI}",
-							  "created_ms",
-							  (json_int_t)r->created_ms,
-							  "updated_ms",
-							  (json_int_t)r->updated_ms),
-						value);
+				     : put_json(
+					       json_pack("{sIsI}", "created_ms",
+							 (json_int_t)
+								 r->created_ms,
+							 "updated_ms",
+							 (json_int_t)
+								 r->updated_ms),
+					       value);
 		return rc;
 	case STORE_FUNCTION:
 		rc = make_key(cluster, ETCD_KEYS_FUNCTION, key, names, 3);
@@ -302,12 +305,11 @@ int etcd_keys_instance(const char *cluster, const struct store_instance *in,
 	if ((in->desired_run != 0 && in->desired_run != 1) ||
 	    (in->worker != NULL && !name_ok(in->worker)) || s64(in->epoch) < 0)
 		return -EINVAL;
-	return put_json(json_pack("{sisosI}", "desired", in->desired_run,
-				  "worker",
-				  in->worker ? json_string(in->worker)
-					     : json_null(),
-				  "epoch", (json_int_t)in->epoch),
-			value);
+	return put_json(
+		json_pack("{sisosI}", "desired", in->desired_run, "worker",
+			  in->worker ? json_string(in->worker) : json_null(),
+			  "epoch", (json_int_t)in->epoch),
+		value);
 }
 
 int etcd_keys_worker(const char *cluster, const struct store_worker *w,
@@ -396,18 +398,19 @@ int etcd_keys_encode(const char *cluster, const struct etcd_keys_rec *r,
 	case ETCD_KEYS_META:
 		rc = etcd_keys_kind_prefix(cluster, r->kind, key);
 		if (rc == 0 && value != NULL)
-			rc = r->version < 1 ? -EINVAL
-					    : put_json(json_pack("{sssi}",
-								 "format",
-								 ETCD_KEYS_FORMAT,
-								 "version",
-								 r->version),
-						       value);
+			rc = r->version < 1
+				     ? -EINVAL
+				     : put_json(json_pack("{sssi}", "format",
+							  ETCD_KEYS_FORMAT,
+							  "version",
+							  r->version),
+						value);
 		return rc;
 	case ETCD_KEYS_TENANT:
 	case ETCD_KEYS_NAMESPACE:
 	case ETCD_KEYS_FUNCTION:
-		if (r->row.kind != (enum store_kind)(r->kind - ETCD_KEYS_TENANT))
+		if (r->row.kind !=
+		    (enum store_kind)(r->kind - ETCD_KEYS_TENANT))
 			return -EINVAL;
 		return etcd_keys_row(cluster, &r->row, key, value);
 	case ETCD_KEYS_INSTANCE:
@@ -428,10 +431,9 @@ int etcd_keys_encode(const char *cluster, const struct etcd_keys_rec *r,
 						value);
 		/* json_pack fails (NULL: "-ENOMEM") on text that is not
 		 * UTF-8: say so as what it is. */
-		return rc == -ENOMEM && r->value != NULL &&
-				       json_string(r->value) == NULL
-			       ? -EINVAL
-			       : rc;
+		if (rc == -ENOMEM && r->value != NULL && !utf8_ok(r->value))
+			rc = -EINVAL;
+		return rc;
 	case ETCD_KEYS_REVOKED:
 		if (r->revoked.serial == NULL || r->revoked.revoked_ms < 0 ||
 		    (r->revoked.serial[0] != '\0' &&
@@ -443,10 +445,11 @@ int etcd_keys_encode(const char *cluster, const struct etcd_keys_rec *r,
 		if (rc == 0)
 			rc = rt_buf_printf(key, "/%s", names[1]);
 		if (rc == 0 && value != NULL)
-			rc = put_json(json_pack("{sssI}", "serial",
-						r->revoked.serial, "revoked_ms",
-						(json_int_t)r->revoked.revoked_ms),
-				      value);
+			rc = put_json(
+				json_pack("{sssI}", "serial", r->revoked.serial,
+					  "revoked_ms",
+					  (json_int_t)r->revoked.revoked_ms),
+				value);
 		return rc;
 	case ETCD_KEYS_CODE_FILE:
 		return etcd_keys_code_file(cluster, &r->file, key, value);
@@ -469,7 +472,8 @@ int etcd_keys_encode(const char *cluster, const struct etcd_keys_rec *r,
 			return r->len > ETCD_KEYS_CHUNK
 				       ? -EINVAL
 				       : put_raw(r->data, r->len, value);
-		if (s64(r->size) < 0 || r->chunks != etcd_keys_chunks(r->size) ||
+		if (s64(r->size) < 0 ||
+		    r->chunks != etcd_keys_chunks(r->size) ||
 		    r->chunks > ETCD_KEYS_CHUNKS)
 			return -EINVAL;
 		return put_json(json_pack("{sIsI}", "size", (json_int_t)r->size,
@@ -479,12 +483,14 @@ int etcd_keys_encode(const char *cluster, const struct etcd_keys_rec *r,
 		rc = etcd_keys_kind_prefix(cluster, r->kind, key);
 		if (rc == 0)
 			rc = rt_buf_printf(key, "%020" PRIu64, r->seq);
-		return rc < 0 || value == NULL ? rc
-					       : put_raw(r->data, r->len, value);
+		return rc < 0 || value == NULL
+			       ? rc
+			       : put_raw(r->data, r->len, value);
 	case ETCD_KEYS_LEADER:
 		rc = etcd_keys_kind_prefix(cluster, r->kind, key);
-		return rc < 0 || value == NULL ? rc
-					       : put_raw(r->data, r->len, value);
+		return rc < 0 || value == NULL
+			       ? rc
+			       : put_raw(r->data, r->len, value);
 	default: return -EINVAL;
 	}
 }
@@ -528,9 +534,8 @@ static int split(struct etcd_keys_rec *r, const char *p, size_t n, int want,
 	int i;
 
 	for (i = 0; i < want; i++) {
-		const char *slash = (i == want - 1 && rest)
-					    ? NULL
-					    : memchr(p, '/', n);
+		const char *slash = (i == want - 1 && rest) ? NULL
+							    : memchr(p, '/', n);
 		size_t len = slash ? (size_t)(slash - p) : n;
 
 		if ((i == want - 1) != (slash == NULL) || len == 0)
@@ -666,7 +671,8 @@ static json_t *load_obj(const char *value, size_t vlen, size_t nfields)
 {
 	json_t *o = json_loadb(value, vlen, JSON_REJECT_DUPLICATES, NULL);
 
-	if (o != NULL && (!json_is_object(o) || json_object_size(o) != nfields)) {
+	if (o != NULL &&
+	    (!json_is_object(o) || json_object_size(o) != nfields)) {
 		json_decref(o);
 		o = NULL;
 	}
@@ -720,11 +726,11 @@ static int decode_row(struct etcd_keys_rec *r, const char *p, size_t n,
 
 /* The fields each JSON kind has. */
 static const size_t nfields[ETCD_KEYS_KINDS] = {
-	[ETCD_KEYS_META] = 2,	       [ETCD_KEYS_TENANT] = 5,
-	[ETCD_KEYS_NAMESPACE] = 2,     [ETCD_KEYS_FUNCTION] = 5,
-	[ETCD_KEYS_INSTANCE] = 3,      [ETCD_KEYS_WORKER] = 5,
-	[ETCD_KEYS_SETTING] = 1,       [ETCD_KEYS_REVOKED] = 2,
-	[ETCD_KEYS_CODE_FILE] = 4,     [ETCD_KEYS_CODE_REVISION] = 3,
+	[ETCD_KEYS_META] = 2,	   [ETCD_KEYS_TENANT] = 5,
+	[ETCD_KEYS_NAMESPACE] = 2, [ETCD_KEYS_FUNCTION] = 5,
+	[ETCD_KEYS_INSTANCE] = 3,  [ETCD_KEYS_WORKER] = 5,
+	[ETCD_KEYS_SETTING] = 1,   [ETCD_KEYS_REVOKED] = 2,
+	[ETCD_KEYS_CODE_FILE] = 4, [ETCD_KEYS_CODE_REVISION] = 3,
 	[ETCD_KEYS_OBJECT] = 2,
 };
 

@@ -86,22 +86,22 @@ struct etcd_keys_revoked {
  * borrowed) and call etcd_keys_encode. */
 struct etcd_keys_rec {
 	enum etcd_keys_kind kind;
-	int version;				  /* META */
-	struct store_row row;			  /* TENANT, NAMESPACE, FUNCTION */
-	struct store_instance instance;		  /* INSTANCE */
-	struct store_worker worker;		  /* WORKER */
-	const char *key, *value;		  /* SETTING */
-	struct etcd_keys_revoked revoked;	  /* REVOKED */
-	struct store_code_file file;		  /* CODE_FILE */
-	struct store_code_revision code;	  /* CODE_REVISION */
-	const char *hash;			  /* OBJECT, CHUNK_KIND */
-	uint64_t size;				  /* OBJECT: bytes */
-	uint32_t chunks;			  /* OBJECT: = ceil(size/CHUNK) */
-	uint32_t index;				  /* CHUNK_KIND */
-	uint64_t seq;				  /* EVENT */
-	const char *data;			  /* CHUNK_KIND, EVENT, LEADER */
-	size_t len;				  /* bytes of data */
-	char *owned[8];				  /* what decoding allocated */
+	int version;			  /* META */
+	struct store_row row;		  /* TENANT, NAMESPACE, FUNCTION */
+	struct store_instance instance;	  /* INSTANCE */
+	struct store_worker worker;	  /* WORKER */
+	const char *key, *value;	  /* SETTING */
+	struct etcd_keys_revoked revoked; /* REVOKED */
+	struct store_code_file file;	  /* CODE_FILE */
+	struct store_code_revision code;  /* CODE_REVISION */
+	const char *hash;		  /* OBJECT, CHUNK_KIND */
+	uint64_t size;			  /* OBJECT: bytes */
+	uint32_t chunks;		  /* OBJECT: = ceil(size/CHUNK) */
+	uint32_t index;			  /* CHUNK_KIND */
+	uint64_t seq;			  /* EVENT */
+	const char *data;		  /* CHUNK_KIND, EVENT, LEADER */
+	size_t len;			  /* bytes of data */
+	char *owned[8];			  /* what decoding allocated */
 	int nowned;
 };
 

@@ -126,8 +126,7 @@ static int await(struct etcd_sync *s, int rc, struct wait *w,
 		rc = -ETIMEDOUT;
 	} else if (w->rc < 0) {
 		rt_buf_printf(why, "etcd (%s): %s", etcd_sync_where(s),
-			      w->error.data ? w->error.data
-					    : strerror(-w->rc));
+			      w->error.data ? w->error.data : strerror(-w->rc));
 		rc = w->rc;
 	}
 	rt_buf_free(&w->error);
@@ -177,9 +176,9 @@ void etcd_sync_close(struct etcd_sync *s)
 	s->open = 0;
 }
 
-int etcd_sync_range(struct etcd_sync *s, const char *key,
-		    const char *range_end, int64_t revision, int64_t limit,
-		    struct etcd_sync_kvs *out, struct rt_buf *why)
+int etcd_sync_range(struct etcd_sync *s, const char *key, const char *range_end,
+		    int64_t revision, int64_t limit, struct etcd_sync_kvs *out,
+		    struct rt_buf *why)
 {
 	struct wait w = { .loop = &s->loop, .kvs = out };
 	int rc;

@@ -43,9 +43,9 @@ const char *etcd_sync_where(const struct etcd_sync *s);
 
 /* etcd_range, waited for: the answer into `out` (freed first). Returns 0
  * or the answer's -errno with etcd's or the client's reason in `why`. */
-int etcd_sync_range(struct etcd_sync *s, const char *key,
-		    const char *range_end, int64_t revision, int64_t limit,
-		    struct etcd_sync_kvs *out, struct rt_buf *why);
+int etcd_sync_range(struct etcd_sync *s, const char *key, const char *range_end,
+		    int64_t revision, int64_t limit, struct etcd_sync_kvs *out,
+		    struct rt_buf *why);
 
 /* etcd_txn, waited for: *succeeded says whether the compares held. */
 int etcd_sync_txn(struct etcd_sync *s, const struct etcd_cmp *cmp, size_t ncmp,

@@ -53,7 +53,7 @@ stop_fnfs
 
 check "3 etcd members healthy" etcd_start_cluster 3
 # etcd://HOST:PORT,HOST:PORT,...: the members without their scheme.
-STORE=etcd://$(sed 's|http://||g' <<<"$ETCD_ENDPOINTS")
+STORE=etcd://${ETCD_ENDPOINTS//http:\/\//}
 ctl() { ETCDCTL_API=3 etcdctl --endpoints="$ETCD_ENDPOINTS" --command-timeout=5s "$@"; }
 
 check "import into cluster c1" eval 'fstore import --store "$STORE" --cluster c1 <"$DUMP" 2>"$T/imp.err"'

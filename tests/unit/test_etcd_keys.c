@@ -229,8 +229,9 @@ TEST(etcd_keys_code_round_trip)
 	r.hash = h;
 	r.size = 3 * ETCD_KEYS_CHUNK + 1;
 	r.chunks = 4;
-	round_trip(&r, "/fnfs/prod/om/0123456789abcdef0123456789abcdef"
-		       "0123456789abcdef0123456789abcdef",
+	round_trip(&r,
+		   "/fnfs/prod/om/0123456789abcdef0123456789abcdef"
+		   "0123456789abcdef0123456789abcdef",
 		   &o);
 	CHECK(o.size == 3 * ETCD_KEYS_CHUNK + 1 && o.chunks == 4);
 	etcd_keys_rec_free(&o);
@@ -248,8 +249,9 @@ TEST(etcd_keys_code_round_trip)
 	r.index = 7;
 	r.data = "\0\1\2bytes";
 	r.len = 8;
-	round_trip(&r, "/fnfs/prod/oc/0123456789abcdef0123456789abcdef"
-		       "0123456789abcdef0123456789abcdef/000007",
+	round_trip(&r,
+		   "/fnfs/prod/oc/0123456789abcdef0123456789abcdef"
+		   "0123456789abcdef0123456789abcdef/000007",
 		   &o);
 	CHECK(o.index == 7 && o.len == 8 && memcmp(o.data, r.data, 8) == 0);
 	etcd_keys_rec_free(&o);
@@ -307,7 +309,7 @@ static int refused(const char *key, const char *value)
 	return rc == -EINVAL;
 }
 
-#define T5 "{\"created_ms\":1,\"updated_ms\":2,\"uid\":0,\"gid\":0,\"mode\":1}"
+#define T5  "{\"created_ms\":1,\"updated_ms\":2,\"uid\":0,\"gid\":0,\"mode\":1}"
 #define H64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
 TEST(etcd_keys_rejects)
@@ -317,21 +319,21 @@ TEST(etcd_keys_rejects)
 
 	/* the good one first, so that each reject below is its mutation */
 	CHECK(0 == decode("/fnfs/prod/t/acme", T5));
-	CHECK(refused("/fnfs/prod/t/acme/", T5));	   /* trailing slash */
-	CHECK(refused("/fnfs/prod/t/acme/x", T5));	   /* extra component */
-	CHECK(refused("/fnfs/prod/t/", T5));		   /* no name */
-	CHECK(refused("/fnfs/prod/t/-acme", T5));	   /* bad name */
-	CHECK(refused("/fnfs/prod/t/ac me", T5));	   /* bad name */
-	CHECK(refused("/fnfs/other/t/acme", T5));	   /* another cluster */
-	CHECK(refused("/fnfs/prodx/t/acme", T5));	   /* a longer one */
-	CHECK(refused("/fnfs/prod", T5));		   /* the bare prefix */
-	CHECK(refused("/fnfs/prod/", T5));		   /* nothing after */
-	CHECK(refused("/fnfs/prod/x/acme", T5));	   /* no such kind */
-	CHECK(refused("/fnfs/prod/tt/acme", T5));	   /* no such kind */
-	CHECK(refused("/fnfs/prod/t/acme", "{"));	   /* bad JSON */
-	CHECK(refused("/fnfs/prod/t/acme", "[]"));	   /* not an object */
-	CHECK(refused("/fnfs/prod/t/acme", NULL));	   /* no value */
-	CHECK(refused("/fnfs/prod/t/acme",		   /* missing field */
+	CHECK(refused("/fnfs/prod/t/acme/", T5));  /* trailing slash */
+	CHECK(refused("/fnfs/prod/t/acme/x", T5)); /* extra component */
+	CHECK(refused("/fnfs/prod/t/", T5));	   /* no name */
+	CHECK(refused("/fnfs/prod/t/-acme", T5));  /* bad name */
+	CHECK(refused("/fnfs/prod/t/ac me", T5));  /* bad name */
+	CHECK(refused("/fnfs/other/t/acme", T5));  /* another cluster */
+	CHECK(refused("/fnfs/prodx/t/acme", T5));  /* a longer one */
+	CHECK(refused("/fnfs/prod", T5));	   /* the bare prefix */
+	CHECK(refused("/fnfs/prod/", T5));	   /* nothing after */
+	CHECK(refused("/fnfs/prod/x/acme", T5));   /* no such kind */
+	CHECK(refused("/fnfs/prod/tt/acme", T5));  /* no such kind */
+	CHECK(refused("/fnfs/prod/t/acme", "{"));  /* bad JSON */
+	CHECK(refused("/fnfs/prod/t/acme", "[]")); /* not an object */
+	CHECK(refused("/fnfs/prod/t/acme", NULL)); /* no value */
+	CHECK(refused("/fnfs/prod/t/acme",	   /* missing field */
 		      "{\"created_ms\":1,\"updated_ms\":2,\"uid\":0,"
 		      "\"gid\":0}"));
 	CHECK(refused("/fnfs/prod/t/acme", /* extra field */
@@ -359,8 +361,8 @@ TEST(etcd_keys_rejects)
 		      "{\"created_ms\":1,\"updated_ms\":2,\"revision\":1,"
 		      "\"run_revision\":0,\"spec\":\"{}\"}")); /* a string */
 	CHECK(0 == decode("/fnfs/prod/fn/a/b/c",
-		       "{\"created_ms\":1,\"updated_ms\":2,\"revision\":1,"
-		       "\"run_revision\":0,\"spec\":{}}"));
+			  "{\"created_ms\":1,\"updated_ms\":2,\"revision\":1,"
+			  "\"run_revision\":0,\"spec\":{}}"));
 	CHECK(refused("/fnfs/prod/in/a/b/c/01",
 		      "{\"desired\":1,\"worker\":null,\"epoch\":0}"));
 	CHECK(refused("/fnfs/prod/in/a/b/c/-1",
@@ -376,7 +378,7 @@ TEST(etcd_keys_rejects)
 	CHECK(refused("/fnfs/prod/in/a/b/c/99999999999",
 		      "{\"desired\":1,\"worker\":null,\"epoch\":0}"));
 	CHECK(0 == decode("/fnfs/prod/in/a/b/c/1",
-		       "{\"desired\":1,\"worker\":null,\"epoch\":0}"));
+			  "{\"desired\":1,\"worker\":null,\"epoch\":0}"));
 	CHECK(refused("/fnfs/prod/w/w1",
 		      "{\"memory\":1,\"tags\":[1],\"namespaces\":[],"
 		      "\"local\":0,\"drained\":0}"));
@@ -409,11 +411,12 @@ TEST(etcd_keys_rejects)
 		      "{\"mode\":1,\"size\":1,\"hash\":\"\",\"mtime_ms\":1}"));
 	CHECK(refused("/fnfs/prod/cf/a/b/c/x y",
 		      "{\"mode\":1,\"size\":1,\"hash\":\"\",\"mtime_ms\":1}"));
-	CHECK(refused("/fnfs/prod/cf/a/b/c/x",
-		      "{\"mode\":1,\"size\":1,\"hash\":\"abc\",\"mtime_ms\":1}"));
+	CHECK(refused(
+		"/fnfs/prod/cf/a/b/c/x",
+		"{\"mode\":1,\"size\":1,\"hash\":\"abc\",\"mtime_ms\":1}"));
 	CHECK(0 == decode("/fnfs/prod/cf/a/b/c/x%E9/y",
-		       "{\"mode\":1,\"size\":1,\"hash\":\"" H64
-		       "\",\"mtime_ms\":1}"));
+			  "{\"mode\":1,\"size\":1,\"hash\":\"" H64
+			  "\",\"mtime_ms\":1}"));
 	CHECK(refused("/fnfs/prod/cr/a/b/c/d",
 		      "{\"hash\":\"\",\"bytes\":1,\"files\":1}"));
 	CHECK(refused("/fnfs/prod/om/" H64, "{\"size\":5,\"chunks\":2}"));
@@ -456,7 +459,8 @@ TEST(etcd_keys_rejects)
 	r.value = "x";
 	CHECK(etcd_keys_encode(C, &r, &k, &v) == -EINVAL);
 	r = (struct etcd_keys_rec){ .kind = ETCD_KEYS_WORKER };
-	r.worker = (struct store_worker){ .id = "w", .tags = "{}",
+	r.worker = (struct store_worker){ .id = "w",
+					  .tags = "{}",
 					  .namespaces = "[]" };
 	CHECK(etcd_keys_encode(C, &r, &k, &v) == -EINVAL);
 	r = (struct etcd_keys_rec){ .kind = ETCD_KEYS_REVOKED };
@@ -540,14 +544,15 @@ TEST(etcd_keys_fuzz_never_crashes)
 		for (j = 0; j < muts; j++) {
 			int in_key = rnd(&seed) % 2;
 			char *p = in_key ? k : v;
-			size_t *l = in_key ? &kl : &vl, cap = in_key ? 255 : 511;
+			size_t *l = in_key ? &kl : &vl,
+			       cap = in_key ? 255 : 511;
 			size_t at = *l ? rnd(&seed) % *l : 0;
 			char c = alphabet[rnd(&seed) % (sizeof(alphabet) - 1)];
 
 			switch (rnd(&seed) % 4) {
-			case 0: p[at] = c; break;		     /* replace */
-			case 1: *l = at; break;			     /* cut */
-			case 2:					     /* insert */
+			case 0: p[at] = c; break; /* replace */
+			case 1: *l = at; break;	  /* cut */
+			case 2:			  /* insert */
 				if (*l < cap) {
 					memmove(p + at + 1, p + at, *l - at);
 					p[at] = c;
