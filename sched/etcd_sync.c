@@ -125,8 +125,12 @@ static int await(struct etcd_sync *s, int rc, struct wait *w,
 			      s->bound_ms);
 		rc = -ETIMEDOUT;
 	} else if (w->rc < 0) {
-		rt_buf_printf(why, "etcd (%s): %s", etcd_sync_where(s),
-			      w->error.data ? w->error.data : strerror(-w->rc));
+		/* The client's text names the member and the request. */
+		if (w->error.data != NULL)
+			rt_buf_puts(why, w->error.data);
+		else
+			rt_buf_printf(why, "etcd (%s): %s", etcd_sync_where(s),
+				      strerror(-w->rc));
 		rc = w->rc;
 	}
 	rt_buf_free(&w->error);
