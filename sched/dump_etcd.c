@@ -347,21 +347,50 @@ static int encode_rows(sqlite3 *db, const char *cluster, struct kvlist *l,
 /* Operations gathered into one txn, sent when full. */
 struct batch {
 	struct etcd_sync *s;
-	const char *meta; /* P/meta: every txn needs it absent */
+	const char *meta;   /* P/meta: every txn needs it absent */
+	const char *import; /* P/import: every txn needs it to hold `id` */
+	struct rt_buf id;   /* this import's id */
 	struct etcd_op ops[TXN_OPS];
 	struct rt_buf k[TXN_OPS], v[TXN_OPS];
 	size_t n, bytes;
 	long long txns, keys;
 };
 
+/* Sends the txn of `ops` (`n`), if P/meta is absent and P/import holds
+ * this import's id (`claim`: if P/import is absent too). */
+static int batch_txn(struct batch *b, const struct etcd_op *ops, size_t n,
+		     int claim, struct rt_buf *why)
+{
+	struct etcd_cmp cmp[2] = {
+		{ .key = b->meta,
+		  .target = ETCD_VERSION,
+		  .result = ETCD_EQUAL },
+		{ .key = b->import,
+		  .target = claim ? ETCD_VERSION : ETCD_VALUE,
+		  .result = ETCD_EQUAL,
+		  .value = b->id.data,
+		  .value_len = b->id.len },
+	};
+	int ok = 0, rc = etcd_sync_txn(b->s, cmp, 2, ops, n, &ok, why);
+
+	if (rc == 0 && !ok) {
+		rt_buf_printf(why,
+			      "%s appeared, or another import took %s over "
+			      "(--force): this one stops",
+			      b->meta, b->import);
+		rc = -EEXIST;
+	}
+	if (rc == 0) {
+		b->txns++;
+		b->keys += (long long)n;
+	}
+	return rc;
+}
+
 static int batch_flush(struct batch *b, struct rt_buf *why)
 {
-	struct etcd_cmp cmp = { .key = b->meta,
-				.target = ETCD_VERSION,
-				.result = ETCD_EQUAL,
-				.number = 0 };
 	size_t i;
-	int ok = 0, rc;
+	int rc;
 
 	if (b->n == 0)
 		return 0;
@@ -372,21 +401,52 @@ static int batch_flush(struct batch *b, struct rt_buf *why)
 							       ? b->v[i].data
 							       : "",
 					      .value_len = b->v[i].len };
-	rc = etcd_sync_txn(b->s, &cmp, 1, b->ops, b->n, &ok, why);
-	if (rc == 0 && !ok) {
-		rt_buf_printf(why,
-			      "%s appeared during the import: another "
-			      "import or cluster writes there",
-			      b->meta);
-		rc = -EEXIST;
-	}
-	if (rc == 0) {
-		b->txns++;
-		b->keys += (long long)b->n;
-	}
+	rc = batch_txn(b, b->ops, b->n, 0, why);
 	b->n = 0;
 	b->bytes = 0;
 	return rc;
+}
+
+/* Takes the cluster for this import: P/import := its id (host, pid and
+ * a random part), if neither P/meta nor P/import is there. */
+static int batch_claim(struct batch *b, struct rt_buf *why)
+{
+	struct etcd_op op = { .kind = ETCD_OP_PUT, .key = b->import };
+	unsigned char r[8] = { 0 };
+	char host[64] = "?";
+	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC), rc;
+
+	if (fd >= 0) {
+		if (read(fd, r, sizeof(r)) != (ssize_t)sizeof(r))
+			memset(r, 0, sizeof(r));
+		close(fd);
+	}
+	gethostname(host, sizeof(host) - 1);
+	rt_buf_printf(&b->id, "%s pid %d %02x%02x%02x%02x%02x%02x%02x%02x",
+		      host, (int)getpid(), r[0], r[1], r[2], r[3], r[4], r[5],
+		      r[6], r[7]);
+	if (b->id.data == NULL)
+		return -ENOMEM;
+	op.value = b->id.data;
+	op.value_len = b->id.len;
+	rc = batch_txn(b, &op, 1, 1, why);
+	return rc;
+}
+
+/* Ends the import: P/meta, and P/import goes, in one txn. */
+static int batch_finish(struct batch *b, const struct rt_buf *mk,
+			const struct rt_buf *mv, struct rt_buf *why)
+{
+	struct etcd_op ops[2] = {
+		{ .kind = ETCD_OP_PUT,
+		  .key = mk->data,
+		  .value = mv->data,
+		  .value_len = mv->len },
+		{ .kind = ETCD_OP_DELETE, .key = b->import },
+	};
+	int rc = batch_flush(b, why);
+
+	return rc < 0 ? rc : batch_txn(b, ops, 2, 0, why);
 }
 
 /* Adds a put of key `k` = `v` (`vn` bytes) to `b`, sending the txn
@@ -416,6 +476,7 @@ static void batch_free(struct batch *b)
 {
 	size_t i;
 
+	rt_buf_free(&b->id);
 	for (i = 0; i < TXN_OPS; i++) {
 		rt_buf_free(&b->k[i]);
 		rt_buf_free(&b->v[i]);
@@ -566,7 +627,7 @@ int sched_dump_etcd_import(const struct sched_dump_etcd *t, FILE *in,
 			   struct rt_buf *why)
 {
 	struct rt_buf tmp = { 0 }, data = { 0 }, db = { 0 }, prefix = { 0 };
-	struct rt_buf mk = { 0 }, mv = { 0 };
+	struct rt_buf mk = { 0 }, mv = { 0 }, ik = { 0 };
 	struct etcd_keys_rec meta = { .kind = ETCD_KEYS_META,
 				      .version = ETCD_KEYS_VERSION };
 	struct etcd_sync s = { 0 };
@@ -588,6 +649,8 @@ int sched_dump_etcd_import(const struct sched_dump_etcd *t, FILE *in,
 	if (rc == 0)
 		rc = etcd_keys_encode(t->cluster, &meta, &mk, &mv);
 	if (rc == 0)
+		rc = etcd_keys_kind_prefix(t->cluster, ETCD_KEYS_IMPORT, &ik);
+	if (rc == 0)
 		rc = make_tmp(&tmp, &data, why);
 	/* Every check of a dump, as into a data directory. */
 	if (rc == 0)
@@ -608,23 +671,22 @@ int sched_dump_etcd_import(const struct sched_dump_etcd *t, FILE *in,
 		goto out;
 	b->s = &s;
 	b->meta = mk.data;
-	rc = put_objects(b, t->cluster, data.data, why);
+	b->import = ik.data;
+	rc = batch_claim(b, why);
+	if (rc == 0)
+		rc = put_objects(b, t->cluster, data.data, why);
 	for (i = 0; i < rows.n && rc == 0; i++)
 		rc = batch_put(b, rows.k[i].data, rows.k[i].len, rows.v[i].data,
 			       rows.v[i].len, why);
+	/* P/meta last: with it, the import is whole. */
 	if (rc == 0)
-		rc = batch_flush(b, why);
-	/* P/meta last, alone: with it, the import is whole. */
-	if (rc == 0)
-		rc = batch_put(b, mk.data, mk.len, mv.data, mv.len, why);
-	if (rc == 0)
-		rc = batch_flush(b, why);
+		rc = batch_finish(b, &mk, &mv, why);
 	if (rc == 0)
 		fprintf(stderr,
 			"fnfs store import: %lld keys in %lld transactions "
 			"under %s\n",
 			b->keys, b->txns, prefix.data);
-	else
+	else if (rc != -EEXIST)
 		rt_buf_printf(why,
 			      " (the import did not finish: %s has no "
 			      "meta; run it again with --force)",
@@ -643,6 +705,7 @@ out:
 	rt_buf_free(&prefix);
 	rt_buf_free(&mk);
 	rt_buf_free(&mv);
+	rt_buf_free(&ik);
 	return rc;
 }
 
@@ -923,7 +986,8 @@ static int take_kv(struct rebuild *rb, const char *cluster,
 	case ETCD_KEYS_CHUNK_KIND: rc = add_chunk(rb, &r, why); break;
 	case ETCD_KEYS_OBJECT: rc = finish_object(rb, &r, why); break;
 	case ETCD_KEYS_EVENT:
-	case ETCD_KEYS_LEADER: break; /* not the store's */
+	case ETCD_KEYS_LEADER:
+	case ETCD_KEYS_IMPORT: break; /* not the store's */
 	default:
 		rc = insert_rec(rb, &r);
 		if (rc < 0)

@@ -15,16 +15,24 @@
 #define SETTING_KEY_MAX 127
 
 static const char *const kind_name[ETCD_KEYS_KINDS] = {
-	[ETCD_KEYS_META] = "meta",    [ETCD_KEYS_TENANT] = "t",
-	[ETCD_KEYS_NAMESPACE] = "ns", [ETCD_KEYS_FUNCTION] = "fn",
-	[ETCD_KEYS_INSTANCE] = "in",  [ETCD_KEYS_WORKER] = "w",
-	[ETCD_KEYS_SETTING] = "set",  [ETCD_KEYS_REVOKED] = "rv",
-	[ETCD_KEYS_CODE_FILE] = "cf", [ETCD_KEYS_CODE_REVISION] = "cr",
-	[ETCD_KEYS_OBJECT] = "om",    [ETCD_KEYS_CHUNK_KIND] = "oc",
-	[ETCD_KEYS_EVENT] = "ev",     [ETCD_KEYS_LEADER] = "leader",
+	[ETCD_KEYS_META] = "meta",     [ETCD_KEYS_TENANT] = "t",
+	[ETCD_KEYS_NAMESPACE] = "ns",  [ETCD_KEYS_FUNCTION] = "fn",
+	[ETCD_KEYS_INSTANCE] = "in",   [ETCD_KEYS_WORKER] = "w",
+	[ETCD_KEYS_SETTING] = "set",   [ETCD_KEYS_REVOKED] = "rv",
+	[ETCD_KEYS_CODE_FILE] = "cf",  [ETCD_KEYS_CODE_REVISION] = "cr",
+	[ETCD_KEYS_OBJECT] = "om",     [ETCD_KEYS_CHUNK_KIND] = "oc",
+	[ETCD_KEYS_EVENT] = "ev",      [ETCD_KEYS_LEADER] = "leader",
+	[ETCD_KEYS_IMPORT] = "import",
 };
 
 /* ============================================================ checks */
+
+/* A kind whose key is P/KIND itself, with nothing after it. */
+static int single(int k)
+{
+	return k == ETCD_KEYS_META || k == ETCD_KEYS_LEADER ||
+	       k == ETCD_KEYS_IMPORT;
+}
 
 static int name_ok(const char *s)
 {
@@ -127,10 +135,7 @@ int etcd_keys_kind_prefix(const char *cluster, enum etcd_keys_kind kind,
 	rc = etcd_keys_prefix(cluster, out);
 	if (rc == 0)
 		rc = rt_buf_printf(out, "%s%s", kind_name[kind],
-				   kind == ETCD_KEYS_META ||
-						   kind == ETCD_KEYS_LEADER
-					   ? ""
-					   : "/");
+				   single(kind) ? "" : "/");
 	return rc;
 }
 
@@ -487,6 +492,7 @@ int etcd_keys_encode(const char *cluster, const struct etcd_keys_rec *r,
 			       ? rc
 			       : put_raw(r->data, r->len, value);
 	case ETCD_KEYS_LEADER:
+	case ETCD_KEYS_IMPORT:
 		rc = etcd_keys_kind_prefix(cluster, r->kind, key);
 		return rc < 0 || value == NULL
 			       ? rc
@@ -939,7 +945,7 @@ int etcd_keys_decode(const char *cluster, const char *key, size_t klen,
 	rc = -EINVAL;
 	for (k = 0; k < ETCD_KEYS_KINDS; k++) {
 		kl = strlen(kind_name[k]);
-		if (k == ETCD_KEYS_META || k == ETCD_KEYS_LEADER) {
+		if (single(k)) {
 			if (n == kl && memcmp(p, kind_name[k], kl) == 0)
 				break;
 		} else if (n > kl + 1 && memcmp(p, kind_name[k], kl) == 0 &&
@@ -950,12 +956,12 @@ int etcd_keys_decode(const char *cluster, const char *key, size_t klen,
 	if (k == ETCD_KEYS_KINDS)
 		goto out;
 	r->kind = (enum etcd_keys_kind)k;
-	if (k != ETCD_KEYS_META && k != ETCD_KEYS_LEADER) {
+	if (!single(k)) {
 		p += kl + 1;
 		n -= kl + 1;
 	}
 	if (k == ETCD_KEYS_CHUNK_KIND || k == ETCD_KEYS_EVENT ||
-	    k == ETCD_KEYS_LEADER) {
+	    k == ETCD_KEYS_LEADER || k == ETCD_KEYS_IMPORT) {
 		rc = decode_raw_kind(r, p, n, value, vlen);
 		goto out;
 	}

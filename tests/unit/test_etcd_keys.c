@@ -285,6 +285,10 @@ TEST(etcd_keys_meta_events_leader)
 	round_trip(&r, "/fnfs/prod/leader", &o);
 	CHECK(o.len == 5 && memcmp(o.data, "ctl-a", 5) == 0);
 	etcd_keys_rec_free(&o);
+	r.kind = ETCD_KEYS_IMPORT;
+	round_trip(&r, "/fnfs/prod/import", &o);
+	CHECK(o.len == 5 && memcmp(o.data, "ctl-a", 5) == 0);
+	etcd_keys_rec_free(&o);
 }
 
 /* decode(key, value) of cluster C: 0 or -EINVAL. */
@@ -435,6 +439,7 @@ TEST(etcd_keys_rejects)
 	CHECK(refused("/fnfs/prod/meta/x",
 		      "{\"format\":\"fnfs-cluster\",\"version\":1}"));
 	CHECK(refused("/fnfs/prod/leaderx", "a"));
+	CHECK(refused("/fnfs/prod/import/x", "a"));
 
 	/* encoding refuses what decoding would */
 	r.row = (struct store_row){ .kind = STORE_TENANT, .tenant = "a/b" };
@@ -501,6 +506,7 @@ TEST(etcd_keys_fuzz_never_crashes)
 		"/fnfs/prod/oc/" H64 "/000001",
 		"/fnfs/prod/ev/00000000000000000003",
 		"/fnfs/prod/meta",
+		"/fnfs/prod/import",
 	};
 	static const char *const values[] = {
 		T5,
@@ -518,6 +524,7 @@ TEST(etcd_keys_fuzz_never_crashes)
 		"raw",
 		"event",
 		"{\"format\":\"fnfs-cluster\",\"version\":1}",
+		"host 1 pid 2",
 	};
 	static const char alphabet[] = "/%09AFaz:.-_{}[]\",:\xe9\0 ";
 	uint64_t seed = 0x9e3779b97f4a7c15ull;
