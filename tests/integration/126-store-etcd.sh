@@ -57,7 +57,9 @@ check "3 etcd members healthy" etcd_start_cluster 3
 STORE=etcd://${ETCD_ENDPOINTS//http:\/\//}
 ctl() { ETCDCTL_API=3 etcdctl --endpoints="$ETCD_ENDPOINTS" --command-timeout=5s "$@"; }
 
+t0=$(date +%s%N)
 check "import into cluster c1" eval 'fstore import --store "$STORE" --cluster c1 <"$DUMP" 2>"$T/imp.err"'
+echo "# import of a $(stat -c %s "$DUMP")-byte dump: $((($(date +%s%N) - t0) / 1000000)) ms: $(grep keys "$T/imp.err")"
 check "it says how many keys it wrote" grep -q "keys in .* transactions under /fnfs/c1/" "$T/imp.err"
 check_eq "P/meta is the layout's" "$(ctl get /fnfs/c1/meta --print-value-only)" '{"format":"fnfs-cluster","version":1}'
 check_eq "the tenants" "$(ctl get /fnfs/c1/t/ --prefix --keys-only | grep .)" "$(printf '/fnfs/c1/t/acme\n/fnfs/c1/t/beta')"
@@ -100,7 +102,9 @@ sys.exit(0 if a == b else 1)
 PY
 }
 BACK=$T/back.json
+t0=$(date +%s%N)
 check "export from etcd" eval 'fstore export --store "$STORE" --cluster c1 >"$BACK"'
+echo "# export: $((($(date +%s%N) - t0) / 1000000)) ms"
 check "export(import(dump)) has the dump's tables and objects" same "$DUMP" "$BACK"
 check "through one member alone too" eval 'fstore export --store "etcd://${ETCD_CLIENT[2]#http://}" --cluster c1 >"$T/back2.json" && same "$DUMP" "$T/back2.json"'
 D2=$T/data2
@@ -158,6 +162,17 @@ check "it says what it deleted" grep -q "deleted 2 keys" "$T/force.err"
 check_eq "the partial keys are gone" "$(ctl get /fnfs/c3/t/left --keys-only)" ""
 check "and the cluster is the dump's" eval 'fstore export --store "$STORE" --cluster c3 >"$T/c3.json" && same "$DUMP" "$T/c3.json"'
 check_eq "clusters do not mix: c1's keys are c1's" "$(ctl get /fnfs/c1/ --prefix --keys-only | grep -c .)" "$(ctl get /fnfs/c3/ --prefix --keys-only | grep -c .)"
+
+# ---- many rows: txns of at most 128 operations, pages of the export
+python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["tables"]["settings"] += [{"key": "k:%d" % i, "value": "v%d" % i} for i in range(300)]
+json.dump(d, open(sys.argv[2], "w"))
+' "$DUMP" "$T/many.json"
+check "300 more settings import" eval 'fstore import --store "$STORE" --cluster c6 <"$T/many.json" 2>"$T/many.err"'
+check "in several txns (etcd takes 128 operations at most)" grep -Eq " keys in ([4-9]|[1-9][0-9]+) transactions" "$T/many.err"
+check "and export back the same" eval 'fstore export --store "$STORE" --cluster c6 >"$T/c6.json" && same "$T/many.json" "$T/c6.json"'
 
 # ---- an import stopped half-way: found, refused, taken over by --force
 # 32 MiB more of objects (one unreferenced, which an import writes and an
