@@ -25,9 +25,10 @@
 #include "etcd_sync.h"
 #include "store.h"
 
-#define TXN_OPS	  128 /* etcd 3.4's default --max-txn-ops */
-#define TXN_BYTES (ETCD_KEYS_CHUNK + 8192) /* keys and values of one txn */
-#define OP_BYTES  64 /* what etcd adds to each op (about) */
+#define TXN_OPS 128 /* etcd 3.4's default --max-txn-ops */
+#define TXN_BYTES                                                              \
+	(ETCD_KEYS_CHUNK_BYTES + 8192) /* keys and values of one txn */
+#define OP_BYTES  64		       /* what etcd adds to each op (about) */
 #define PAGE_KEYS 32 /* keys of one range page (chunks: <= 32 MiB of it) */
 
 /* ===================================================== temporary dirs */
@@ -487,7 +488,7 @@ static void batch_free(struct batch *b)
 static int put_object(struct batch *b, const char *cluster, const char *path,
 		      const char *hash, struct rt_buf *why)
 {
-	struct etcd_keys_rec r = { .kind = ETCD_KEYS_CHUNK_KIND, .hash = hash };
+	struct etcd_keys_rec r = { .kind = ETCD_KEYS_CHUNK, .hash = hash };
 	struct rt_buf k = { 0 }, v = { 0 }, chunk = { 0 };
 	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
 	uint64_t size = 0;
@@ -497,14 +498,14 @@ static int put_object(struct batch *b, const char *cluster, const char *path,
 		rt_buf_printf(why, "%s: %s", path, strerror(errno));
 		return -EIO;
 	}
-	if (rt_buf_reserve(&chunk, ETCD_KEYS_CHUNK) < 0)
+	if (rt_buf_reserve(&chunk, ETCD_KEYS_CHUNK_BYTES) < 0)
 		rc = -ENOMEM;
 	while (rc == 0) {
 		size_t have = 0;
 
-		while (have < ETCD_KEYS_CHUNK &&
+		while (have < ETCD_KEYS_CHUNK_BYTES &&
 		       (got = read(fd, chunk.data + have,
-				   ETCD_KEYS_CHUNK - have)) > 0)
+				   ETCD_KEYS_CHUNK_BYTES - have)) > 0)
 			have += (size_t)got;
 		if (have == 0)
 			break;
@@ -515,7 +516,7 @@ static int put_object(struct batch *b, const char *cluster, const char *path,
 			rc = batch_put(b, k.data, k.len, chunk.data, have, why);
 		r.index++;
 		size += have;
-		if (have < ETCD_KEYS_CHUNK)
+		if (have < ETCD_KEYS_CHUNK_BYTES)
 			break;
 	}
 	close(fd);
@@ -983,7 +984,7 @@ static int take_kv(struct rebuild *rb, const char *cluster,
 			rc = -EPROTO;
 		}
 		break;
-	case ETCD_KEYS_CHUNK_KIND: rc = add_chunk(rb, &r, why); break;
+	case ETCD_KEYS_CHUNK: rc = add_chunk(rb, &r, why); break;
 	case ETCD_KEYS_OBJECT: rc = finish_object(rb, &r, why); break;
 	case ETCD_KEYS_EVENT:
 	case ETCD_KEYS_LEADER:

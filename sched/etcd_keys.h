@@ -34,7 +34,7 @@
  * ('/' between its components); its bytes outside '!'..'~' and '%' are
  * written %XX (upper-case hex), so every key is printable ASCII, and
  * decoding takes only that canonical form. All numbers are integers >= 0.
- * An object is cut into chunks of ETCD_KEYS_CHUNK bytes (the last one
+ * An object is cut into chunks of ETCD_KEYS_CHUNK_BYTES bytes (the last one
  * shorter; none for an empty object); its chunks are written before its
  * P/om, so P/om means the object is whole.
  *
@@ -52,10 +52,10 @@
 #include "../runtime/rt.h"
 #include "store.h"
 
-#define ETCD_KEYS_FORMAT  "fnfs-cluster"
-#define ETCD_KEYS_VERSION 1
-#define ETCD_KEYS_CHUNK	  (1u << 20) /* bytes of an object's chunk */
-#define ETCD_KEYS_CHUNKS  1000000u   /* chunks an object may have */
+#define ETCD_KEYS_FORMAT      "fnfs-cluster"
+#define ETCD_KEYS_VERSION     1
+#define ETCD_KEYS_CHUNK_BYTES (1u << 20) /* bytes of an object's chunk */
+#define ETCD_KEYS_CHUNKS_MAX  1000000u	 /* chunks an object may have */
 
 /* The kinds of key, each with its own component after P/. */
 enum etcd_keys_kind {
@@ -70,7 +70,7 @@ enum etcd_keys_kind {
 	ETCD_KEYS_CODE_FILE,	 /* cf/ */
 	ETCD_KEYS_CODE_REVISION, /* cr/ */
 	ETCD_KEYS_OBJECT,	 /* om/ */
-	ETCD_KEYS_CHUNK_KIND,	 /* oc/ */
+	ETCD_KEYS_CHUNK,	 /* oc/ */
 	ETCD_KEYS_EVENT,	 /* ev/ */
 	ETCD_KEYS_LEADER,	 /* leader */
 	ETCD_KEYS_IMPORT,	 /* import */
@@ -98,12 +98,12 @@ struct etcd_keys_rec {
 	struct etcd_keys_revoked revoked; /* REVOKED */
 	struct store_code_file file;	  /* CODE_FILE */
 	struct store_code_revision code;  /* CODE_REVISION */
-	const char *hash;		  /* OBJECT, CHUNK_KIND */
+	const char *hash;		  /* OBJECT, CHUNK */
 	uint64_t size;			  /* OBJECT: bytes */
-	uint32_t chunks;		  /* OBJECT: = ceil(size/CHUNK) */
-	uint32_t index;			  /* CHUNK_KIND */
+	uint32_t chunks;		  /* OBJECT: etcd_keys_chunks(size) */
+	uint32_t index;			  /* CHUNK */
 	uint64_t seq;			  /* EVENT */
-	const char *data;		  /* CHUNK_KIND, EVENT, LEADER */
+	const char *data;		  /* CHUNK, EVENT, LEADER, IMPORT */
 	size_t len;			  /* bytes of data */
 	char *owned[8];			  /* what decoding allocated */
 	int nowned;
@@ -127,7 +127,7 @@ int etcd_keys_kind_prefix(const char *cluster, enum etcd_keys_kind kind,
 /* `key` := the key of `r`, and `value` (unless NULL: for a delete, only
  * the key is made) := its value. Strings of `r` are checked as decoding
  * would (names, hashes, a spec or tags that are JSON of the right shape,
- * a setting's value that is UTF-8); a CHUNK_KIND, EVENT, LEADER or IMPORT
+ * a setting's value that is UTF-8); a CHUNK, EVENT, LEADER or IMPORT
  * value is r->data as it is. Both buffers are reset first. */
 int etcd_keys_encode(const char *cluster, const struct etcd_keys_rec *r,
 		     struct rt_buf *key, struct rt_buf *value);
@@ -160,7 +160,7 @@ uint32_t etcd_keys_chunks(uint64_t size);
 
 /* Reads key `key` (`klen` bytes) and its value (`vlen` bytes) of cluster
  * `cluster` into `r` (zeroed first; free it with etcd_keys_rec_free, also
- * after a failure). A CHUNK_KIND, EVENT, LEADER or IMPORT record's data is
+ * after a failure). A CHUNK, EVENT, LEADER or IMPORT record's data is
  * a copy of the value. */
 int etcd_keys_decode(const char *cluster, const char *key, size_t klen,
 		     const char *value, size_t vlen, struct etcd_keys_rec *r);

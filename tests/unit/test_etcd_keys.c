@@ -54,8 +54,8 @@ TEST(etcd_keys_prefixes)
 	CHECK(etcd_keys_code_prefix(C, "a", "b/c", "d", &b) == -EINVAL);
 	CHECK(etcd_keys_chunks(0) == 0);
 	CHECK(etcd_keys_chunks(1) == 1);
-	CHECK(etcd_keys_chunks(ETCD_KEYS_CHUNK) == 1);
-	CHECK(etcd_keys_chunks(ETCD_KEYS_CHUNK + 1) == 2);
+	CHECK(etcd_keys_chunks(ETCD_KEYS_CHUNK_BYTES) == 1);
+	CHECK(etcd_keys_chunks(ETCD_KEYS_CHUNK_BYTES + 1) == 2);
 	rt_buf_free(&b);
 }
 
@@ -227,13 +227,13 @@ TEST(etcd_keys_code_round_trip)
 
 	r = (struct etcd_keys_rec){ .kind = ETCD_KEYS_OBJECT };
 	r.hash = h;
-	r.size = 3 * ETCD_KEYS_CHUNK + 1;
+	r.size = 3 * ETCD_KEYS_CHUNK_BYTES + 1;
 	r.chunks = 4;
 	round_trip(&r,
 		   "/fnfs/prod/om/0123456789abcdef0123456789abcdef"
 		   "0123456789abcdef0123456789abcdef",
 		   &o);
-	CHECK(o.size == 3 * ETCD_KEYS_CHUNK + 1 && o.chunks == 4);
+	CHECK(o.size == 3 * ETCD_KEYS_CHUNK_BYTES + 1 && o.chunks == 4);
 	etcd_keys_rec_free(&o);
 	r.chunks = 3; /* not what the size says */
 	CHECK(etcd_keys_encode(C, &r, &b, NULL) == 0); /* the key alone */
@@ -244,7 +244,7 @@ TEST(etcd_keys_code_round_trip)
 		rt_buf_free(&v);
 	}
 
-	r = (struct etcd_keys_rec){ .kind = ETCD_KEYS_CHUNK_KIND };
+	r = (struct etcd_keys_rec){ .kind = ETCD_KEYS_CHUNK };
 	r.hash = h;
 	r.index = 7;
 	r.data = "\0\1\2bytes";
@@ -471,9 +471,9 @@ TEST(etcd_keys_rejects)
 	r = (struct etcd_keys_rec){ .kind = ETCD_KEYS_REVOKED };
 	r.revoked = (struct etcd_keys_revoked){ "w", "-", 1 };
 	CHECK(etcd_keys_encode(C, &r, &k, &v) == -EINVAL);
-	r = (struct etcd_keys_rec){ .kind = ETCD_KEYS_CHUNK_KIND,
+	r = (struct etcd_keys_rec){ .kind = ETCD_KEYS_CHUNK,
 				    .hash = H64,
-				    .index = ETCD_KEYS_CHUNKS };
+				    .index = ETCD_KEYS_CHUNKS_MAX };
 	CHECK(etcd_keys_encode(C, &r, &k, &v) == -EINVAL);
 	r = (struct etcd_keys_rec){ .kind = ETCD_KEYS_KINDS };
 	CHECK(etcd_keys_encode(C, &r, &k, &v) == -EINVAL);
