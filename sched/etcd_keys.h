@@ -38,7 +38,8 @@
  * shorter; none for an empty object); its chunks are written before its
  * P/om, so P/om means the object is whole.
  *
- * Every function returns 0 or a negative errno: -EINVAL for anything
+ * The functions that return an int (but etcd_keys_cluster_valid) return
+ * 0 or a negative errno: -EINVAL for anything
  * outside the layout (a bad name, a missing or extra component, a
  * trailing '/', another cluster's prefix, a value that is not the JSON
  * of its kind, a number out of range), -ENOMEM.
