@@ -12,6 +12,7 @@
 #include "../runtime/net.h"
 #include "../runtime/worker.h"
 #include "../sched/dump.h"
+#include "../sched/dump_etcd.h"
 #include "../sched/etcd_keys.h"
 #include "fs.h"
 
@@ -33,6 +34,9 @@ static const char usage_text[] =
 	"  fnfs ca issue [--data DIR] [--out DIR] [--days N] ID\n"
 	"  fnfs store export [--data DIR] > dump.json\n"
 	"  fnfs store import [--data DIR] < dump.json\n"
+	"  fnfs store export|import --store etcd://HOST:PORT[,...] "
+	"--cluster NAME\n"
+	"             [--etcd-ca F --etcd-cert F --etcd-key F] [--force]\n"
 	"  fnfs invoke TENANT/NAMESPACE/FUNCTION [--mount MOUNTPOINT]\n"
 	"              [--http] [-X METHOD] [-H 'Name: value']... "
 	"[--path /P?Q]\n"
@@ -102,6 +106,15 @@ static const char help_text[] =
 	"      Makes DIR's state from such a dump: DIR must have no store\n"
 	"      yet. Everything is checked before anything is written; a\n"
 	"      refused dump leaves no store. Then mount DIR.\n"
+	"  fnfs store export|import --store etcd://HOST:PORT[,HOST:PORT...]\n"
+	"             --cluster NAME [--etcd-ca CA.pem --etcd-cert C.pem\n"
+	"             --etcd-key C.key] [--force]\n"
+	"      The same with a cluster's keys in etcd (/fnfs/NAME/) instead\n"
+	"      of DIR, to move fnfs into a cluster: import checks the dump\n"
+	"      first, refuses a cluster that exists, and the keys an\n"
+	"      unfinished import left unless --force (which deletes them\n"
+	"      first); export reads the cluster at one revision. Each\n"
+	"      request to etcd is bounded (5 s).\n"
 	"  fnfs invoke TENANT/NAMESPACE/FUNCTION [--mount MOUNTPOINT]\n"
 	"              [--http] [-X METHOD] [-H 'Name: value']... "
 	"[--path /P?Q]\n"
@@ -413,37 +426,94 @@ static int cmd_mount(int argc, char **argv)
 	return rc;
 }
 
-/* fnfs store export|import [--data DIR]: dump.h. */
+static const char store_usage[] =
+	"usage: fnfs store export [--data DIR] > dump.json\n"
+	"       fnfs store import [--data DIR] < dump.json\n"
+	"       fnfs store export|import\n"
+	"                  --store etcd://HOST:PORT[,HOST:PORT...]\n"
+	"                  --cluster NAME [--etcd-ca F --etcd-cert F "
+	"--etcd-key F]\n"
+	"                  [--force] (import: after one that did not "
+	"finish)\n";
+
+/* Reads the options of `fnfs store SUB`; 0 or -1 (a usage error). */
+static int store_opts(int argc, char **argv, const char **data,
+		      const char **store, struct sched_dump_etcd *t)
+{
+	int i;
+
+	for (i = 2; i < argc; i++) {
+		const char **v = NULL;
+
+		if (strcmp(argv[i], "--force") == 0) {
+			t->force = 1;
+			continue;
+		}
+		if (strcmp(argv[i], "--data") == 0)
+			v = data;
+		else if (strcmp(argv[i], "--store") == 0)
+			v = store;
+		else if (strcmp(argv[i], "--cluster") == 0)
+			v = &t->cluster;
+		else if (strcmp(argv[i], "--etcd-ca") == 0)
+			v = &t->etcd.ca;
+		else if (strcmp(argv[i], "--etcd-cert") == 0)
+			v = &t->etcd.cert;
+		else if (strcmp(argv[i], "--etcd-key") == 0)
+			v = &t->etcd.key;
+		if (v == NULL || i + 1 >= argc)
+			return -1;
+		*v = argv[++i];
+	}
+	if (*store == NULL) { /* the etcd options go with --store */
+		if (t->cluster != NULL || t->force || t->etcd.ca != NULL ||
+		    t->etcd.cert != NULL || t->etcd.key != NULL)
+			return -1;
+		return 0;
+	}
+	if (*data != NULL || t->cluster == NULL ||
+	    strncmp(*store, "etcd://", 7) != 0 || (*store)[7] == '\0' ||
+	    (t->force && strcmp(argv[1], "import") != 0))
+		return -1;
+	t->etcd.endpoints = *store + 7;
+	return 0;
+}
+
+/* fnfs store export|import [--data DIR]: dump.h; --store etcd://...:
+ * dump_etcd.h. */
 static int cmd_store(int argc, char **argv)
 {
 	const char *sub = argc > 1 ? argv[1] : "";
 	char *owned = NULL;
-	const char *data = NULL;
+	const char *data = NULL, *store = NULL;
+	struct sched_dump_etcd t = { { 0 }, NULL, 0 };
 	struct rt_buf why = { 0 };
-	int rc;
+	int rc, imp = strcmp(sub, "import") == 0;
 
-	if (argc == 4 && strcmp(argv[2], "--data") == 0)
-		data = argv[3];
-	if ((strcmp(sub, "export") != 0 && strcmp(sub, "import") != 0) ||
-	    (argc != 2 && data == NULL)) {
-		fputs("usage: fnfs store export [--data DIR] > dump.json\n"
-		      "       fnfs store import [--data DIR] < dump.json\n",
-		      stderr);
+	if ((strcmp(sub, "export") != 0 && !imp) ||
+	    store_opts(argc, argv, &data, &store, &t) < 0) {
+		fputs(store_usage, stderr);
 		return 2;
 	}
-	if (data == NULL)
-		data = owned = default_datadir();
-	if (strcmp(sub, "export") == 0) {
-		rc = sched_dump_export(data, stdout, &why);
+	if (store != NULL) {
+		rc = imp ? sched_dump_etcd_import(&t, stdin, &why)
+			 : sched_dump_etcd_export(&t, stdout, &why);
 	} else {
-		if (owned != NULL)
+		if (data == NULL)
+			data = owned = default_datadir();
+		if (imp && owned != NULL)
 			make_parents(owned);
-		rc = sched_dump_import(data, stdin, &why);
+		rc = imp ? sched_dump_import(data, stdin, &why)
+			 : sched_dump_export(data, stdout, &why);
 	}
 	if (rc < 0)
 		fprintf(stderr, "fnfs store %s: %s (%s)\n", sub,
 			why.data ? why.data : strerror(-rc), strerror(-rc));
-	else if (strcmp(sub, "import") == 0)
+	else if (imp && store != NULL)
+		fprintf(stderr,
+			"fnfs store import: cluster %s is ready in etcd\n",
+			t.cluster);
+	else if (imp)
 		fprintf(stderr,
 			"fnfs store import: %s is ready: fnfs mount "
 			"--data %s MOUNTPOINT\n",

@@ -15,16 +15,24 @@
 #define SETTING_KEY_MAX 127
 
 static const char *const kind_name[ETCD_KEYS_KINDS] = {
-	[ETCD_KEYS_META] = "meta",    [ETCD_KEYS_TENANT] = "t",
-	[ETCD_KEYS_NAMESPACE] = "ns", [ETCD_KEYS_FUNCTION] = "fn",
-	[ETCD_KEYS_INSTANCE] = "in",  [ETCD_KEYS_WORKER] = "w",
-	[ETCD_KEYS_SETTING] = "set",  [ETCD_KEYS_REVOKED] = "rv",
-	[ETCD_KEYS_CODE_FILE] = "cf", [ETCD_KEYS_CODE_REVISION] = "cr",
-	[ETCD_KEYS_OBJECT] = "om",    [ETCD_KEYS_CHUNK_KIND] = "oc",
-	[ETCD_KEYS_EVENT] = "ev",     [ETCD_KEYS_LEADER] = "leader",
+	[ETCD_KEYS_META] = "meta",     [ETCD_KEYS_TENANT] = "t",
+	[ETCD_KEYS_NAMESPACE] = "ns",  [ETCD_KEYS_FUNCTION] = "fn",
+	[ETCD_KEYS_INSTANCE] = "in",   [ETCD_KEYS_WORKER] = "w",
+	[ETCD_KEYS_SETTING] = "set",   [ETCD_KEYS_REVOKED] = "rv",
+	[ETCD_KEYS_CODE_FILE] = "cf",  [ETCD_KEYS_CODE_REVISION] = "cr",
+	[ETCD_KEYS_OBJECT] = "om",     [ETCD_KEYS_CHUNK] = "oc",
+	[ETCD_KEYS_EVENT] = "ev",      [ETCD_KEYS_LEADER] = "leader",
+	[ETCD_KEYS_IMPORT] = "import",
 };
 
 /* ============================================================ checks */
+
+/* A kind whose key is P/KIND itself, with nothing after it. */
+static int single(int k)
+{
+	return k == ETCD_KEYS_META || k == ETCD_KEYS_LEADER ||
+	       k == ETCD_KEYS_IMPORT;
+}
 
 static int name_ok(const char *s)
 {
@@ -62,6 +70,15 @@ static int hex64_ok(const char *h)
 	return i == 64;
 }
 
+/* Whether `s` is UTF-8 (what a JSON string may hold). */
+static int utf8_ok(const char *s)
+{
+	json_t *v = json_string(s);
+
+	json_decref(v);
+	return v != NULL;
+}
+
 /* A byte a path keeps as it is in a key. */
 static int path_plain(unsigned char c)
 {
@@ -88,7 +105,7 @@ static int path_ok(const char *p, size_t n)
 
 uint32_t etcd_keys_chunks(uint64_t size)
 {
-	uint64_t n = (size + ETCD_KEYS_CHUNK - 1) / ETCD_KEYS_CHUNK;
+	uint64_t n = (size + ETCD_KEYS_CHUNK_BYTES - 1) / ETCD_KEYS_CHUNK_BYTES;
 
 	return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
 }
@@ -118,10 +135,7 @@ int etcd_keys_kind_prefix(const char *cluster, enum etcd_keys_kind kind,
 	rc = etcd_keys_prefix(cluster, out);
 	if (rc == 0)
 		rc = rt_buf_printf(out, "%s%s", kind_name[kind],
-				   kind == ETCD_KEYS_META ||
-						   kind == ETCD_KEYS_LEADER
-					   ? ""
-					   : "/");
+				   single(kind) ? "" : "/");
 	return rc;
 }
 
@@ -422,10 +436,9 @@ int etcd_keys_encode(const char *cluster, const struct etcd_keys_rec *r,
 						value);
 		/* json_pack fails (NULL: "-ENOMEM") on text that is not
 		 * UTF-8: say so as what it is. */
-		return rc == -ENOMEM && r->value != NULL &&
-				       json_string(r->value) == NULL
-			       ? -EINVAL
-			       : rc;
+		if (rc == -ENOMEM && r->value != NULL && !utf8_ok(r->value))
+			rc = -EINVAL;
+		return rc;
 	case ETCD_KEYS_REVOKED:
 		if (r->revoked.serial == NULL || r->revoked.revoked_ms < 0 ||
 		    (r->revoked.serial[0] != '\0' &&
@@ -448,25 +461,25 @@ int etcd_keys_encode(const char *cluster, const struct etcd_keys_rec *r,
 	case ETCD_KEYS_CODE_REVISION:
 		return etcd_keys_code_revision(cluster, &r->code, key, value);
 	case ETCD_KEYS_OBJECT:
-	case ETCD_KEYS_CHUNK_KIND:
+	case ETCD_KEYS_CHUNK:
 		if (!hex64_ok(r->hash))
 			return -EINVAL;
 		rc = etcd_keys_kind_prefix(cluster, r->kind, key);
 		if (rc == 0)
 			rc = rt_buf_puts(key, r->hash);
-		if (rc == 0 && r->kind == ETCD_KEYS_CHUNK_KIND)
-			rc = r->index >= ETCD_KEYS_CHUNKS
+		if (rc == 0 && r->kind == ETCD_KEYS_CHUNK)
+			rc = r->index >= ETCD_KEYS_CHUNKS_MAX
 				     ? -EINVAL
 				     : rt_buf_printf(key, "/%06u", r->index);
 		if (rc < 0 || value == NULL)
 			return rc;
-		if (r->kind == ETCD_KEYS_CHUNK_KIND)
-			return r->len > ETCD_KEYS_CHUNK
+		if (r->kind == ETCD_KEYS_CHUNK)
+			return r->len > ETCD_KEYS_CHUNK_BYTES
 				       ? -EINVAL
 				       : put_raw(r->data, r->len, value);
 		if (s64(r->size) < 0 ||
 		    r->chunks != etcd_keys_chunks(r->size) ||
-		    r->chunks > ETCD_KEYS_CHUNKS)
+		    r->chunks > ETCD_KEYS_CHUNKS_MAX)
 			return -EINVAL;
 		return put_json(json_pack("{sIsI}", "size", (json_int_t)r->size,
 					  "chunks", (json_int_t)r->chunks),
@@ -479,6 +492,7 @@ int etcd_keys_encode(const char *cluster, const struct etcd_keys_rec *r,
 			       ? rc
 			       : put_raw(r->data, r->len, value);
 	case ETCD_KEYS_LEADER:
+	case ETCD_KEYS_IMPORT:
 		rc = etcd_keys_kind_prefix(cluster, r->kind, key);
 		return rc < 0 || value == NULL
 			       ? rc
@@ -862,7 +876,7 @@ static int decode_json_kind(struct etcd_keys_rec *r, const char *p, size_t n,
 		if (rc == 0)
 			rc = get_num(o, "size", INT64_MAX, &v[0]);
 		if (rc == 0)
-			rc = get_num(o, "chunks", ETCD_KEYS_CHUNKS, &v[1]);
+			rc = get_num(o, "chunks", ETCD_KEYS_CHUNKS_MAX, &v[1]);
 		r->size = (uint64_t)v[0];
 		r->chunks = (uint32_t)v[1];
 		if (rc == 0 && r->chunks != etcd_keys_chunks(r->size))
@@ -885,16 +899,16 @@ static int decode_raw_kind(struct etcd_keys_rec *r, const char *p, size_t n,
 	uint64_t u = 0;
 	int rc = 0;
 
-	if (r->kind == ETCD_KEYS_CHUNK_KIND) {
+	if (r->kind == ETCD_KEYS_CHUNK) {
 		rc = split(r, p, n, 2, 0, names);
 		r->hash = names[0];
 		if (rc == 0 && !hex64_ok(r->hash))
 			rc = -EINVAL;
 		if (rc == 0)
 			rc = get_decimal(names[1], strlen(names[1]), 6, 1,
-					 ETCD_KEYS_CHUNKS - 1, &u);
+					 ETCD_KEYS_CHUNKS_MAX - 1, &u);
 		r->index = (uint32_t)u;
-		if (rc == 0 && vlen > ETCD_KEYS_CHUNK)
+		if (rc == 0 && vlen > ETCD_KEYS_CHUNK_BYTES)
 			rc = -EINVAL;
 	} else if (r->kind == ETCD_KEYS_EVENT) {
 		rc = get_decimal(p, n, 20, 1, UINT64_MAX, &u);
@@ -931,7 +945,7 @@ int etcd_keys_decode(const char *cluster, const char *key, size_t klen,
 	rc = -EINVAL;
 	for (k = 0; k < ETCD_KEYS_KINDS; k++) {
 		kl = strlen(kind_name[k]);
-		if (k == ETCD_KEYS_META || k == ETCD_KEYS_LEADER) {
+		if (single(k)) {
 			if (n == kl && memcmp(p, kind_name[k], kl) == 0)
 				break;
 		} else if (n > kl + 1 && memcmp(p, kind_name[k], kl) == 0 &&
@@ -942,12 +956,12 @@ int etcd_keys_decode(const char *cluster, const char *key, size_t klen,
 	if (k == ETCD_KEYS_KINDS)
 		goto out;
 	r->kind = (enum etcd_keys_kind)k;
-	if (k != ETCD_KEYS_META && k != ETCD_KEYS_LEADER) {
+	if (!single(k)) {
 		p += kl + 1;
 		n -= kl + 1;
 	}
-	if (k == ETCD_KEYS_CHUNK_KIND || k == ETCD_KEYS_EVENT ||
-	    k == ETCD_KEYS_LEADER) {
+	if (k == ETCD_KEYS_CHUNK || k == ETCD_KEYS_EVENT ||
+	    k == ETCD_KEYS_LEADER || k == ETCD_KEYS_IMPORT) {
 		rc = decode_raw_kind(r, p, n, value, vlen);
 		goto out;
 	}

@@ -24,6 +24,9 @@
  *   P/oc/SHA256/NNNNNN         the object's bytes NNNNNN*1MiB.. (%06u)
  *   P/ev/NNNNNNNNNNNNNNNNNNNN  an event line (%020llu: its sequence)
  *   P/leader                   the elected controller's name
+ *   P/import                   the import under way (its id): while it is
+ *                              there and P/meta is not, the cluster is
+ *                              being imported, or an import did not end
  *
  * Names (tenants, namespaces, functions, workers, serials) are
  * rt_name_valid's [A-Za-z0-9._-], so '/' separates components safely; a
@@ -31,11 +34,12 @@
  * ('/' between its components); its bytes outside '!'..'~' and '%' are
  * written %XX (upper-case hex), so every key is printable ASCII, and
  * decoding takes only that canonical form. All numbers are integers >= 0.
- * An object is cut into chunks of ETCD_KEYS_CHUNK bytes (the last one
+ * An object is cut into chunks of ETCD_KEYS_CHUNK_BYTES bytes (the last one
  * shorter; none for an empty object); its chunks are written before its
  * P/om, so P/om means the object is whole.
  *
- * Every function returns 0 or a negative errno: -EINVAL for anything
+ * The functions that return an int (but etcd_keys_cluster_valid) return
+ * 0 or a negative errno: -EINVAL for anything
  * outside the layout (a bad name, a missing or extra component, a
  * trailing '/', another cluster's prefix, a value that is not the JSON
  * of its kind, a number out of range), -ENOMEM.
@@ -49,10 +53,10 @@
 #include "../runtime/rt.h"
 #include "store.h"
 
-#define ETCD_KEYS_FORMAT  "fnfs-cluster"
-#define ETCD_KEYS_VERSION 1
-#define ETCD_KEYS_CHUNK	  (1u << 20) /* bytes of an object's chunk */
-#define ETCD_KEYS_CHUNKS  1000000u   /* chunks an object may have */
+#define ETCD_KEYS_FORMAT      "fnfs-cluster"
+#define ETCD_KEYS_VERSION     1
+#define ETCD_KEYS_CHUNK_BYTES (1u << 20) /* bytes of an object's chunk */
+#define ETCD_KEYS_CHUNKS_MAX  1000000u	 /* chunks an object may have */
 
 /* The kinds of key, each with its own component after P/. */
 enum etcd_keys_kind {
@@ -67,9 +71,10 @@ enum etcd_keys_kind {
 	ETCD_KEYS_CODE_FILE,	 /* cf/ */
 	ETCD_KEYS_CODE_REVISION, /* cr/ */
 	ETCD_KEYS_OBJECT,	 /* om/ */
-	ETCD_KEYS_CHUNK_KIND,	 /* oc/ */
+	ETCD_KEYS_CHUNK,	 /* oc/ */
 	ETCD_KEYS_EVENT,	 /* ev/ */
 	ETCD_KEYS_LEADER,	 /* leader */
+	ETCD_KEYS_IMPORT,	 /* import */
 	ETCD_KEYS_KINDS
 };
 
@@ -94,12 +99,12 @@ struct etcd_keys_rec {
 	struct etcd_keys_revoked revoked; /* REVOKED */
 	struct store_code_file file;	  /* CODE_FILE */
 	struct store_code_revision code;  /* CODE_REVISION */
-	const char *hash;		  /* OBJECT, CHUNK_KIND */
+	const char *hash;		  /* OBJECT, CHUNK */
 	uint64_t size;			  /* OBJECT: bytes */
-	uint32_t chunks;		  /* OBJECT: = ceil(size/CHUNK) */
-	uint32_t index;			  /* CHUNK_KIND */
+	uint32_t chunks;		  /* OBJECT: etcd_keys_chunks(size) */
+	uint32_t index;			  /* CHUNK */
 	uint64_t seq;			  /* EVENT */
-	const char *data;		  /* CHUNK_KIND, EVENT, LEADER */
+	const char *data;		  /* CHUNK, EVENT, LEADER, IMPORT */
 	size_t len;			  /* bytes of data */
 	char *owned[8];			  /* what decoding allocated */
 	int nowned;
@@ -116,15 +121,15 @@ int etcd_keys_cluster_valid(const char *name);
 int etcd_keys_prefix(const char *cluster, struct rt_buf *out);
 
 /* `out` := the prefix of every key of `kind` ("/fnfs/CLUSTER/t/", ...;
- * META and LEADER: the key itself). */
+ * META, LEADER and IMPORT: the key itself). */
 int etcd_keys_kind_prefix(const char *cluster, enum etcd_keys_kind kind,
 			  struct rt_buf *out);
 
 /* `key` := the key of `r`, and `value` (unless NULL: for a delete, only
  * the key is made) := its value. Strings of `r` are checked as decoding
  * would (names, hashes, a spec or tags that are JSON of the right shape,
- * a setting's value that is UTF-8); a CHUNK_KIND, EVENT or LEADER value
- * is r->data as it is. Both buffers are reset first. */
+ * a setting's value that is UTF-8); a CHUNK, EVENT, LEADER or IMPORT
+ * value is r->data as it is. Both buffers are reset first. */
 int etcd_keys_encode(const char *cluster, const struct etcd_keys_rec *r,
 		     struct rt_buf *key, struct rt_buf *value);
 
@@ -156,8 +161,8 @@ uint32_t etcd_keys_chunks(uint64_t size);
 
 /* Reads key `key` (`klen` bytes) and its value (`vlen` bytes) of cluster
  * `cluster` into `r` (zeroed first; free it with etcd_keys_rec_free, also
- * after a failure). A CHUNK_KIND, EVENT or LEADER record's data is a copy
- * of the value. */
+ * after a failure). A CHUNK, EVENT, LEADER or IMPORT record's data is
+ * a copy of the value. */
 int etcd_keys_decode(const char *cluster, const char *key, size_t klen,
 		     const char *value, size_t vlen, struct etcd_keys_rec *r);
 

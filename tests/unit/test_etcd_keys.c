@@ -54,8 +54,8 @@ TEST(etcd_keys_prefixes)
 	CHECK(etcd_keys_code_prefix(C, "a", "b/c", "d", &b) == -EINVAL);
 	CHECK(etcd_keys_chunks(0) == 0);
 	CHECK(etcd_keys_chunks(1) == 1);
-	CHECK(etcd_keys_chunks(ETCD_KEYS_CHUNK) == 1);
-	CHECK(etcd_keys_chunks(ETCD_KEYS_CHUNK + 1) == 2);
+	CHECK(etcd_keys_chunks(ETCD_KEYS_CHUNK_BYTES) == 1);
+	CHECK(etcd_keys_chunks(ETCD_KEYS_CHUNK_BYTES + 1) == 2);
 	rt_buf_free(&b);
 }
 
@@ -227,13 +227,13 @@ TEST(etcd_keys_code_round_trip)
 
 	r = (struct etcd_keys_rec){ .kind = ETCD_KEYS_OBJECT };
 	r.hash = h;
-	r.size = 3 * ETCD_KEYS_CHUNK + 1;
+	r.size = 3 * ETCD_KEYS_CHUNK_BYTES + 1;
 	r.chunks = 4;
 	round_trip(&r,
 		   "/fnfs/prod/om/0123456789abcdef0123456789abcdef"
 		   "0123456789abcdef0123456789abcdef",
 		   &o);
-	CHECK(o.size == 3 * ETCD_KEYS_CHUNK + 1 && o.chunks == 4);
+	CHECK(o.size == 3 * ETCD_KEYS_CHUNK_BYTES + 1 && o.chunks == 4);
 	etcd_keys_rec_free(&o);
 	r.chunks = 3; /* not what the size says */
 	CHECK(etcd_keys_encode(C, &r, &b, NULL) == 0); /* the key alone */
@@ -244,7 +244,7 @@ TEST(etcd_keys_code_round_trip)
 		rt_buf_free(&v);
 	}
 
-	r = (struct etcd_keys_rec){ .kind = ETCD_KEYS_CHUNK_KIND };
+	r = (struct etcd_keys_rec){ .kind = ETCD_KEYS_CHUNK };
 	r.hash = h;
 	r.index = 7;
 	r.data = "\0\1\2bytes";
@@ -283,6 +283,10 @@ TEST(etcd_keys_meta_events_leader)
 				    .data = "ctl-a",
 				    .len = 5 };
 	round_trip(&r, "/fnfs/prod/leader", &o);
+	CHECK(o.len == 5 && memcmp(o.data, "ctl-a", 5) == 0);
+	etcd_keys_rec_free(&o);
+	r.kind = ETCD_KEYS_IMPORT;
+	round_trip(&r, "/fnfs/prod/import", &o);
 	CHECK(o.len == 5 && memcmp(o.data, "ctl-a", 5) == 0);
 	etcd_keys_rec_free(&o);
 }
@@ -435,6 +439,7 @@ TEST(etcd_keys_rejects)
 	CHECK(refused("/fnfs/prod/meta/x",
 		      "{\"format\":\"fnfs-cluster\",\"version\":1}"));
 	CHECK(refused("/fnfs/prod/leaderx", "a"));
+	CHECK(refused("/fnfs/prod/import/x", "a"));
 
 	/* encoding refuses what decoding would */
 	r.row = (struct store_row){ .kind = STORE_TENANT, .tenant = "a/b" };
@@ -466,9 +471,9 @@ TEST(etcd_keys_rejects)
 	r = (struct etcd_keys_rec){ .kind = ETCD_KEYS_REVOKED };
 	r.revoked = (struct etcd_keys_revoked){ "w", "-", 1 };
 	CHECK(etcd_keys_encode(C, &r, &k, &v) == -EINVAL);
-	r = (struct etcd_keys_rec){ .kind = ETCD_KEYS_CHUNK_KIND,
+	r = (struct etcd_keys_rec){ .kind = ETCD_KEYS_CHUNK,
 				    .hash = H64,
-				    .index = ETCD_KEYS_CHUNKS };
+				    .index = ETCD_KEYS_CHUNKS_MAX };
 	CHECK(etcd_keys_encode(C, &r, &k, &v) == -EINVAL);
 	r = (struct etcd_keys_rec){ .kind = ETCD_KEYS_KINDS };
 	CHECK(etcd_keys_encode(C, &r, &k, &v) == -EINVAL);
@@ -501,6 +506,7 @@ TEST(etcd_keys_fuzz_never_crashes)
 		"/fnfs/prod/oc/" H64 "/000001",
 		"/fnfs/prod/ev/00000000000000000003",
 		"/fnfs/prod/meta",
+		"/fnfs/prod/import",
 	};
 	static const char *const values[] = {
 		T5,
@@ -518,6 +524,7 @@ TEST(etcd_keys_fuzz_never_crashes)
 		"raw",
 		"event",
 		"{\"format\":\"fnfs-cluster\",\"version\":1}",
+		"host 1 pid 2",
 	};
 	static const char alphabet[] = "/%09AFaz:.-_{}[]\",:\xe9\0 ";
 	uint64_t seed = 0x9e3779b97f4a7c15ull;
