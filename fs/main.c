@@ -70,6 +70,13 @@ static const char help_text[] =
 	"      TCP with TLS 1.3 and certificates of the cluster CA (fnfs ca\n"
 	"      init first). --insecure admits plain TCP too, with no\n"
 	"      authentication: for tests and loopback only.\n"
+	"      --store etcd://HOST:PORT,... --cluster NAME: one of a cluster\n"
+	"      of controllers whose tenants, namespaces and functions are in\n"
+	"      that etcd (every mount shows and writes the same tree; a write\n"
+	"      returns once etcd has it; without etcd's quorum writes fail\n"
+	"      with EIO and reads go on). --etcd-ca/--etcd-cert/--etcd-key:\n"
+	"      https. Not yet: instances on a cluster (no --workers or\n"
+	"      --listen with it; code/ is EOPNOTSUPP).\n"
 	"      SIGTERM, SIGINT or `fusermount3 -u MOUNTPOINT` unmount it and\n"
 	"      stop every instance and local worker. A dead mount left by a\n"
 	"      crash is cleaned up first; after a crash the workers, which\n"
@@ -317,6 +324,13 @@ static int check_store(const char *store, struct fs_options *opt)
 		why = "--cluster and --etcd-* go with --store etcd://...";
 	else if (why == NULL && !opt->etcd_cert != !opt->etcd_key)
 		why = "--etcd-cert and --etcd-key go together";
+	else if (why == NULL && opt->etcd != NULL &&
+		 (opt->workers > 0 || opt->listen != NULL))
+		why = "--workers and --listen do not go with --store etcd:// "
+		      "yet: a cluster's controllers share tenants, namespaces "
+		      "and functions, not placement";
+	if (why == NULL && opt->etcd != NULL)
+		opt->workers = 0;
 	if (why != NULL)
 		fprintf(stderr, "fnfs mount: %s\n", why);
 	return why ? -1 : 0;
@@ -417,7 +431,7 @@ static int cmd_mount(int argc, char **argv)
 		make_parents(owned);
 		opt.datadir = owned;
 	}
-	if (check_listen(&opt) < 0 || check_store(store, &opt) < 0) {
+	if (check_store(store, &opt) < 0 || check_listen(&opt) < 0) {
 		free(owned);
 		return 2;
 	}

@@ -74,6 +74,19 @@ void sched__on_register(struct sched *s, struct conn *c, const struct rt_msg *m)
 		sched__conn_close(c, "bad registration");
 		return;
 	}
+	if (store_shared(s->store)) {
+		/* Placement is one controller's, the elected leader's: until
+		 * it is built, a cluster's controllers run no instance. */
+		static const char why[] =
+			"this controller is one of a cluster, whose placement "
+			"is not built yet";
+
+		sched__admit_refused(s, peer, why);
+		sched__conn_send(c, json_pack("{s:s, s:s}", "type", "refused",
+					      "reason", why));
+		sched__conn_close(c, "cluster");
+		return;
+	}
 	if (strcmp(id, "pool_size") == 0 || strcmp(id, "strategy") == 0 ||
 	    strcmp(id, "rebalance") == 0 || strcmp(id, "status") == 0) {
 		sched__admit_refused(s, peer, "that id is a file of workers/");

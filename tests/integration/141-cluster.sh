@@ -177,6 +177,17 @@ check "rmdir of the function on a" rmdir "$A/acme/prod/thumb"
 check "then of the namespace on b" wait_until 5 rmdir "$B/acme/prod"
 check "c shows the namespace gone" wait_until 5 test ! -e "$C/acme/prod"
 
+# ---- no placement on a cluster yet: said, not half done
+check_fails_with "--workers is refused with --store etcd://" "placement" \
+	"$FNFS" mount --data "$T/dx" --workers 1 --store "etcd://$EP" --cluster it1 "$T/mx"
+check_fails_with "--listen too" "placement" \
+	"$FNFS" mount --data "$T/dx" --listen 127.0.0.1:1 --insecure --store "etcd://$EP" --cluster it1 "$T/mx"
+check_fails_with "--store wants --cluster" "wants --cluster" \
+	"$FNFS" mount --data "$T/dx" --store "etcd://$EP" "$T/mx"
+timeout 10 "$FNFS" worker --connect "$T/da/ctl.sock" --id w1 --memory 64 >"$T/w1.log" 2>&1
+check "a worker that registers is refused and exits" grep -q "placement is not built yet" "$T/w1.log"
+check "the refusal is journalled" grep -q "worker.refused" "$T/ma/events"
+
 # ---- the end: every controller unmounts and exits
 for m in a b c; do
 	p=${CPID[$m]}
