@@ -398,6 +398,25 @@ static int count_children(const char *key, void *value, void *arg)
 	return 0;
 }
 
+/* A cluster's controller: how far its tree follows etcd (nothing with
+ * SQLite). etcd_stale is 1 while the watch is down (the tree may be
+ * behind), etcd_stale_ms how long it has been. */
+static int render_store(struct sched *s, struct rt_buf *out)
+{
+	int64_t rev, since;
+	int watching;
+	const char *ep, *err;
+
+	if (store_shared_state(s->store, &rev, &watching, &since, &ep, &err) <
+	    0)
+		return 0;
+	return rt_buf_printf(out,
+			     "etcd_revision %lld\netcd_stale %d\n"
+			     "etcd_stale_ms %lld\n",
+			     (long long)rev, !watching,
+			     (long long)(watching ? 0 : rt_now_ms() - since));
+}
+
 /* A few lines whatever the size of the tree: rendered whole. */
 static int render_stats(struct sched *s, struct rt_buf *out)
 {
@@ -405,6 +424,7 @@ static int render_stats(struct sched *s, struct rt_buf *out)
 	struct sched_stats_view v;
 	size_t i, namespaces = 0, online = 0, n;
 	void **w = rt_map_values(&s->pool.children, &n);
+	int rc;
 
 	rt_map_each(&s->root.children, count_children, &namespaces);
 	rt_map_each(&s->root.children, tenant_totals, &tot);
@@ -420,8 +440,9 @@ static int render_stats(struct sched *s, struct rt_buf *out)
 		      online);
 	sched_stats_view(s->stats, rt_now_ms(), &v);
 	sched_stats_render(&v, out);
-	return rt_buf_printf(out, "restarts_total %lld\nqueue_depth %d\n",
-			     tot.restarts, tot.queue);
+	rc = rt_buf_printf(out, "restarts_total %lld\nqueue_depth %d\n",
+			   tot.restarts, tot.queue);
+	return rc < 0 ? rc : render_store(s, out);
 }
 
 /* Adds the counters of `src` to `dst`: totals, histogram, and the
@@ -506,6 +527,8 @@ static void stats_step(struct sched *s, struct sched_cursor *c, struct text *t)
 		t->err = sched_stats_render(&v, t->b);
 	tprintf(t, "restarts_total %lld\nqueue_depth %d\n", tot.restarts,
 		tot.queue);
+	if (t->err == 0)
+		t->err = render_store(s, t->b);
 	free(sum);
 }
 

@@ -541,7 +541,8 @@ void store_stop(struct store *st)
 }
 
 int store_shared_state(const struct store *st, int64_t *revision, int *watching,
-		       const char **endpoint, const char **error)
+		       int64_t *stale_since, const char **endpoint,
+		       const char **error)
 {
 	struct store_etcd_state es;
 
@@ -550,6 +551,7 @@ int store_shared_state(const struct store *st, int64_t *revision, int *watching,
 	store_etcd_state(st->remote, &es);
 	*revision = es.revision;
 	*watching = es.watching;
+	*stale_since = es.stale_since;
 	*endpoint = es.endpoint;
 	*error = es.error;
 	return 0;

@@ -96,11 +96,12 @@ int store_open_shared(struct store **out, const char *path,
 		      const char *cluster);
 
 /* What a shared store knows of etcd: the newest revision its rows have,
- * whether it is following etcd now, the endpoint it asks and its last
- * failure (NULL: none; strings owned by the store). Returns 0, or
- * -ENOENT when `st` is not shared. */
+ * whether it is following etcd now and since when it is not (epoch ms),
+ * the endpoint it asks and its last failure (NULL: none; strings owned
+ * by the store). Returns 0, or -ENOENT when `st` is not shared. */
 int store_shared_state(const struct store *st, int64_t *revision, int *watching,
-		       const char **endpoint, const char **error);
+		       int64_t *stale_since, const char **endpoint,
+		       const char **error);
 
 /* Ends what a shared store does on the loop (its watch, its requests:
  * what waits fails with -ECANCELED), so that the loop can end; a no-op

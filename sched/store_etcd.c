@@ -16,6 +16,8 @@
 #define WAIT_MS 10000
 /* How soon a broken watch is set up again. */
 #define REWATCH_MS 500
+/* How often the quorum is probed. */
+#define PROBE_MS 1000
 
 /* A row this controller knows: its key's mod_revision and value (what a
  * delete, which carries no value, is decoded from). */
@@ -66,7 +68,13 @@ struct store_etcd {
 	int sync_step, sync_rc;
 	unsigned gen;
 	char *error;
-	int stopped; /* store_etcd_stop: no client any more */
+	int stopped;	     /* store_etcd_stop: no client any more */
+	int64_t stale_since; /* rt_now_ms when the watch went down */
+	/* the quorum probe: a linearizable read every PROBE_MS, since a
+	 * watch on a member cut off from the others stays open and quiet */
+	int probing;
+	uint64_t probe_sent;	/* rt_mono_ms */
+	int64_t quorum_lost_ms; /* rt_now_ms of the first failed probe, or 0 */
 };
 
 static const enum etcd_keys_kind kinds[3] = { ETCD_KEYS_TENANT,
@@ -480,6 +488,7 @@ static void on_watch(void *arg, const struct etcd_answer *a)
 		etcd_watch_free(e->watch);
 		e->watch = NULL;
 		e->watching = 0;
+		e->stale_since = rt_now_ms();
 		if (a->rc == -ERANGE)
 			resync(e);
 		return; /* else on_timer watches again */
@@ -527,13 +536,41 @@ static void start_watch(struct store_etcd *e)
 	}
 }
 
-/* Every REWATCH_MS while something is wrong, and for the deadlines. */
+static void on_probe(void *arg, const struct etcd_answer *a)
+{
+	struct store_etcd *e = arg;
+
+	e->probing = 0;
+	if (a->rc == 0)
+		e->quorum_lost_ms = 0;
+	else if (a->rc != -ECANCELED && e->quorum_lost_ms == 0) {
+		e->quorum_lost_ms = rt_now_ms();
+		set_error(e, "etcd's quorum", a->rc, a->error);
+	}
+}
+
+/* A linearizable read of one key, which etcd answers only with a quorum:
+ * the watch alone cannot tell a member cut off from the others. */
+static void probe(struct store_etcd *e)
+{
+	uint64_t now = rt_mono_ms();
+
+	if (e->probing || now - e->probe_sent < PROBE_MS)
+		return;
+	e->probe_sent = now;
+	if (etcd_range(e->c, e->prefix, e->prefix_end, 0, 1, on_probe, e) == 0)
+		e->probing = 1;
+}
+
+/* Every REWATCH_MS: the watch when it is down, the quorum probe, and the
+ * waiters' deadlines. */
 static void on_timer(uv_timer_t *t)
 {
 	struct store_etcd *e = t->data;
 
 	if (e->stopped)
 		return;
+	probe(e);
 	if (e->watch == NULL && !e->syncing) {
 		if (e->sync_rc < 0)
 			resync(e);
@@ -829,6 +866,7 @@ int store_etcd_open(struct store_etcd **out, uv_loop_t *loop,
 	if (e == NULL)
 		goto out;
 	e->loop = loop;
+	e->stale_since = rt_now_ms();
 	e->deliver = deliver;
 	e->deliver_arg = arg;
 	rc = -EINVAL;
@@ -945,7 +983,8 @@ int store_etcd_load(struct store_etcd *e,
 void store_etcd_state(const struct store_etcd *e, struct store_etcd_state *out)
 {
 	out->revision = e->applied;
-	out->watching = e->watching;
+	out->watching = e->watching && e->quorum_lost_ms == 0;
+	out->stale_since = !e->watching ? e->stale_since : e->quorum_lost_ms;
 	out->endpoint = e->c ? etcd_client_endpoint(e->c) : "";
 	out->error = e->error;
 }

@@ -58,8 +58,10 @@ int store_etcd_submit(struct store_etcd *e, const struct store_change *v,
 
 /* What this controller knows of etcd, for status files. */
 struct store_etcd_state {
-	int64_t revision; /* the newest revision its model has */
-	int watching;	  /* 0: the watch is down (the model may be stale) */
+	int64_t revision;    /* the newest revision its model has */
+	int watching;	     /* 0: the watch is down, or the quorum probe fails
+			      * (the model may be stale) */
+	int64_t stale_since; /* epoch ms when it went down (watching 0) */
 	const char *endpoint;
 	const char *error; /* the last failure, or NULL */
 };

@@ -151,6 +151,8 @@ check "b has c's removal" test ! -e "$B/acme/prod/race1"
 check "b has the same tree as a" eval 'diff <(tree_of "$A") <(tree_of "$B") >/dev/null'
 
 # ---- etcd: one member lost, then a majority, then back
+check "stats show the etcd revision a follows" grep -q "^etcd_revision [1-9]" "$T/ma/stats"
+check "and that it is not stale" grep -qx "etcd_stale 0" "$T/ma/stats"
 etcd_kill 0
 check "with one etcd member killed, a write on a works" \
 	wait_until 10 write_checked "$A/acme/prod/thumb/timeout" 40
@@ -163,11 +165,13 @@ ms=$((($(date +%s%N) - start) / 1000000))
 check "within its bound (${ms} ms < 12000)" test "$ms" -lt 12000
 check_fails_with "a mkdir fails the same way" "Input/output error" mkdir "$B/acme/prod/late"
 check_eq "reads go on from the last model" "$(cat "$C/acme/prod/thumb/timeout")" 40
+check "c's stats say its tree is stale" wait_until 10 grep -qx "etcd_stale 1" "$T/mc/stats"
 check "the failed write changed nothing" eval '[ "$(cat "$A/acme/prod/thumb/timeout")" = 40 ]'
 etcd_restart 0
 etcd_restart 1
 check "etcd healthy again within 20 s" etcd_wait_healthy 20
 check "writes work again" wait_until 15 write_checked "$B/acme/prod/thumb/timeout" 42
+check "c's stats are no longer stale" wait_until 10 grep -qx "etcd_stale 0" "$T/mc/stats"
 check "the three mounts converge" wait_until 10 eval '[ "$(cat "$A/acme/prod/thumb/timeout")" = 42 ] && [ "$(cat "$C/acme/prod/thumb/timeout")" = 42 ]'
 check "the trees are the same after it all" wait_until 10 eval 'diff <(tree_of "$A") <(tree_of "$C") >/dev/null && diff <(tree_of "$A") <(tree_of "$B") >/dev/null'
 
