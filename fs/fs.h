@@ -293,6 +293,8 @@ struct fs_options {
 	const char *etcd;
 	const char *cluster; /* --cluster NAME */
 	const char *etcd_ca, *etcd_cert, *etcd_key;
+	const char *name; /* --name: this controller in the cluster */
+	int leader_ttl;	  /* --leader-ttl seconds, or 0 (the default) */
 };
 
 /* Runs `fnfs mount`: mounts, serves until unmounted or signalled, unmounts.

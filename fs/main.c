@@ -324,11 +324,16 @@ static int check_store(const char *store, struct fs_options *opt)
 		why = "--cluster and --etcd-* go with --store etcd://...";
 	else if (why == NULL && !opt->etcd_cert != !opt->etcd_key)
 		why = "--etcd-cert and --etcd-key go together";
-	else if (why == NULL && opt->etcd != NULL &&
-		 (opt->workers > 0 || opt->listen != NULL))
-		why = "--workers and --listen do not go with --store etcd:// "
-		      "yet: a cluster's controllers share tenants, namespaces "
-		      "and functions, not placement";
+	else if (why == NULL && opt->etcd == NULL &&
+		 (opt->name != NULL || opt->leader_ttl != 0))
+		why = "--name and --leader-ttl go with --store etcd://...";
+	else if (why == NULL && opt->name != NULL && !rt_name_valid(opt->name))
+		why = "--name wants 1 to 63 of [A-Za-z0-9._-]";
+	else if (why == NULL && opt->etcd != NULL && opt->workers > 0)
+		why = "--workers does not go with --store etcd://: local "
+		      "workers would die with their controller, and a "
+		      "cluster's instances must outlive it; start workers "
+		      "with fnfs worker --connect";
 	if (why == NULL && opt->etcd != NULL)
 		opt->workers = 0;
 	if (why != NULL)
@@ -354,6 +359,8 @@ static int cmd_mount(int argc, char **argv)
 		{ "etcd-ca", required_argument, NULL, 'A' },
 		{ "etcd-cert", required_argument, NULL, 'E' },
 		{ "etcd-key", required_argument, NULL, 'K' },
+		{ "name", required_argument, NULL, 'N' },
+		{ "leader-ttl", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -414,6 +421,17 @@ static int cmd_mount(int argc, char **argv)
 		case 'A': opt.etcd_ca = optarg; break;
 		case 'E': opt.etcd_cert = optarg; break;
 		case 'K': opt.etcd_key = optarg; break;
+		case 'N': opt.name = optarg; break;
+		case 'T':
+			v = strtol(optarg, &end, 10);
+			if (*optarg == '\0' || *end != '\0' || v < 2 ||
+			    v > 300) {
+				fprintf(stderr, "fnfs mount: --leader-ttl wants "
+						"seconds, from 2 to 300\n");
+				return 2;
+			}
+			opt.leader_ttl = (int)v;
+			break;
 		case 'h': fputs(help_text, stdout); return 0;
 		default: fputs(usage_text, stderr); return 2;
 		}

@@ -509,7 +509,7 @@ static int serve(const char *mp, const char *datadir, int ready,
 		opt->workers,	 opt->worker_memory,	 NULL,
 		logpath,	 opt->heartbeat_timeout, opt->starts_per_minute,
 		opt->run_as_uid, opt->run_as_gid,	 opt->listen,
-		opt->insecure
+		opt->insecure,	 opt->name,		 opt->leader_ttl
 	};
 	char self[PATH_MAX];
 	ssize_t n;

@@ -582,6 +582,9 @@ struct sched_options {
 	const char *listen;    /* --listen IP:PORT for workers over TCP, or
 				  NULL (then only DATA/ctl.sock) */
 	int insecure;	       /* --insecure: plain TCP admitted on it too */
+	const char *name;      /* a cluster's controller: its --name, or
+				  NULL (the host's name) */
+	int leader_ttl;	       /* a cluster's leader lease, s (0: 5) */
 };
 
 /* Whether DATA/ca holds what --listen needs (`fnfs ca init`). Returns 0,
