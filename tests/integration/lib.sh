@@ -227,6 +227,15 @@ execd() {
 	[ "$(cat "/proc/$1/comm" 2>/dev/null)" = "$2" ]
 }
 
+# restarts_of FUNCTION-DIR: the restarts of all its instances, summed.
+restarts_of() {
+	local d n=0
+	for d in "$1"/instances/*; do
+		n=$((n + $(stat_of "$d/status" restarts)))
+	done
+	echo "$n"
+}
+
 # all_execd FUNCTION-DIR NAME: every instance's process runs NAME.
 all_execd() {
 	local d
