@@ -152,6 +152,20 @@ out:
 	return rc;
 }
 
+int rt_connect_parse_path(const char *path, struct rt_connect_list *l,
+			  char *why, size_t n)
+{
+	int rc;
+
+	memset(l, 0, sizeof(*l));
+	l->retry_ms = RT_CONNECT_RETRY_FIRST_MS;
+	l->scheme = RT_CONNECT_UNIX;
+	rc = target_set(&l->list[0], RT_CONNECT_UNIX, path, strlen(path), why,
+			n);
+	l->n = rc < 0 ? 0 : 1;
+	return rc;
+}
+
 void rt_connect_begin(struct rt_connect_list *l, uint64_t *rng)
 {
 	l->cur = l->n > 1 ? rt_backoff_delay(l->n - 1, rng) : 0;

@@ -69,6 +69,12 @@ struct rt_connect_list {
 int rt_connect_parse(const char *spec, struct rt_connect_list *l, char *why,
 		     size_t n);
 
+/* Fills `l` with the one socket path `path` (a path with a comma, which
+ * rt_connect_parse would split). Returns 0 or -EINVAL (too long) with the
+ * reason in `why`. Pure. */
+int rt_connect_parse_path(const char *path, struct rt_connect_list *l,
+			  char *why, size_t n);
+
 /* Starts the first round at a random target (drawn from `*rng`,
  * advanced), so that the workers of a cluster do not all wait on the same
  * unreachable controller first. */

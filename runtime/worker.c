@@ -1048,8 +1048,20 @@ static const char worker_usage[] =
 static int parse_connect(struct rt_worker *w)
 {
 	char why[256];
+	struct stat st;
+	int rc;
 
-	if (rt_connect_parse(w->sock_path, &w->targets, why, sizeof(why)) < 0) {
+	/* A socket whose path has a comma (its controller's --data) is
+	 * one, not a list. */
+	if (strchr(w->sock_path, ',') != NULL &&
+	    strstr(w->sock_path, "://") == NULL &&
+	    stat(w->sock_path, &st) == 0 && S_ISSOCK(st.st_mode))
+		rc = rt_connect_parse_path(w->sock_path, &w->targets, why,
+					   sizeof(why));
+	else
+		rc = rt_connect_parse(w->sock_path, &w->targets, why,
+				      sizeof(why));
+	if (rc < 0) {
 		fprintf(stderr, "fnfs worker: --connect %s: %s\n", w->sock_path,
 			why);
 		return -1;

@@ -107,6 +107,17 @@ TEST(connect_parse_refuses_bad_lists)
 	CHECK(refused_with(many, "too long for a socket path"));
 }
 
+TEST(connect_parse_path_with_a_comma)
+{
+	struct rt_connect_list l;
+	char why[256];
+
+	CHECK(rt_connect_parse_path("/var/lib/fnfs,1/ctl.sock", &l, why,
+				    sizeof(why)) == 0);
+	CHECK(l.n == 1 && l.scheme == RT_CONNECT_UNIX);
+	CHECK_STR(l.list[0].text, "/var/lib/fnfs,1/ctl.sock");
+}
+
 /* ============================================================ the order */
 
 TEST(connect_begins_at_a_random_target)
