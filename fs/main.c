@@ -23,6 +23,7 @@ static const char usage_text[] =
 	"             [--run-as USER] [--allow-root-functions]\n"
 	"             [--listen IP:PORT [--insecure]]\n"
 	"             [--store etcd://HOST:PORT[,...] --cluster NAME\n"
+	"              [--name ID] [--leader-ttl S]\n"
 	"              [--etcd-ca CA --etcd-cert CERT --etcd-key KEY]] "
 	"MOUNTPOINT\n"
 	"  fnfs worker --connect SOCKET[,...]|tls://IP:PORT[,...]|"
@@ -77,8 +78,13 @@ static const char help_text[] =
 	"      that etcd (every mount shows and writes the same tree; a write\n"
 	"      returns once etcd has it; without etcd's quorum writes fail\n"
 	"      with EIO and reads go on). --etcd-ca/--etcd-cert/--etcd-key:\n"
-	"      https. Not yet: instances on a cluster (no --workers or\n"
-	"      --listen with it; code/ is EOPNOTSUPP).\n"
+	"      https. --name ID names this controller (default: the host's\n"
+	"      name). One controller, elected on a lease of --leader-ttl S\n"
+	"      (default 5), leads: it admits the workers (give them every\n"
+	"      controller's --listen), places and recovers; the others show\n"
+	"      its instances and send workers to it. A new leader takes the\n"
+	"      workers over with their instances running (same pids). No\n"
+	"      --workers on a cluster; code/ is EOPNOTSUPP there.\n"
 	"      SIGTERM, SIGINT or `fusermount3 -u MOUNTPOINT` unmount it and\n"
 	"      stop every instance and local worker. A dead mount left by a\n"
 	"      crash is cleaned up first; after a crash the workers, which\n"
@@ -437,8 +443,9 @@ static int cmd_mount(int argc, char **argv)
 			v = strtol(optarg, &end, 10);
 			if (*optarg == '\0' || *end != '\0' || v < 2 ||
 			    v > 300) {
-				fprintf(stderr, "fnfs mount: --leader-ttl wants "
-						"seconds, from 2 to 300\n");
+				fprintf(stderr,
+					"fnfs mount: --leader-ttl wants "
+					"seconds, from 2 to 300\n");
 				return 2;
 			}
 			opt.leader_ttl = (int)v;
