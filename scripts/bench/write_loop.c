@@ -14,8 +14,9 @@
  * function already has changes nothing and is answered at once).
  *
  * WARM writes untimed, then N timed ones; prints one line per timed write,
- * in microseconds (CLOCK_MONOTONIC, from before open to after close). Any
- * failed system call ends the program with status 1.
+ * in microseconds (CLOCK_MONOTONIC): the whole write (from before open to
+ * after close), then its open, its write and its close. Any failed system
+ * call ends the program with status 1.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -32,17 +33,21 @@ static double now_us(void)
 	return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
 }
 
-/* One `echo value > path`; 0 or -1 (with a message). */
-static int write_once(const char *path, const char *line, size_t len)
+/* One `echo value > path`, its three calls' ends in t[0..2]; 0 or -1
+ * (with a message). */
+static int write_once(const char *path, const char *line, size_t len,
+		      double t[3])
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	ssize_t w;
 
+	t[0] = now_us();
 	if (fd < 0) {
 		perror(path);
 		return -1;
 	}
 	w = write(fd, line, len);
+	t[1] = now_us();
 	if (w != (ssize_t)len) {
 		perror(w < 0 ? "write" : "write (short)");
 		close(fd);
@@ -52,6 +57,7 @@ static int write_once(const char *path, const char *line, size_t len)
 		perror("close");
 		return -1;
 	}
+	t[2] = now_us();
 	return 0;
 }
 
@@ -78,12 +84,13 @@ int main(int argc, char **argv)
 		len[i] = (size_t)m;
 	}
 	for (i = 0; i < warm + n; i++) {
-		double t0 = now_us();
+		double t0 = now_us(), t[3];
 
-		if (write_once(argv[1], line[i % 2], len[i % 2]) < 0)
+		if (write_once(argv[1], line[i % 2], len[i % 2], t) < 0)
 			return 1;
 		if (i >= warm)
-			printf("%.1f\n", now_us() - t0);
+			printf("%.1f %.1f %.1f %.1f\n", t[2] - t0, t[0] - t0,
+			       t[1] - t[0], t[2] - t[1]);
 	}
 	return 0;
 }
