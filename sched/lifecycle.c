@@ -315,6 +315,7 @@ void sched_shutdown(struct sched *s, void (*done)(void *arg), void *arg)
 	s->shutting_down = 1;
 	sched__calls_close(s);
 	store_stop(s->store);
+	sched__journal_stop(s);
 	s->shutdown_done = done;
 	s->shutdown_arg = arg;
 	if (s->loop == NULL) {
