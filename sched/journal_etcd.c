@@ -224,6 +224,8 @@ static void learn(struct journal_etcd *j, const struct etcd_kv *kv, int del)
 	if (strcmp(kv->key, j->head_key) == 0) {
 		if (!del)
 			learn_head(j, kv->value, kv->mod_revision);
+		else if (kv->mod_revision >= j->head_rev)
+			j->head_rev = 0; /* gone: numbered on from `head` */
 	} else if (journal_etcd_key_offset(j->pre, kv->key, kv->key_len,
 					   &off) == 0) {
 		if (del && off + 1 > j->oldest)
@@ -584,7 +586,8 @@ static void on_txn(void *arg, const struct etcd_answer *a)
 		if (h != NULL) {
 			j->head_rev = h->mod_revision;
 			j->head = strtoull(h->value, NULL, 10);
-		}
+		} else
+			j->head_rev = 0; /* P/evh went: numbered on from head */
 		if (f != NULL && f->value_len == j->q[0].len &&
 		    memcmp(f->value, j->q[0].value, f->value_len) == 0)
 			pop(j, j->inflight); /* sent already */
