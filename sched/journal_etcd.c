@@ -394,7 +394,8 @@ static void pop(struct journal_etcd *j, size_t n)
 		j->qbytes -= j->q[i].len;
 		qline_free(&j->q[i]);
 	}
-	memmove(j->q, j->q + n, (j->nq - n) * sizeof(*j->q));
+	if (n > 0)
+		memmove(j->q, j->q + n, (j->nq - n) * sizeof(*j->q));
 	j->nq -= n;
 }
 

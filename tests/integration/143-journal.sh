@@ -146,7 +146,7 @@ check_fails_with "with a majority killed, a bad name on a is refused" \
 check_fails_with "a bad value on b too" "Invalid argument" \
 	write "$B/acme/prod/thumb/memory" "lots"
 size=$(stat -c %s "$EC")
-check "c's journal still reads" eval '[ "$(cat "$EC" | wc -c)" = "$size" ]'
+check_eq "c's journal still reads, whole" "$(cat "$EC" | wc -c)" "$size"
 etcd_restart 0
 etcd_restart 1
 check "etcd healthy again within 20 s" etcd_wait_healthy 20
