@@ -345,3 +345,33 @@ out:
 	loop_end(&loop);
 	etcd_cluster_stop(&cl);
 }
+
+/* etcd away: the journal starts empty, lines wait in a bounded queue,
+ * the oldest dropped and counted; the journal itself stays as it was. */
+TEST(journal_queue_bound_while_away)
+{
+	struct etcd_config cfg = { 0 };
+	struct journal_etcd_state st;
+	struct side d;
+	uv_loop_t loop;
+	int i;
+
+	uv_loop_init(&loop);
+	memset(&d, 0, sizeof(d));
+	events_init(&d.ev, 4u << 20);
+	cfg.endpoints = "127.0.0.1:1"; /* nobody */
+	cfg.timeout_ms = 1000;
+	CHECK(journal_etcd_open(&d.j, &loop, &cfg, CLUSTER, 0, &d.ev, on_line,
+				&d) == 0);
+	CHECK(d.ev.first == 0 && d.ev.text.len == 0);
+	for (i = 0; i < 9000; i++)
+		send_line(&d, "q", i, 10);
+	uv_run(&loop, UV_RUN_NOWAIT);
+	journal_etcd_state(d.j, &st);
+	CHECK(st.queued == 8192);
+	CHECK(st.dropped == 9000 - 8192);
+	CHECK(st.watching == 0);
+	CHECK(d.ev.text.len == 0);
+	side_close(&d);
+	loop_end(&loop);
+}
