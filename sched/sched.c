@@ -15,6 +15,7 @@
 
 #include "internal.h"
 #include "journal_etcd.h"
+#include "leader.h"
 #include "owners.h"
 #include "reconcile.h"
 #include "workers.h"
@@ -451,6 +452,7 @@ void sched_close(struct sched *s)
 	rt_map_free(&s->root.children);
 	rt_map_each(&s->pool.children, free_tree_cb, NULL);
 	rt_map_free(&s->pool.children);
+	sched__leader_close(s);
 	free(s->datadir);
 	free(s->self);
 	free(s->log_path);
