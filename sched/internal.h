@@ -117,7 +117,8 @@ struct sched {
 	int leading;	     /* it acts as the leader: places, runs workers */
 	int taking;	     /* it won, and waits for its model to catch up */
 	int holding; /* led, lost etcd: keeps its workers, places nothing */
-	char *name;  /* --name, owned */
+	int elect_stopped;    /* the elector's stop has been answered */
+	char *name;	      /* --name, owned */
 	char *leader_name;    /* the leader's, owned, or NULL: none known */
 	char *leader_listen;  /* its --listen IP:PORT, owned, or NULL */
 	char *leader_sock;    /* its control socket's path, owned, or NULL */

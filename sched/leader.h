@@ -32,6 +32,11 @@ void sched__leader_tick(struct sched *s);
  * NULL once it is over), 0 when there was nothing to stop. */
 int sched__leader_stop(struct sched *s);
 
+/* Called on the loop's turns while shutting down: once the resignation
+ * has been answered, frees the elector and stops the store. Returns 1
+ * while it waits, 0 when done (or there was nothing). */
+int sched__leader_stopping(struct sched *s);
+
 /* Frees the elector at once (an unfinished stop) and stops the store. */
 void sched__leader_free(struct sched *s);
 

@@ -276,7 +276,7 @@ static void on_shutdown_poll(uv_timer_t *t)
 	struct sched *s = t->data;
 
 	if ((pending_local(s) == 0 && online_local(s) == 0 &&
-	     s->requests.count == 0 && s->elect == NULL) ||
+	     s->requests.count == 0 && !sched__leader_stopping(s)) ||
 	    rt_mono_ms() > s->recovery_until)
 		finish_shutdown(s);
 }
