@@ -81,6 +81,8 @@ struct fs_node {
 /* The mounted filesystem and its loop. One per process. */
 struct fs {
 	struct sched *sched;	 /* the model; owned */
+	struct presence *presence; /* a cluster's controller: its key in
+				      etcd (sched/presence.h); owned */
 	struct fuse_session *se; /* owned */
 	uv_loop_t *loop;	 /* not owned */
 	uv_poll_t poll;		 /* on the FUSE device */

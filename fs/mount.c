@@ -26,6 +26,7 @@
 #include "../runtime/private.h"
 #include "fs.h"
 #include "../sched/etcd.h"
+#include "../sched/presence.h"
 
 /* How long `fnfs mount` waits for the background daemon to be ready. */
 #define READY_TIMEOUT_MS 30000
@@ -431,8 +432,18 @@ static void on_sched_down(void *arg)
 	rt_log(RT_LOG_INFO, "every instance and local worker stopped");
 }
 
+static void on_presence_down(void *arg)
+{
+	struct fs *fs = arg;
+
+	presence_free(fs->presence);
+	fs->presence = NULL;
+	rt_log(RT_LOG_INFO, "left the cluster");
+}
+
 /* Unmounts at once, then stops every instance and local worker; the loop
- * ends when they are gone (bounded by the stop grace period). */
+ * ends when they are gone (bounded by the stop grace period). A cluster's
+ * controller leaves it (its key in etcd goes at once). */
 static void fs_stop(struct fs *fs, const char *why)
 {
 	if (fs->stopping)
@@ -446,6 +457,11 @@ static void fs_stop(struct fs *fs, const char *why)
 		fuse_session_unmount(fs->se);
 		fs->mounted = 0;
 		rt_log(RT_LOG_INFO, "unmounted %s", fs->mountpoint);
+	}
+	if (fs->presence != NULL &&
+	    presence_stop(fs->presence, on_presence_down, fs) < 0) {
+		presence_free(fs->presence);
+		fs->presence = NULL;
 	}
 	sched_shutdown(fs->sched, on_sched_down, fs);
 }
@@ -484,6 +500,74 @@ static void on_fuse(uv_poll_t *p, int status, int events)
 static void on_signal(uv_signal_t *sig, int signum)
 {
 	fs_stop(sig->data, strsignal(signum));
+}
+
+/* What a join (presence_start) ended with. */
+struct join {
+	int done, rc;
+	struct rt_buf why;
+};
+
+static void on_joined(void *arg, int rc, const char *why)
+{
+	struct join *j = arg;
+
+	j->done = 1;
+	j->rc = rc;
+	if (why != NULL)
+		rt_buf_puts(&j->why, why);
+}
+
+/* A cluster's controller joins it (sched/presence.h): its key
+ * /fnfs/CLUSTER/ctl/NAME, which `fnfs cluster status` lists. Runs `loop`
+ * until etcd answered (bounded by the presence's own bounds). Returns 0,
+ * or -errno having logged why (-EEXIST: the name is taken). */
+static int join_cluster(struct fs *fs, uv_loop_t *loop,
+			const struct fs_options *opt)
+{
+	struct etcd_config ec = { .endpoints = opt->etcd,
+				  .ca = opt->etcd_ca,
+				  .cert = opt->etcd_cert,
+				  .key = opt->etcd_key };
+	struct presence_callbacks cb = { 0 };
+	struct join j = { 0 };
+	char host[256] = "";
+	const char *name = opt->name;
+	int rc;
+
+	if (name == NULL) {
+		if (gethostname(host, sizeof(host) - 1) < 0)
+			host[0] = '\0';
+		name = host;
+	}
+	sched_presence_callbacks(fs->sched, &cb);
+	cb.joined = on_joined;
+	cb.joined_arg = &j;
+	rc = presence_start(loop, &ec, opt->cluster, name, opt->listen,
+			    opt->leader_ttl > 0 ? opt->leader_ttl : 5, &cb,
+			    &fs->presence);
+	if (rc == -EINVAL && opt->name == NULL)
+		rt_log(RT_LOG_ERROR,
+		       "cannot join cluster %s: the host's name \"%s\" is no "
+		       "controller name (1 to 63 of [A-Za-z0-9._-]): give "
+		       "--name",
+		       opt->cluster, name);
+	else if (rc < 0)
+		rt_log(RT_LOG_ERROR, "cannot join cluster %s: %s",
+		       opt->cluster, strerror(-rc));
+	while (rc == 0 && !j.done)
+		uv_run(loop, UV_RUN_ONCE);
+	if (rc == 0 && j.rc < 0) {
+		rc = j.rc;
+		rt_log(RT_LOG_ERROR, "cannot join cluster %s as %s: %s",
+		       opt->cluster, name,
+		       j.why.data ? j.why.data : strerror(-rc));
+	} else if (rc == 0) {
+		rt_log(RT_LOG_INFO, "joined cluster %s as %s", opt->cluster,
+		       name);
+	}
+	rt_buf_free(&j.why);
+	return rc;
 }
 
 /* Mounts and serves. `ready` is the write end of the readiness pipe, or
@@ -566,6 +650,8 @@ static int serve(const char *mp, const char *datadir, int ready,
 		       strerror(-rc));
 		goto out;
 	}
+	if (opt->etcd != NULL && (rc = join_cluster(&fs, &loop, opt)) < 0)
+		goto out;
 	rc = uv_poll_init(&loop, &fs.poll, fd);
 	if (rc == 0) {
 		fs.poll.data = &fs;
@@ -613,6 +699,8 @@ out:
 	if (fs.se != NULL)
 		fuse_session_destroy(fs.se);
 	if (loop_ok) {
+		presence_free(fs.presence); /* a start that failed */
+		fs.presence = NULL;
 		if (rc < 0 && !fs.stopping && fs.sched != NULL) {
 			/* A start that failed half-way: stop what began. */
 			fs.stopping = 1;
