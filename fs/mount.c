@@ -553,8 +553,8 @@ static int join_cluster(struct fs *fs, uv_loop_t *loop,
 		       "--name",
 		       opt->cluster, name);
 	else if (rc < 0)
-		rt_log(RT_LOG_ERROR, "cannot join cluster %s: %s",
-		       opt->cluster, strerror(-rc));
+		rt_log(RT_LOG_ERROR, "cannot join cluster %s: %s", opt->cluster,
+		       strerror(-rc));
 	while (rc == 0 && !j.done)
 		uv_run(loop, UV_RUN_ONCE);
 	if (rc == 0 && j.rc < 0) {

@@ -90,8 +90,8 @@ static int take_members(struct cluster_status *st,
 			break;
 		}
 		m->mod_revision = kv->mod_revision;
-		m->valid =
-			presence_decode(kv->value, kv->value_len, &m->v) == 0;
+		m->valid = presence_decode(kv->value, kv->value_len, &m->v) ==
+			   0;
 		rc = add_own(st, kv->mod_revision);
 	}
 	return rc;
@@ -273,11 +273,12 @@ static int render_text(const struct cluster_status *st, struct rt_buf *out)
 	size_t i;
 	int rc;
 
-	rc = rt_buf_printf(out, "cluster %s, etcd revision %lld\n",
-			   st->cluster, (long long)st->revision);
+	rc = rt_buf_printf(out, "cluster %s, etcd revision %lld\n", st->cluster,
+			   (long long)st->revision);
 	if (rc == 0 && st->leader != NULL) {
 		leader_name(st->leader, b1, sizeof(b1));
-		rc = rt_buf_printf(out, "leader: %s (%s, since revision %lld)\n",
+		rc = rt_buf_printf(out,
+				   "leader: %s (%s, since revision %lld)\n",
 				   printable(b1, b2, sizeof(b2)),
 				   printable(st->leader, b3, sizeof(b3)),
 				   (long long)st->leader_rev);
@@ -293,18 +294,20 @@ static int render_text(const struct cluster_status *st, struct rt_buf *out)
 		int64_t age = st->now_ms - m->v.seen_ms;
 
 		if (!m->valid) {
-			rc = rt_buf_printf(out, "%-20s (not a member's value)\n",
+			rc = rt_buf_printf(out,
+					   "%-20s (not a member's value)\n",
 					   printable(m->key, b2, sizeof(b2)));
 			continue;
 		}
 		snprintf(b4, sizeof(b4), "%lld.%llds",
 			 (long long)(age > 0 ? age / 1000 : 0),
 			 (long long)(age > 0 ? age % 1000 / 100 : 0));
-		rc = rt_buf_printf(out, "%-20s %-12s %-21s %10lld %6lld %5s %8s\n",
-				   m->v.name, printable(m->v.role, b1, sizeof(b1)),
-				   printable(m->v.listen, b2, sizeof(b2)),
-				   (long long)m->v.revision, (long long)m->lag,
-				   m->v.stale ? "yes" : "no", b4);
+		rc = rt_buf_printf(
+			out, "%-20s %-12s %-21s %10lld %6lld %5s %8s\n",
+			m->v.name, printable(m->v.role, b1, sizeof(b1)),
+			printable(m->v.listen, b2, sizeof(b2)),
+			(long long)m->v.revision, (long long)m->lag,
+			m->v.stale ? "yes" : "no", b4);
 	}
 	if (rc == 0 && st->nendpoints > 0)
 		rc = rt_buf_puts(out, "etcd endpoints:\n");

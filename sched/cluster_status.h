@@ -24,8 +24,8 @@
 
 /* One controller's row. */
 struct cluster_member {
-	char *key;		/* its key (owned) */
-	int valid;		/* the value decoded into `v` */
+	char *key; /* its key (owned) */
+	int valid; /* the value decoded into `v` */
 	struct presence_value v;
 	int64_t mod_revision; /* of its key */
 	int64_t lag;	      /* revisions of the cluster it has not seen */
@@ -33,20 +33,20 @@ struct cluster_member {
 
 /* One endpoint of --store, asked alone. */
 struct cluster_endpoint {
-	char *endpoint;	    /* as given (owned) */
-	int ok;		    /* it answered a linearizable read */
-	int64_t revision;   /* its revision then */
-	char *error;	    /* why not (owned), or NULL */
+	char *endpoint;	  /* as given (owned) */
+	int ok;		  /* it answered a linearizable read */
+	int64_t revision; /* its revision then */
+	char *error;	  /* why not (owned), or NULL */
 };
 
 /* What `fnfs cluster status` shows. */
 struct cluster_status {
-	char *cluster;	     /* owned */
-	int64_t revision;    /* etcd's revision now */
-	int64_t now_ms;	     /* the local clock when it was read */
-	char *leader;	     /* the leader's value "NAME ADDR..." (owned), or
-				NULL: nobody leads */
-	int64_t leader_rev;  /* the creation revision of its key */
+	char *cluster;	    /* owned */
+	int64_t revision;   /* etcd's revision now */
+	int64_t now_ms;	    /* the local clock when it was read */
+	char *leader;	    /* the leader's value "NAME ADDR..." (owned), or
+			       NULL: nobody leads */
+	int64_t leader_rev; /* the creation revision of its key */
 	struct cluster_member *members; /* by name */
 	size_t nmembers;
 	struct cluster_endpoint *endpoints;

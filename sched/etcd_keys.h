@@ -106,8 +106,8 @@ struct etcd_keys_rec {
 	uint32_t index;			  /* CHUNK */
 	uint64_t seq;			  /* EVENT */
 	const char *data; /* CHUNK, EVENT, LEADER, IMPORT, MEMBER */
-	size_t len;			  /* bytes of data */
-	char *owned[8];			  /* what decoding allocated */
+	size_t len;	  /* bytes of data */
+	char *owned[8];	  /* what decoding allocated */
 	int nowned;
 };
 

@@ -15,12 +15,12 @@
 #include "etcd_keys.h"
 #include "presence.h"
 
-#define TICK_MS	     250  /* the timer that drives everything */
-#define PUBLISH_MS   1000 /* the shortest time between two rewrites */
-#define WAIT_MS	     500  /* between two tries of a taken name */
-#define WAIT_MARGIN  1500 /* past the ttl, the longest a join waits */
-#define REVS_KEPT    128  /* revisions of P/ctl/ changes remembered */
-#define REWATCH_MS   1000 /* between two tries of the watch */
+#define TICK_MS	    250	 /* the timer that drives everything */
+#define PUBLISH_MS  1000 /* the shortest time between two rewrites */
+#define WAIT_MS	    500	 /* between two tries of a taken name */
+#define WAIT_MARGIN 1500 /* past the ttl, the longest a join waits */
+#define REVS_KEPT   128	 /* revisions of P/ctl/ changes remembered */
+#define REWATCH_MS  1000 /* between two tries of the watch */
 
 /* ============================================================ the value */
 
@@ -73,8 +73,7 @@ out:
 
 /* Copies string field `k` of `o` into `dst` (`cap` bytes with its NUL);
  * `null_ok`: null is "". Returns 0 or -EINVAL. */
-static int get_str(json_t *o, const char *k, char *dst, size_t cap,
-		   int null_ok)
+static int get_str(json_t *o, const char *k, char *dst, size_t cap, int null_ok)
 {
 	json_t *j = json_object_get(o, k);
 	size_t n;
@@ -151,26 +150,26 @@ struct presence {
 				    and v.stale: as last written) */
 	int ttl_s;
 	enum phase phase;
-	int busy;	   /* a grant, txn or revoke is under way */
-	int renewing;	   /* a keepalive is under way */
-	int joined_told;   /* cb.joined was called */
-	int freeing;	   /* presence_free: callbacks ignore their answer */
-	int64_t lease;	   /* ours, or 0 */
-	int64_t create_rev;	/* our key's create_revision */
-	int64_t renew_ms;	/* rt_mono_ms of the last renewal sent */
-	int64_t publish_ms;	/* rt_mono_ms of the last rewrite sent */
-	int64_t retry_ms;	/* rt_mono_ms before which no join is tried */
-	int64_t wait_until_ms;	/* a first join waits for a taken name until */
-	int warned;		/* a taken name was logged (after joining) */
-	struct etcd_watch *w;	/* of P/ctl/, or NULL */
-	int64_t watch_from;	/* the revision after the last one seen */
-	int64_t rewatch_ms;	/* rt_mono_ms of the last watch started */
+	int busy;	    /* a grant, txn or revoke is under way */
+	int renewing;	    /* a keepalive is under way */
+	int joined_told;    /* cb.joined was called */
+	int freeing;	    /* presence_free: callbacks ignore their answer */
+	int64_t lease;	    /* ours, or 0 */
+	int64_t create_rev; /* our key's create_revision */
+	int64_t renew_ms;   /* rt_mono_ms of the last renewal sent */
+	int64_t publish_ms; /* rt_mono_ms of the last rewrite sent */
+	int64_t retry_ms;   /* rt_mono_ms before which no join is tried */
+	int64_t wait_until_ms;	 /* a first join waits for a taken name until */
+	int warned;		 /* a taken name was logged (after joining) */
+	struct etcd_watch *w;	 /* of P/ctl/, or NULL */
+	int64_t watch_from;	 /* the revision after the last one seen */
+	int64_t rewatch_ms;	 /* rt_mono_ms of the last watch started */
 	int64_t revs[REVS_KEPT]; /* revisions of P/ctl/ changes, a ring */
 	size_t nrevs;
-	int lost_key;		 /* the watch saw our key deleted */
-	presence_done_fn done;	 /* presence_stop's */
+	int lost_key;	       /* the watch saw our key deleted */
+	presence_done_fn done; /* presence_stop's */
 	void *done_arg;
-	int done_due;		 /* call `done` on the next tick */
+	int done_due; /* call `done` on the next tick */
 };
 
 /* The first join ended with `rc`: tell the owner (once). */
@@ -382,7 +381,8 @@ static void on_create(void *arg, const struct etcd_answer *a);
 static void send_txn(struct presence *p, int64_t mod)
 {
 	struct etcd_cmp cmp = { .key = p->key };
-	struct etcd_op put = { .kind = ETCD_OP_PUT, .key = p->key,
+	struct etcd_op put = { .kind = ETCD_OP_PUT,
+			       .key = p->key,
 			       .lease = p->lease };
 	struct etcd_op get = { .kind = ETCD_OP_RANGE, .key = p->key };
 	struct rt_buf val = { 0 };
@@ -546,7 +546,8 @@ static void publish(struct presence *p)
 				.target = ETCD_CREATE,
 				.result = ETCD_EQUAL,
 				.number = p->create_rev };
-	struct etcd_op put = { .kind = ETCD_OP_PUT, .key = p->key,
+	struct etcd_op put = { .kind = ETCD_OP_PUT,
+			       .key = p->key,
 			       .lease = p->lease };
 	struct rt_buf val = { 0 };
 
@@ -582,8 +583,7 @@ static void leave(struct presence *p)
 	if (p->busy)
 		return;
 	p->lease = 0;
-	if (lease == 0 ||
-	    etcd_lease_revoke(p->c, lease, on_revoke, p) < 0) {
+	if (lease == 0 || etcd_lease_revoke(p->c, lease, on_revoke, p) < 0) {
 		p->done_due = 1;
 		return;
 	}
@@ -614,8 +614,9 @@ static void on_tick(uv_timer_t *t)
 		return;
 	}
 	if (p->phase == PH_JOINED && p->lost_key && !p->busy) {
-		rt_log(RT_LOG_WARN, "cluster %s: the key of %s was deleted: "
-				    "writing it again",
+		rt_log(RT_LOG_WARN,
+		       "cluster %s: the key of %s was deleted: "
+		       "writing it again",
 		       p->cluster, p->v.name);
 		p->phase = PH_CREATE;
 		p->create_rev = 0;
@@ -624,7 +625,8 @@ static void on_tick(uv_timer_t *t)
 	rewatch(p);
 	if (p->lease != 0 && !p->renewing &&
 	    now - p->renew_ms >= p->ttl_s * 1000 / 3) {
-		if (etcd_lease_keepalive(p->c, p->lease, on_keepalive, p) == 0) {
+		if (etcd_lease_keepalive(p->c, p->lease, on_keepalive, p) ==
+		    0) {
 			p->renewing = 1;
 			p->renew_ms = now;
 		}

@@ -65,7 +65,8 @@ TEST(presence_value_refused)
 		"{\"name\":\"ctl-a\"}",
 		/* each field missing or of the wrong type in turn */
 		"{\"pid\":1,\"host\":\"h\",\"listen\":null,\"role\":\"r\","
-		"\"revision\":1,\"seen_ms\":1,\"started_ms\":1,\"stale\":false}",
+		"\"revision\":1,\"seen_ms\":1,\"started_ms\":1,\"stale\":"
+		"false}",
 		"{\"name\":\"a/b\",\"pid\":1,\"host\":\"h\",\"listen\":null,"
 		"\"role\":\"r\",\"revision\":1,\"seen_ms\":1,\"started_ms\":1,"
 		"\"stale\":false}",
@@ -85,13 +86,15 @@ TEST(presence_value_refused)
 		"\"role\":\"r\",\"revision\":1,\"seen_ms\":1,\"started_ms\":1,"
 		"\"stale\":false}",
 		"{\"name\":\"a\",\"pid\":1,\"host\":\"h\",\"listen\":null,"
-		"\"role\":\"a very long role name over 31 bytes\",\"revision\":1,"
+		"\"role\":\"a very long role name over 31 "
+		"bytes\",\"revision\":1,"
 		"\"seen_ms\":1,\"started_ms\":1,\"stale\":false}",
 		/* a duplicate field */
 		"{\"name\":\"a\",\"name\":\"b\",\"pid\":1,\"host\":\"h\","
 		"\"listen\":null,\"role\":\"r\",\"revision\":1,\"seen_ms\":1,"
 		"\"started_ms\":1,\"stale\":false}",
-		"{\"name\":\"a\",\"pid\":1,\"host\":\"h\\u0000x\",\"listen\":null,"
+		"{\"name\":\"a\",\"pid\":1,\"host\":\"h\\u0000x\",\"listen\":"
+		"null,"
 		"\"role\":\"r\",\"revision\":1,\"seen_ms\":1,\"started_ms\":1,"
 		"\"stale\":false}",
 	};
@@ -196,17 +199,19 @@ static void two_members(struct cluster_status *st)
 	b.listen[0] = '\0';
 	b.revision = 12;
 	b.stale = 0;
-	st->members[0] = (struct cluster_member){ .key = strdup(
-							  "/fnfs/prod/ctl/ctl-b"),
-						  .valid = 1,
-						  .v = b,
-						  .mod_revision = 19 };
+	st->members[0] = (struct cluster_member){
+		.key = strdup("/fnfs/prod/ctl/ctl-b"),
+		.valid = 1,
+		.v = b,
+		.mod_revision = 19
+	};
 	a.revision = 17;
-	st->members[1] = (struct cluster_member){ .key = strdup(
-							  "/fnfs/prod/ctl/ctl-a"),
-						  .valid = 1,
-						  .v = a,
-						  .mod_revision = 18 };
+	st->members[1] = (struct cluster_member){
+		.key = strdup("/fnfs/prod/ctl/ctl-a"),
+		.valid = 1,
+		.v = a,
+		.mod_revision = 18
+	};
 	st->members[2] = (struct cluster_member){
 		.key = strdup("/fnfs/prod/ctl/zz"), .mod_revision = 20
 	};
@@ -252,8 +257,8 @@ TEST(cluster_status_lag_and_render)
 	      NULL);
 	CHECK(strstr(out.data, "/fnfs/prod/ctl/zz") != NULL);
 	CHECK(strstr(out.data, "  127.0.0.1:2379: ok, revision 20\n") != NULL);
-	CHECK(strstr(out.data, "  127.0.0.1:2381: etcd: connection refused\n") !=
-	      NULL);
+	CHECK(strstr(out.data,
+		     "  127.0.0.1:2381: etcd: connection refused\n") != NULL);
 
 	rt_buf_reset(&out);
 	CHECK(cluster_status_render(&st, 1, &out) == 0);
