@@ -24,9 +24,12 @@ static const char usage_text[] =
 	"             [--run-as USER] [--allow-root-functions]\n"
 	"             [--listen IP:PORT [--insecure]]\n"
 	"             [--store etcd://HOST:PORT[,...] --cluster NAME\n"
+	"              [--name ID] [--leader-ttl S]\n"
 	"              [--etcd-ca CA --etcd-cert CERT --etcd-key KEY]] "
 	"MOUNTPOINT\n"
-	"  fnfs worker --connect SOCKET|tls://IP:PORT|tcp://IP:PORT --id ID\n"
+	"  fnfs worker --connect SOCKET[,...]|tls://IP:PORT[,...]|"
+	"tcp://IP:PORT[,...]\n"
+	"              --id ID\n"
 	"              --memory MB [--tags a,b] [--namespaces tenant/ns,...]\n"
 	"              [--orphan-timeout S] [--heartbeat-timeout MS] [--data "
 	"DIR]\n"
@@ -78,8 +81,13 @@ static const char help_text[] =
 	"      that etcd (every mount shows and writes the same tree; a write\n"
 	"      returns once etcd has it; without etcd's quorum writes fail\n"
 	"      with EIO and reads go on). --etcd-ca/--etcd-cert/--etcd-key:\n"
-	"      https. Not yet: instances on a cluster (no --workers or\n"
-	"      --listen with it; code/ is EOPNOTSUPP).\n"
+	"      https. --name ID names this controller (default: the host's\n"
+	"      name). One controller, elected on a lease of --leader-ttl S\n"
+	"      (default 5), leads: it admits the workers (give them every\n"
+	"      controller's --listen), places and recovers; the others show\n"
+	"      its instances and send workers to it. A new leader takes the\n"
+	"      workers over with their instances running (same pids). No\n"
+	"      --workers on a cluster; code/ is EOPNOTSUPP there.\n"
 	"      SIGTERM, SIGINT or `fusermount3 -u MOUNTPOINT` unmount it and\n"
 	"      stop every instance and local worker. A dead mount left by a\n"
 	"      crash is cleaned up first; after a crash the workers, which\n"
@@ -101,6 +109,15 @@ static const char help_text[] =
 	"      --listen: ID.pem must name ID; the controller's certificate\n"
 	"      must come from CA.pem. tcp://IP:PORT --insecure: plain TCP,\n"
 	"      to a controller started with --insecure (tests only).\n"
+	"  fnfs worker --connect tls://IP:PORT,IP:PORT,... --id ID ...\n"
+	"      The controllers of a cluster (or socket paths, one scheme for\n"
+	"      all): the worker tries them in turn from a random one, the\n"
+	"      next after a failed or lost connection, backing off (full\n"
+	"      jitter, at most 2 s) after each full round. A follower that\n"
+	"      names the leader is followed at once (20-200 ms), also to an\n"
+	"      address not in the list; after 3 such redirects without\n"
+	"      registering, the list and the backoff again. Instances keep\n"
+	"      running while it moves; the orphan timeout counts on.\n"
 	"  fnfs ca init [--data DIR]\n"
 	"      Creates the cluster CA in DIR/ca (ca.key 0600) and the\n"
 	"      controller's certificate for --listen.\n"
@@ -440,8 +457,9 @@ static int cmd_mount(int argc, char **argv)
 			v = strtol(optarg, &end, 10);
 			if (*optarg == '\0' || *end != '\0' || v < 2 ||
 			    v > 300) {
-				fprintf(stderr, "fnfs mount: --leader-ttl wants "
-						"seconds, from 2 to 300\n");
+				fprintf(stderr,
+					"fnfs mount: --leader-ttl wants "
+					"seconds, from 2 to 300\n");
 				return 2;
 			}
 			opt.leader_ttl = (int)v;
