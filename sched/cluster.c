@@ -7,15 +7,6 @@
 #include "internal.h"
 #include "presence.h"
 
-/* TEMPORARY, until sched_role (sched.h, the leader's side) lands: every
- * controller is a "member". The real definition overrides this one;
- * delete it then. */
-__attribute__((weak)) const char *sched_role(const struct sched *s)
-{
-	(void)s;
-	return "member";
-}
-
 int sched_cluster_state(struct sched *s, int64_t *revision, int *stale)
 {
 	int64_t since;

@@ -259,29 +259,45 @@ static const char *printable(const char *s, char *buf, size_t cap)
 	return i ? buf : "-";
 }
 
-/* The leader's name: the first word of its value. */
-static void leader_name(const char *value, char *buf, size_t cap)
+/* The leader's name and listen address ("" when none) from its value in
+ * the election: the JSON object {"name", "listen", ...} of sched/leader.c,
+ * or else "NAME ADDR..." (its first word, and the rest). */
+static void leader_parts(const char *value, char *name, size_t ncap,
+			 char *listen, size_t lcap)
 {
-	size_t n = strcspn(value, " ");
+	json_t *o = json_loads(value, 0, NULL);
+	json_t *n = json_object_get(o, "name"),
+	       *l = json_object_get(o, "listen");
+	size_t k;
 
-	snprintf(buf, cap, "%.*s", (int)(n < cap ? n : cap - 1), value);
+	if (json_is_string(n)) {
+		snprintf(name, ncap, "%s", json_string_value(n));
+		snprintf(listen, lcap, "%s",
+			 json_is_string(l) ? json_string_value(l) : "");
+	} else {
+		k = strcspn(value, " ");
+		snprintf(name, ncap, "%.*s", (int)(k < ncap ? k : ncap - 1),
+			 value);
+		snprintf(listen, lcap, "%s", value[k] ? value + k + 1 : "");
+	}
+	json_decref(o);
 }
 
 static int render_text(const struct cluster_status *st, struct rt_buf *out)
 {
-	char b1[80], b2[300], b3[300], b4[40];
+	char b1[80], b2[300], b3[300], b4[300];
 	size_t i;
 	int rc;
 
 	rc = rt_buf_printf(out, "cluster %s, etcd revision %lld\n", st->cluster,
 			   (long long)st->revision);
 	if (rc == 0 && st->leader != NULL) {
-		leader_name(st->leader, b1, sizeof(b1));
-		rc = rt_buf_printf(out,
-				   "leader: %s (%s, since revision %lld)\n",
-				   printable(b1, b2, sizeof(b2)),
-				   printable(st->leader, b3, sizeof(b3)),
-				   (long long)st->leader_rev);
+		leader_parts(st->leader, b1, sizeof(b1), b4, sizeof(b4));
+		rc = rt_buf_printf(
+			out, "leader: %s (%s%s%ssince revision %lld)\n",
+			printable(b1, b2, sizeof(b2)), b4[0] ? "listen " : "",
+			b4[0] ? printable(b4, b3, sizeof(b3)) : "",
+			b4[0] ? ", " : "", (long long)st->leader_rev);
 	} else if (rc == 0) {
 		rc = rt_buf_puts(out, "leader: none\n");
 	}
@@ -291,7 +307,8 @@ static int render_text(const struct cluster_status *st, struct rt_buf *out)
 				   "LAG", "STALE", "AGE");
 	for (i = 0; i < st->nmembers && rc == 0; i++) {
 		const struct cluster_member *m = &st->members[i];
-		int64_t age = st->now_ms - m->v.seen_ms;
+		int64_t ms = st->now_ms - m->v.seen_ms;
+		char age[40];
 
 		if (!m->valid) {
 			rc = rt_buf_printf(out,
@@ -299,15 +316,15 @@ static int render_text(const struct cluster_status *st, struct rt_buf *out)
 					   printable(m->key, b2, sizeof(b2)));
 			continue;
 		}
-		snprintf(b4, sizeof(b4), "%lld.%llds",
-			 (long long)(age > 0 ? age / 1000 : 0),
-			 (long long)(age > 0 ? age % 1000 / 100 : 0));
+		snprintf(age, sizeof(age), "%lld.%llds",
+			 (long long)(ms > 0 ? ms / 1000 : 0),
+			 (long long)(ms > 0 ? ms % 1000 / 100 : 0));
 		rc = rt_buf_printf(
 			out, "%-20s %-12s %-21s %10lld %6lld %5s %8s\n",
 			m->v.name, printable(m->v.role, b1, sizeof(b1)),
 			printable(m->v.listen, b2, sizeof(b2)),
 			(long long)m->v.revision, (long long)m->lag,
-			m->v.stale ? "yes" : "no", b4);
+			m->v.stale ? "yes" : "no", age);
 	}
 	if (rc == 0 && st->nendpoints > 0)
 		rc = rt_buf_puts(out, "etcd endpoints:\n");
@@ -346,14 +363,16 @@ static int render_json(const struct cluster_status *st, struct rt_buf *out)
 {
 	json_t *o = NULL, *members = json_array(), *eps = json_array();
 	json_t *leader = json_null();
-	char name[80], *s = NULL;
+	char name[80], listen[300], *s = NULL;
 	size_t i;
 	int rc = -ENOMEM;
 
 	if (st->leader != NULL) {
-		leader_name(st->leader, name, sizeof(name));
+		leader_parts(st->leader, name, sizeof(name), listen,
+			     sizeof(listen));
 		json_decref(leader);
-		leader = json_pack("{s:s, s:s, s:I}", "name", name, "value",
+		leader = json_pack("{s:s, s:s?, s:s, s:I}", "name", name,
+				   "listen", listen[0] ? listen : NULL, "value",
 				   st->leader, "revision",
 				   (json_int_t)st->leader_rev);
 	}

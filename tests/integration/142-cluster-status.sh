@@ -100,13 +100,26 @@ check "controller c mounts" start_ctl c
 # ---- the three are listed, with what they say
 check "status lists the three" wait_until 5 members_are "ctl-a ctl-b ctl-c"
 check "--json parses" eval 'status --json | python3 -m json.tool >/dev/null'
+
+# roles: the members' roles in $T/s.json, sorted, space separated.
+roles() {
+	python3 -c 'import json, sys
+print(" ".join(sorted(m.get("role", "?") for m in json.load(open(sys.argv[1]))["members"])))' "$T/s.json"
+}
+# one_leader: one member leads, the two others follow, and the status's
+# leader (the election's oldest key) is the one that says so.
+one_leader() {
+	local who
+	json_of && [ "$(roles)" = "follower follower leader" ] || return 1
+	who=$(python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+print((d["leader"] or {}).get("name", ""))' "$T/s.json")
+	[ -n "$who" ] && [ "$(member "$who" role)" = leader ]
+}
+check "one leader and two followers, the election's leader" wait_until 15 one_leader
 for m in a b c; do
 	check_eq "ctl-$m's pid is its daemon's" "$(member "ctl-$m" pid)" "${CPID[$m]}"
 	check_eq "ctl-$m is not stale" "$(member "ctl-$m" stale)" false
-	# Until the leader's election is wired in, every controller says
-	# "member"; then one says leader and the others follower.
-	check "ctl-$m has a role ($(member "ctl-$m" role))" \
-		grep -qxE "member|leader|follower|campaigning" <<<"$(member "ctl-$m" role)"
 	r=$(member "ctl-$m" revision)
 	check "ctl-$m has seen a revision ($r)" test "${r:-0}" -gt 0
 	check "and no later than etcd's now" test "${r:-0}" -le "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["revision"])' "$T/s.json")"
@@ -171,6 +184,9 @@ etcd_restart 0
 etcd_restart 1
 check "etcd healthy again within 20 s" etcd_wait_healthy 20
 check "ctl-a is listed again within 20 s" wait_until 20 members_are "ctl-a"
+check "and leads, alone (its row and the election say so)" wait_until 20 eval \
+	'json_of && [ "$(member ctl-a role)" = leader ] && grep -q "\"name\": \"ctl-a\"" "$T/s.json" &&
+	 [ "$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[\"leader\"][\"name\"])" "$T/s.json")" = ctl-a ]'
 
 # ---- the end: a unmounts and is gone
 p=${CPID[a]}

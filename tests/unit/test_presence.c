@@ -189,7 +189,8 @@ static void two_members(struct cluster_status *st)
 	st->cluster = strdup("prod");
 	st->revision = 20;
 	st->now_ms = a.seen_ms + 2500;
-	st->leader = strdup("ctl-b tls://10.0.0.2:7443");
+	st->leader = strdup("{\"name\":\"ctl-b\",\"listen\":"
+			    "\"10.0.0.2:7443\",\"sock\":\"/d/ctl.sock\"}");
 	st->leader_rev = 5;
 	st->members = calloc(3, sizeof(*st->members));
 	st->nmembers = 3;
@@ -248,7 +249,7 @@ TEST(cluster_status_lag_and_render)
 
 	CHECK(cluster_status_render(&st, 0, &out) == 0);
 	CHECK(strstr(out.data, "cluster prod, etcd revision 20\n") == out.data);
-	CHECK(strstr(out.data, "leader: ctl-b (ctl-b tls://10.0.0.2:7443, "
+	CHECK(strstr(out.data, "leader: ctl-b (listen 10.0.0.2:7443, "
 			       "since revision 5)\n") != NULL);
 	CHECK(strstr(out.data, "\nctl-a                leader       "
 			       "10.0.0.1:7443                 17      0   "
@@ -268,6 +269,9 @@ TEST(cluster_status_lag_and_render)
 	CHECK_STR(json_string_value(json_object_get(
 			  json_object_get(doc, "leader"), "name")),
 		  "ctl-b");
+	CHECK_STR(json_string_value(json_object_get(
+			  json_object_get(doc, "leader"), "listen")),
+		  "10.0.0.2:7443");
 	CHECK(json_array_size(json_object_get(doc, "members")) == 3);
 	m = json_array_get(json_object_get(doc, "members"), 1);
 	CHECK_STR(json_string_value(json_object_get(m, "name")), "ctl-b");
@@ -278,6 +282,14 @@ TEST(cluster_status_lag_and_render)
 	CHECK(json_is_false(json_object_get(
 		json_array_get(json_object_get(doc, "etcd"), 1), "ok")));
 	json_decref(doc);
+
+	/* A leader's value of another form: "NAME ADDR". */
+	free(st.leader);
+	st.leader = strdup("ctl-a tls://10.0.0.1:7443");
+	rt_buf_reset(&out);
+	CHECK(cluster_status_render(&st, 0, &out) == 0);
+	CHECK(strstr(out.data, "leader: ctl-a (listen tls://10.0.0.1:7443, "
+			       "since revision 5)\n") != NULL);
 
 	/* Nobody leads, nobody is there. */
 	cluster_status_free(&st);
