@@ -35,7 +35,7 @@ EP=${ETCD_ENDPOINTS//http:\/\//}
 
 # start_ctl M: mounts controller ctl-M on $T/mM with data $T/dM.
 start_ctl() {
-	mkdir -p "$T/m$1"
+	mkdir -p "$T/m$1" 2>/dev/null # a dead mount (after kill -9) is there
 	"$FNFS" mount --data "$T/d$1" --workers 0 --store "etcd://$EP" \
 		--cluster it2 --name "ctl-$1" --leader-ttl "$TTL" "$T/m$1" || return 1
 	CPID[$1]=$(cat "$T/d$1/fnfs.pid")
