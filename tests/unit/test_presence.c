@@ -169,10 +169,13 @@ TEST(presence_key_in_layout)
 	etcd_keys_rec_free(&o);
 	CHECK(etcd_keys_decode("prod", "/fnfs/prod/ctl/", 15, "", 0, &o) ==
 	      -EINVAL);
+	etcd_keys_rec_free(&o); /* what a refused decode took */
 	CHECK(etcd_keys_decode("prod", "/fnfs/prod/ctl/a/b", 18, "", 0, &o) ==
 	      -EINVAL);
+	etcd_keys_rec_free(&o); /* what a refused decode took */
 	CHECK(etcd_keys_decode("prod", "/fnfs/prod/ctl/a b", 18, "", 0, &o) ==
 	      -EINVAL);
+	etcd_keys_rec_free(&o); /* what a refused decode took */
 	r.key = "a/b";
 	CHECK(etcd_keys_encode("prod", &r, &k, &val) == -EINVAL);
 	rt_buf_free(&k);
