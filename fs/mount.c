@@ -570,6 +570,39 @@ static int join_cluster(struct fs *fs, uv_loop_t *loop,
 	return rc;
 }
 
+/* How long a start that failed half-way waits for what began to stop. */
+#define HALF_STOP_MS 15000
+
+static void on_flag(void *arg)
+{
+	*(int *)arg = 1;
+}
+
+static void on_half_guard(uv_timer_t *t)
+{
+	*(int *)t->data = 1;
+}
+
+/* A start that failed after sched_start (a cluster's join refused):
+ * stops what began and runs `loop` until it has (bounded by
+ * HALF_STOP_MS), so that the loop can be closed and nothing leaks. */
+static void stop_half_started(struct fs *fs, uv_loop_t *loop)
+{
+	uv_timer_t guard;
+	int down = 0, expired = 0, i;
+
+	fs->stopping = 1;
+	uv_timer_init(loop, &guard);
+	guard.data = &expired;
+	uv_timer_start(&guard, on_half_guard, HALF_STOP_MS, 0);
+	sched_shutdown(fs->sched, on_flag, &down);
+	while (!down && !expired)
+		uv_run(loop, UV_RUN_ONCE);
+	uv_close((uv_handle_t *)&guard, NULL);
+	for (i = 0; i < 100 && uv_run(loop, UV_RUN_NOWAIT) != 0; i++)
+		;
+}
+
 /* Mounts and serves. `ready` is the write end of the readiness pipe, or
  * -1 in the foreground; it is closed once the mount is up, and stderr then
  * goes to `logpath` (when not NULL). */
@@ -603,7 +636,7 @@ static int serve(const char *mp, const char *datadir, int ready,
 				    opt->leader_ttl };
 	char self[PATH_MAX];
 	ssize_t n;
-	int i, fd, rc, loop_ok = 0;
+	int i, fd, rc, loop_ok = 0, started = 0;
 
 	memset(&fs, 0, sizeof(fs));
 	fs.uid = getuid();
@@ -656,6 +689,7 @@ static int serve(const char *mp, const char *datadir, int ready,
 		       strerror(-rc));
 		goto out;
 	}
+	started = 1;
 	if (opt->etcd != NULL && (rc = join_cluster(&fs, &loop, opt)) < 0)
 		goto out;
 	rc = uv_poll_init(&loop, &fs.poll, fd);
@@ -707,6 +741,8 @@ out:
 	if (loop_ok) {
 		presence_free(fs.presence); /* a start that failed */
 		fs.presence = NULL;
+		if (rc < 0 && !fs.stopping && started)
+			stop_half_started(&fs, &loop);
 		if (rc < 0 && !fs.stopping && fs.sched != NULL) {
 			/* A start that failed half-way: stop what began. */
 			fs.stopping = 1;
