@@ -22,7 +22,8 @@ static const char *const kind_name[ETCD_KEYS_KINDS] = {
 	[ETCD_KEYS_CODE_FILE] = "cf",  [ETCD_KEYS_CODE_REVISION] = "cr",
 	[ETCD_KEYS_OBJECT] = "om",     [ETCD_KEYS_CHUNK] = "oc",
 	[ETCD_KEYS_EVENT] = "ev",      [ETCD_KEYS_LEADER] = "leader",
-	[ETCD_KEYS_IMPORT] = "import", [ETCD_KEYS_MEMBER] = "ctl",
+	[ETCD_KEYS_IMPORT] = "import", [ETCD_KEYS_EVENT_HEAD] = "evh",
+	[ETCD_KEYS_MEMBER] = "ctl",
 };
 
 /* ============================================================ checks */
@@ -31,7 +32,7 @@ static const char *const kind_name[ETCD_KEYS_KINDS] = {
 static int single(int k)
 {
 	return k == ETCD_KEYS_META || k == ETCD_KEYS_LEADER ||
-	       k == ETCD_KEYS_IMPORT;
+	       k == ETCD_KEYS_IMPORT || k == ETCD_KEYS_EVENT_HEAD;
 }
 
 static int name_ok(const char *s)
@@ -512,6 +513,7 @@ int etcd_keys_encode(const char *cluster, const struct etcd_keys_rec *r,
 			       : put_raw(r->data, r->len, value);
 	case ETCD_KEYS_LEADER:
 	case ETCD_KEYS_IMPORT:
+	case ETCD_KEYS_EVENT_HEAD:
 		rc = etcd_keys_kind_prefix(cluster, r->kind, key);
 		return rc < 0 || value == NULL
 			       ? rc
@@ -996,7 +998,7 @@ int etcd_keys_decode(const char *cluster, const char *key, size_t klen,
 	}
 	if (k == ETCD_KEYS_CHUNK || k == ETCD_KEYS_EVENT ||
 	    k == ETCD_KEYS_LEADER || k == ETCD_KEYS_IMPORT ||
-	    k == ETCD_KEYS_MEMBER) {
+	    k == ETCD_KEYS_EVENT_HEAD || k == ETCD_KEYS_MEMBER) {
 		rc = decode_raw_kind(r, p, n, value, vlen);
 		goto out;
 	}
