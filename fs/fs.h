@@ -80,13 +80,15 @@ struct fs_node {
 
 /* The mounted filesystem and its loop. One per process. */
 struct fs {
-	struct sched *sched;	 /* the model; owned */
-	struct fuse_session *se; /* owned */
-	uv_loop_t *loop;	 /* not owned */
-	uv_poll_t poll;		 /* on the FUSE device */
-	uv_signal_t sig[3];	 /* SIGTERM, SIGINT, SIGHUP */
-	struct fuse_buf fbuf;	 /* request buffer, reused */
-	uid_t uid;		 /* owner shown on every node */
+	struct sched *sched;	   /* the model; owned */
+	struct presence *presence; /* a cluster's controller: its key in
+				      etcd (sched/presence.h); owned */
+	struct fuse_session *se;   /* owned */
+	uv_loop_t *loop;	   /* not owned */
+	uv_poll_t poll;		   /* on the FUSE device */
+	uv_signal_t sig[3];	   /* SIGTERM, SIGINT, SIGHUP */
+	struct fuse_buf fbuf;	   /* request buffer, reused */
+	uid_t uid;		   /* owner shown on every node */
 	gid_t gid;
 	int64_t mount_ms;	/* time of mounting, for static files */
 	const char *mountpoint; /* not owned */

@@ -23,6 +23,7 @@ static const char *const kind_name[ETCD_KEYS_KINDS] = {
 	[ETCD_KEYS_OBJECT] = "om",     [ETCD_KEYS_CHUNK] = "oc",
 	[ETCD_KEYS_EVENT] = "ev",      [ETCD_KEYS_LEADER] = "leader",
 	[ETCD_KEYS_IMPORT] = "import", [ETCD_KEYS_EVENT_HEAD] = "evh",
+	[ETCD_KEYS_MEMBER] = "ctl",
 };
 
 /* ============================================================ checks */
@@ -501,6 +502,15 @@ int etcd_keys_encode(const char *cluster, const struct etcd_keys_rec *r,
 		return rc < 0 || value == NULL
 			       ? rc
 			       : put_raw(r->data, r->len, value);
+	case ETCD_KEYS_MEMBER:
+		if (!name_ok(r->key))
+			return -EINVAL;
+		rc = etcd_keys_kind_prefix(cluster, r->kind, key);
+		if (rc == 0)
+			rc = rt_buf_puts(key, r->key);
+		return rc < 0 || value == NULL
+			       ? rc
+			       : put_raw(r->data, r->len, value);
 	case ETCD_KEYS_LEADER:
 	case ETCD_KEYS_IMPORT:
 	case ETCD_KEYS_EVENT_HEAD:
@@ -911,7 +921,8 @@ static int decode_json_kind(struct etcd_keys_rec *r, const char *p, size_t n,
 	return rc;
 }
 
-/* Decodes the raw kinds: chunks, events, the leader. */
+/* Decodes the raw kinds: chunks, events, the leader, the import, the
+ * members (their values are presence.h's, not checked here). */
 static int decode_raw_kind(struct etcd_keys_rec *r, const char *p, size_t n,
 			   const char *value, size_t vlen)
 {
@@ -933,6 +944,11 @@ static int decode_raw_kind(struct etcd_keys_rec *r, const char *p, size_t n,
 	} else if (r->kind == ETCD_KEYS_EVENT) {
 		rc = get_decimal(p, n, 20, 1, UINT64_MAX, &u);
 		r->seq = u;
+	} else if (r->kind == ETCD_KEYS_MEMBER) {
+		rc = split(r, p, n, 1, 0, names);
+		r->key = names[0];
+		if (rc == 0 && !name_ok(r->key))
+			rc = -EINVAL;
 	}
 	if (rc == 0) {
 		r->data = own(r, value ? value : "", value ? vlen : 0);
@@ -982,7 +998,7 @@ int etcd_keys_decode(const char *cluster, const char *key, size_t klen,
 	}
 	if (k == ETCD_KEYS_CHUNK || k == ETCD_KEYS_EVENT ||
 	    k == ETCD_KEYS_LEADER || k == ETCD_KEYS_IMPORT ||
-	    k == ETCD_KEYS_EVENT_HEAD) {
+	    k == ETCD_KEYS_EVENT_HEAD || k == ETCD_KEYS_MEMBER) {
 		rc = decode_raw_kind(r, p, n, value, vlen);
 		goto out;
 	}

@@ -79,6 +79,7 @@ enum etcd_keys_kind {
 	ETCD_KEYS_LEADER,	 /* leader */
 	ETCD_KEYS_IMPORT,	 /* import */
 	ETCD_KEYS_EVENT_HEAD,	 /* evh */
+	ETCD_KEYS_MEMBER,	 /* ctl/NAME: a controller's presence */
 	ETCD_KEYS_KINDS
 };
 
@@ -99,7 +100,7 @@ struct etcd_keys_rec {
 	struct store_row row;		  /* TENANT, NAMESPACE, FUNCTION */
 	struct store_instance instance;	  /* INSTANCE */
 	struct store_worker worker;	  /* WORKER */
-	const char *key, *value;	  /* SETTING */
+	const char *key, *value;	  /* SETTING; key: MEMBER's name */
 	struct etcd_keys_revoked revoked; /* REVOKED */
 	struct store_code_file file;	  /* CODE_FILE */
 	struct store_code_revision code;  /* CODE_REVISION */
@@ -108,9 +109,9 @@ struct etcd_keys_rec {
 	uint32_t chunks;		  /* OBJECT: etcd_keys_chunks(size) */
 	uint32_t index;			  /* CHUNK */
 	uint64_t seq;			  /* EVENT */
-	const char *data;		  /* CHUNK, EVENT, LEADER, IMPORT */
-	size_t len;			  /* bytes of data */
-	char *owned[8];			  /* what decoding allocated */
+	const char *data; /* CHUNK, EVENT, LEADER, IMPORT, MEMBER */
+	size_t len;	  /* bytes of data */
+	char *owned[8];	  /* what decoding allocated */
 	int nowned;
 };
 
