@@ -135,7 +135,10 @@ static void handle(struct conn *c, const struct rt_msg *m)
 	struct sched_worker *w = c->worker;
 
 	if (c->is_peer) {
-		s->peer_ops->on_message(s, c, m);
+		if (s->peer_ops != NULL)
+			s->peer_ops->on_message(s, c, m);
+		else
+			sched__conn_close(c, "peers are no longer served");
 		return;
 	}
 	if (w == NULL) {

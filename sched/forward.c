@@ -166,6 +166,16 @@ static int target(struct sched_fwd_state *st, const char **name,
 			      sched_role(st->s));
 		return -EAGAIN;
 	}
+	if (strcmp(*name, st->name) == 0) {
+		rt_buf_printf(why,
+			      "this controller is taking over as the leader "
+			      "(it is %s): try again",
+			      sched_role(st->s));
+		return -EAGAIN;
+	}
+	/* An address may come as a URL (tls://IP:PORT). */
+	if (*addr != NULL && strstr(*addr, "://") != NULL)
+		*addr = strstr(*addr, "://") + 3;
 	if (*addr == NULL || (*addr)[0] == '\0') {
 		rt_buf_printf(why,
 			      "the leader %s has no --listen address: a "
