@@ -98,6 +98,7 @@ struct sched_fwd_state {
 	int watching;
 	char *fixed_name, *fixed_addr;	       /* sched__fwd_target */
 	char cert_role[32];		       /* of the minted certificate */
+	char hello[16];			       /* the first message's type */
 	char last_error[512];		       /* why the link last failed */
 	const struct sched_fwd_serve_ops *ops; /* the leader's side */
 	void *ops_arg;
@@ -141,6 +142,7 @@ int sched_fwd_setup(struct sched *s, const char *name, int insecure)
 	st->next_seq = 1;
 	snprintf(st->cert_role, sizeof(st->cert_role), "%s",
 		 RT_CA_ROLE_CONTROLLER);
+	snprintf(st->hello, sizeof(st->hello), "peer");
 	st->qtail = &st->queue;
 	uv_timer_init(s->loop, &st->watch);
 	st->watch.data = st;
@@ -210,11 +212,12 @@ void sched__fwd_target(struct sched *s, const char *name, const char *addr)
 	st->fixed_addr = addr ? strdup(addr) : NULL;
 }
 
-void sched__fwd_cert_role(struct sched *s, const char *role)
+void sched__fwd_cert_role(struct sched *s, const char *role, const char *hello)
 {
-	if (s->fwd != NULL)
-		snprintf(s->fwd->cert_role, sizeof(s->fwd->cert_role), "%s",
-			 role);
+	if (s->fwd == NULL)
+		return;
+	snprintf(s->fwd->cert_role, sizeof(s->fwd->cert_role), "%s", role);
+	snprintf(s->fwd->hello, sizeof(s->fwd->hello), "%s", hello);
 }
 
 const char *sched__fwd_last_error(const struct sched *s)
@@ -466,10 +469,10 @@ static void link_connected(uv_connect_t *req, int status)
 	l->state = LINK_PEERING;
 	uv_read_start((uv_stream_t *)&l->tcp, rt_read_alloc, link_read);
 	/* Over TLS: held until the handshake is over. */
-	rt_wire_out_send(
-		&l->out,
-		json_pack("{s:s, s:s}", "type", "peer", "name", st->name), NULL,
-		0);
+	rt_wire_out_send(&l->out,
+			 json_pack("{s:s, s:s, s:s}", "type", st->hello, "name",
+				   st->name, "id", st->name),
+			 NULL, 0);
 }
 
 static void link_timeout(uv_timer_t *t)

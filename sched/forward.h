@@ -105,8 +105,10 @@ struct sched_function *sched_fwd_function_of(struct sched *s, const char *path);
 void sched__fwd_target(struct sched *s, const char *name, const char *addr);
 
 /* Tests: the role the certificate minted for the link names (default
- * RT_CA_ROLE_CONTROLLER; "worker" shows the leader refuses it). */
-void sched__fwd_cert_role(struct sched *s, const char *role);
+ * RT_CA_ROLE_CONTROLLER) and the type of the link's first message
+ * (default "peer"): the leader refuses a worker's certificate as a peer
+ * and a controller's as a worker. */
+void sched__fwd_cert_role(struct sched *s, const char *role, const char *hello);
 
 /* Why the link last failed ("" if it never did). */
 const char *sched__fwd_last_error(const struct sched *s);

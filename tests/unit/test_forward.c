@@ -222,7 +222,7 @@ TEST(forward_worker_certificate_is_refused_as_a_peer)
 	struct sched_caller who = { 0, 0, NULL, 0 };
 
 	pair_start(&a, &b, &v);
-	sched__fwd_cert_role(b, RT_CA_ROLE_WORKER);
+	sched__fwd_cert_role(b, RT_CA_ROLE_WORKER, "peer");
 	CHECK(sched_fwd_write(b, "workers/pool_size", "3", 1, &who, on_answer,
 			      &w, &f) == SCHED_LATER);
 	run_until(&w.done, 5000);
@@ -230,6 +230,27 @@ TEST(forward_worker_certificate_is_refused_as_a_peer)
 	CHECK(v.writes == 0);
 	CHECK(strstr(sched__fwd_last_error(b),
 		     "a worker may not act as a peer controller") != NULL);
+	pair_stop(a, b);
+}
+
+TEST(forward_controller_certificate_may_not_register_as_a_worker)
+{
+	struct sched *a, *b;
+	struct served v;
+	struct answer w = { 0 };
+	struct sched_fwd *f;
+	struct sched_caller who = { 0, 0, NULL, 0 };
+
+	pair_start(&a, &b, &v);
+	sched__fwd_cert_role(b, RT_CA_ROLE_CONTROLLER, "register");
+	CHECK(sched_fwd_write(b, "workers/pool_size", "3", 1, &who, on_answer,
+			      &w, &f) == SCHED_LATER);
+	run_until(&w.done, 5000);
+	CHECK(w.done && w.err == EAGAIN);
+	CHECK(strstr(sched__fwd_last_error(b),
+		     "a controller's certificate may not register as a "
+		     "worker") != NULL);
+	CHECK(a->pool.children.count == 0); /* no worker b */
 	pair_stop(a, b);
 }
 
