@@ -426,8 +426,9 @@ static int cmd_mount(int argc, char **argv)
 			v = strtol(optarg, &end, 10);
 			if (*optarg == '\0' || *end != '\0' || v < 2 ||
 			    v > 300) {
-				fprintf(stderr, "fnfs mount: --leader-ttl wants "
-						"seconds, from 2 to 300\n");
+				fprintf(stderr,
+					"fnfs mount: --leader-ttl wants "
+					"seconds, from 2 to 300\n");
 				return 2;
 			}
 			opt.leader_ttl = (int)v;

@@ -507,12 +507,18 @@ static int serve(const char *mp, const char *datadir, int ready,
 	struct fs fs;
 	uv_loop_t loop;
 	static const int signums[3] = { SIGTERM, SIGINT, SIGHUP };
-	struct sched_options so = {
-		opt->workers,	 opt->worker_memory,	 NULL,
-		logpath,	 opt->heartbeat_timeout, opt->starts_per_minute,
-		opt->run_as_uid, opt->run_as_gid,	 opt->listen,
-		opt->insecure,	 opt->name,		 opt->leader_ttl
-	};
+	struct sched_options so = { opt->workers,
+				    opt->worker_memory,
+				    NULL,
+				    logpath,
+				    opt->heartbeat_timeout,
+				    opt->starts_per_minute,
+				    opt->run_as_uid,
+				    opt->run_as_gid,
+				    opt->listen,
+				    opt->insecure,
+				    opt->name,
+				    opt->leader_ttl };
 	char self[PATH_MAX];
 	ssize_t n;
 	int i, fd, rc, loop_ok = 0;

@@ -48,7 +48,30 @@ int sched__store_put_as(struct sched *s, const struct sched_instance *in,
 	r.desired_run = run;
 	r.worker = in->worker ? in->worker->obj.name : NULL;
 	r.epoch = in->epoch;
+	r.state = NULL;
+	r.pid = 0;
+	if (store_shared(s->store)) {
+		/* The others show what the leader knows of it. */
+		r.state = sched__state_word(in->state);
+		r.pid = in->pid;
+	}
 	return store_instance_put(s->store, &r);
+}
+
+void sched__publish(struct sched *s, const struct sched_instance *in)
+{
+	struct store_instance r;
+
+	if (!s->leading)
+		return;
+	sched__parts(in, &r.tenant, &r.ns, &r.fn);
+	r.n = in->n;
+	r.desired_run = in->desired_run;
+	r.worker = in->worker ? in->worker->obj.name : NULL;
+	r.epoch = in->epoch;
+	r.state = sched__state_word(in->state);
+	r.pid = in->pid;
+	store_instance_publish(s->store, &r);
 }
 
 int sched__store_put(struct sched *s, const struct sched_instance *in)

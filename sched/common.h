@@ -34,6 +34,10 @@ int sched__store_put_as(struct sched *s, const struct sched_instance *in,
 /* Stores instance `in` as it is. Returns 0 or -errno of the store. */
 int sched__store_put(struct sched *s, const struct sched_instance *in);
 
+/* A cluster's leader: tells the other controllers the state and pid of
+ * `in` (store_instance_publish); a no-op elsewhere. */
+void sched__publish(struct sched *s, const struct sched_instance *in);
+
 /* Ends a transaction of derived state (assignments, instances made from
  * a spec) begun if `began`, after work whose first store error is `rc`.
  * Such state is derived again from the specs and the workers' reports

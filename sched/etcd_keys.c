@@ -310,6 +310,16 @@ int etcd_keys_instance(const char *cluster, const struct store_instance *in,
 	if ((in->desired_run != 0 && in->desired_run != 1) ||
 	    (in->worker != NULL && !name_ok(in->worker)) || s64(in->epoch) < 0)
 		return -EINVAL;
+	if (in->state != NULL && (!name_ok(in->state) || in->pid < 0))
+		return -EINVAL;
+	if (in->state != NULL)
+		return put_json(json_pack("{sisosIsssi}", "desired",
+					  in->desired_run, "worker",
+					  in->worker ? json_string(in->worker)
+						     : json_null(),
+					  "epoch", (json_int_t)in->epoch,
+					  "state", in->state, "pid", in->pid),
+				value);
 	return put_json(
 		json_pack("{sisosI}", "desired", in->desired_run, "worker",
 			  in->worker ? json_string(in->worker) : json_null(),
@@ -785,6 +795,15 @@ static int decode_json_kind(struct etcd_keys_rec *r, const char *p, size_t n,
 		if (rc == 0 && r->instance.worker != NULL &&
 		    !name_ok(r->instance.worker))
 			rc = -EINVAL;
+		/* What the leader tells of it: both, or neither. */
+		if (rc == 0 && json_object_size(o) == 5) {
+			rc = get_str(r, o, "state", &r->instance.state);
+			if (rc == 0 && !name_ok(r->instance.state))
+				rc = -EINVAL;
+			if (rc == 0)
+				rc = get_num(o, "pid", INT32_MAX, &v[2]);
+			r->instance.pid = (int)v[2];
+		}
 		break;
 	case ETCD_KEYS_WORKER:
 		rc = split(r, p, n, 1, 0, names);
@@ -966,6 +985,8 @@ int etcd_keys_decode(const char *cluster, const char *key, size_t klen,
 		goto out;
 	}
 	o = value ? load_obj(value, vlen, nfields[k]) : NULL;
+	if (o == NULL && value != NULL && k == ETCD_KEYS_INSTANCE)
+		o = load_obj(value, vlen, nfields[k] + 2); /* state, pid */
 	rc = o ? decode_json_kind(r, p, n, o) : -EINVAL;
 out:
 	json_decref(o);

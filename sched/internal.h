@@ -102,6 +102,17 @@ struct sched {
 	uv_timer_t heartbeat; /* every 250 ms: silence, pings (fence.c) */
 	int64_t last_beat;    /* monotonic ms of the last heartbeat run */
 	int64_t last_ping;    /* monotonic ms of the last pings */
+
+	/* A cluster's controller (leader.c): NULL / 0 with SQLite. */
+	struct elect *elect; /* its elector, owned */
+	int leading;	     /* it acts as the leader: places, runs workers */
+	int taking;	     /* it won, and waits for its model to catch up */
+	int holding; /* led, lost etcd: keeps its workers, places nothing */
+	char *name;  /* --name, owned */
+	char *leader_name;    /* the leader's, owned, or NULL: none known */
+	char *leader_listen;  /* its --listen IP:PORT, owned, or NULL */
+	char *leader_sock;    /* its control socket's path, owned, or NULL */
+	int64_t leader_since; /* rt_now_ms this controller began to lead */
 };
 
 /* A call from its start to its end. */

@@ -17,6 +17,7 @@
 #include "conn.h"
 #include "listen.h"
 #include "fence.h"
+#include "leader.h"
 #include "pool.h"
 #include "reconcile.h"
 #include "reports.h"
@@ -43,6 +44,13 @@ static void on_tick(uv_timer_t *t)
 	/* Silent workers and pings: fence.c's heartbeat, more often. */
 	if (s->shutting_down)
 		return;
+	sched__leader_tick(s);
+	if (!sched__acting(s)) {
+		/* A follower: the leader places and recovers. */
+		sched__calls_tick(s);
+		return;
+	}
+	was_recovering = s->recovery_until != 0;
 	if (was_recovering && rt_mono_ms() >= s->recovery_until) {
 		s->recovery_until = 0;
 		/* Workers that did not come back: their instances move. */
@@ -173,6 +181,13 @@ int sched_start(struct sched *s, struct uv_loop_s *loop,
 	sched__code_start(s);
 	sched__heartbeat_start(s);
 	sched__pool_check(s);
+	if (store_shared(s->store)) {
+		/* A cluster: the leader places; this one campaigns. */
+		s->recovery_until = 0;
+		rc = sched__leader_start(s, opt);
+		if (rc < 0)
+			return rc;
+	}
 	sched__reconcile_all(s);
 	return 0;
 }
@@ -232,6 +247,7 @@ static void finish_shutdown(struct sched *s)
 	sched__conn_close_all(s);
 	rt_wire_flusher_stop(&s->flusher);
 	sched__requests_end_all(s);
+	sched__leader_free(s);
 	for (i = 0; i < SCHED_POOL_MAX; i++) {
 		int killed = s->locals[i].live;
 
@@ -260,7 +276,7 @@ static void on_shutdown_poll(uv_timer_t *t)
 	struct sched *s = t->data;
 
 	if ((pending_local(s) == 0 && online_local(s) == 0 &&
-	     s->requests.count == 0) ||
+	     s->requests.count == 0 && s->elect == NULL) ||
 	    rt_mono_ms() > s->recovery_until)
 		finish_shutdown(s);
 }
@@ -303,8 +319,10 @@ static int stop_workers_cb(const char *key, void *value, void *arg)
 	}
 	if (w->local)
 		sched__send(s, w, json_pack("{s:s}", "type", "shutdown"));
-	else /* a worker started by hand stays; its instances stop */
+	else if (!store_shared(s->store))
+		/* a worker started by hand stays; its instances stop */
 		rt_map_each(&w->assignments, stop_manual_cb, s);
+	/* On a cluster they go on: the next leader takes the worker over. */
 	return 0;
 }
 
@@ -314,7 +332,9 @@ void sched_shutdown(struct sched *s, void (*done)(void *arg), void *arg)
 		return;
 	s->shutting_down = 1;
 	sched__calls_close(s);
-	store_stop(s->store);
+	/* A cluster's leader resigns first (the store stops after it). */
+	if (sched__leader_stop(s) == 0)
+		store_stop(s->store);
 	s->shutdown_done = done;
 	s->shutdown_arg = arg;
 	if (s->loop == NULL) {

@@ -11,6 +11,7 @@
 
 #include "common.h"
 #include "orders.h"
+#include "leader.h"
 #include "reconcile.h"
 
 /* How many instances a function wants: daemons with a command run
@@ -298,6 +299,9 @@ void sched__reconcile(struct sched *s, struct sched_function *fn)
 	struct sched_collect c;
 	char name[16];
 
+	if (!sched__acting(s))
+		return; /* a follower: the leader does it */
+
 	/* One transaction: new instances, removals and assignments, all
 	 * derived from the spec (which was stored durably). */
 	began = store_begin_derived(s->store) == 0;
@@ -367,7 +371,11 @@ static int reconcile_root(const char *key, void *value, void *arg)
 
 void sched__reconcile_all(struct sched *s)
 {
-	int began = store_begin_derived(s->store) == 0;
+	int began;
+
+	if (!sched__acting(s))
+		return; /* a follower: the leader does it */
+	began = store_begin_derived(s->store) == 0;
 
 	s->reconciling_all++;
 	rt_map_each(&s->root.children, reconcile_root, s);

@@ -407,14 +407,19 @@ static int render_store(struct sched *s, struct rt_buf *out)
 	int watching;
 	const char *ep, *err;
 
+	const char *leader = NULL, *addr = NULL;
+
 	if (store_shared_state(s->store, &rev, &watching, &since, &ep, &err) <
 	    0)
 		return 0;
+	sched_leader(s, &leader, &addr);
 	return rt_buf_printf(out,
 			     "etcd_revision %lld\netcd_stale %d\n"
-			     "etcd_stale_ms %lld\n",
+			     "etcd_stale_ms %lld\ncluster_role %s\n"
+			     "cluster_leader %s\n",
 			     (long long)rev, !watching,
-			     (long long)(watching ? 0 : rt_now_ms() - since));
+			     (long long)(watching ? 0 : rt_now_ms() - since),
+			     sched_role(s), leader ? leader : "-");
 }
 
 /* A few lines whatever the size of the tree: rendered whole. */

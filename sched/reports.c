@@ -152,6 +152,8 @@ void sched__on_instance(struct sched *s, struct sched_worker *w,
 	}
 	free(in->exits);
 	in->exits = lines.data;
+	if (old != st || oldpid != in->pid)
+		sched__publish(s, in);
 	if (st == SCHED_STOPPED)
 		in->sent_stop = 0;
 	if (st == SCHED_STOPPED && !in->desired_run) {
@@ -334,6 +336,7 @@ void sched__adopt(struct sched *s, struct sched_worker *w, json_t *running)
 		in->restarts_total = restarts;
 		in->worker_restarts = restarts;
 		in->reason[0] = '\0';
+		sched__publish(s, in);
 	}
 	sched__derived_end(s, began, 0, w->obj.name);
 }

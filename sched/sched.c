@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "internal.h"
+#include "leader.h"
 #include "owners.h"
 #include "reconcile.h"
 #include "workers.h"
@@ -383,6 +384,7 @@ void sched_close(struct sched *s)
 	rt_map_free(&s->root.children);
 	rt_map_each(&s->pool.children, free_tree_cb, NULL);
 	rt_map_free(&s->pool.children);
+	sched__leader_close(s);
 	free(s->datadir);
 	free(s->self);
 	free(s->log_path);

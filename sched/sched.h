@@ -587,6 +587,16 @@ struct sched_options {
 	int leader_ttl;	       /* a cluster's leader lease, s (0: 5) */
 };
 
+/* This controller's role: "single" (no shared store), "leader",
+ * "follower", "campaigning" (no leader known, or catching up before it
+ * leads), "lost" (etcd cannot be reached) or "stopped". */
+const char *sched_role(const struct sched *s);
+
+/* The leader of a cluster as this controller knows it: its --name and
+ * its --listen IP:PORT (NULL when it has none), valid until the next
+ * loop turn. Returns 0, or -ENOENT when no leader is known. */
+int sched_leader(const struct sched *s, const char **name, const char **listen);
+
 /* Whether DATA/ca holds what --listen needs (`fnfs ca init`). Returns 0,
  * or -ENOENT with what is missing in `why`. */
 int sched_listen_check(const char *datadir, struct rt_buf *why);

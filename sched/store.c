@@ -15,6 +15,7 @@
 #include "../runtime/rt.h"
 #include "store.h"
 #include "staged.h"
+#include "etcd_keys.h"
 #include "store_etcd.h"
 
 enum {
@@ -169,6 +170,15 @@ struct store {
 	void *listen_arg;
 	struct store_etcd *remote; /* shared: the rows of tenants, namespaces
 				      and functions are there */
+	char *cluster;		   /* shared: its name */
+	/* The leader's writes of derived state in the open transaction,
+	 * handed to the shared store when it commits (keys and values;
+	 * a NULL value deletes). */
+	char **mkeys, **mvals;
+	size_t *mlens, mn, mcap;
+	size_t mmarks[STORE_DEPTH_MAX];
+	store_derived_fn derived;
+	void *derived_arg;
 };
 
 /* The errno of SQLite's last error: a full disk or database is ENOSPC,
@@ -351,6 +361,8 @@ out:
 	return rc;
 }
 
+static void mirror_truncate(struct store *st, size_t n);
+
 void store_close(struct store *st)
 {
 	int i;
@@ -364,6 +376,11 @@ void store_close(struct store *st)
 	sqlite3_close(st->db);
 	staged_free(&st->staged);
 	store_etcd_close(st->remote);
+	mirror_truncate(st, 0);
+	free(st->mkeys);
+	free(st->mvals);
+	free(st->mlens);
+	free(st->cluster);
 	free(st);
 }
 
@@ -423,6 +440,130 @@ int store_load(struct store *st, int (*fn)(const struct store_row *, void *),
 	return rc;
 }
 
+static int run_sql(struct store *st, const char *sql, int ntext,
+		   const char *const *text, int nint, const long long *ints);
+
+/* ================================================ the leader's writes */
+
+static void mirror_truncate(struct store *st, size_t n)
+{
+	while (st->mn > n) {
+		st->mn--;
+		free(st->mkeys[st->mn]);
+		free(st->mvals[st->mn]);
+	}
+}
+
+/* Hands what the transaction queued to the shared store (from `from`). */
+static void mirror_hand(struct store *st, size_t from)
+{
+	size_t i;
+
+	for (i = from; i < st->mn; i++)
+		if (store_etcd_mirror(st->remote, st->mkeys[i], st->mvals[i],
+				      st->mlens[i]) < 0)
+			rt_log(RT_LOG_ERROR,
+			       "etcd: %s: not queued: out of "
+			       "memory",
+			       st->mkeys[i]);
+	mirror_truncate(st, from);
+}
+
+/* Queues the leader's write of key `k` (value `v` or NULL) when this
+ * store mirrors; handed over at once outside a transaction. */
+static int mirror_add(struct store *st, struct rt_buf *k, struct rt_buf *v)
+{
+	if (!store_etcd_mirroring(st->remote))
+		return 0;
+	if (st->mn == st->mcap) {
+		size_t cap = st->mcap ? st->mcap * 2 : 64;
+		char **nk = realloc(st->mkeys, cap * sizeof(*nk));
+		char **nv;
+		size_t *nl;
+
+		if (nk == NULL)
+			return -ENOMEM;
+		st->mkeys = nk;
+		nv = realloc(st->mvals, cap * sizeof(*nv));
+		if (nv == NULL)
+			return -ENOMEM;
+		st->mvals = nv;
+		nl = realloc(st->mlens, cap * sizeof(*nl));
+		if (nl == NULL)
+			return -ENOMEM;
+		st->mlens = nl;
+		st->mcap = cap;
+	}
+	st->mkeys[st->mn] = k->data;
+	st->mvals[st->mn] = v ? v->data : NULL;
+	st->mlens[st->mn] = v ? v->len : 0;
+	st->mn++;
+	k->data = NULL;
+	if (v != NULL)
+		v->data = NULL;
+	if (st->depth == 0)
+		mirror_hand(st, st->mn - 1);
+	return 0;
+}
+
+/* Queues record `r` (a delete when `del`). */
+static int mirror_rec(struct store *st, const struct etcd_keys_rec *r, int del)
+{
+	struct rt_buf k = { 0 }, v = { 0 };
+	int rc;
+
+	if (!store_etcd_mirroring(st->remote))
+		return 0;
+	rc = etcd_keys_encode(st->cluster, r, &k, del ? NULL : &v);
+	if (rc == 0)
+		rc = mirror_add(st, &k, del ? NULL : &v);
+	if (rc < 0)
+		rt_log(RT_LOG_ERROR, "etcd: the leader's write not queued: %s",
+		       strerror(-rc));
+	rt_buf_free(&k);
+	rt_buf_free(&v);
+	return rc;
+}
+
+void store_mirror_start(struct store *st, store_etcd_fence_fn fence,
+			store_etcd_deposed_fn deposed, void *arg)
+{
+	if (st->remote != NULL)
+		store_etcd_mirror_start(st->remote, fence, deposed, arg);
+}
+
+void store_mirror_stop(struct store *st)
+{
+	if (st->remote != NULL)
+		store_etcd_mirror_stop(st->remote);
+}
+
+size_t store_mirror_pending(const struct store *st)
+{
+	return st->remote ? store_etcd_mirror_pending(st->remote) : 0;
+}
+
+int store_barrier(struct store *st, store_done_fn done, void *arg)
+{
+	return st->remote ? store_etcd_barrier(st->remote, done, arg) : -ENOENT;
+}
+
+struct etcd_client *store_client(struct store *st)
+{
+	return st->remote ? store_etcd_client(st->remote) : NULL;
+}
+
+const char *store_cluster(const struct store *st)
+{
+	return st->cluster;
+}
+
+void store_derived_listen(struct store *st, store_derived_fn fn, void *arg)
+{
+	st->derived = fn;
+	st->derived_arg = arg;
+}
+
 /* Transactions nest: the outermost is a real transaction, inner ones are
  * savepoints, so that a batch (a whole reconciliation) is one commit and
  * one fsync while its parts keep their own all-or-nothing. */
@@ -440,8 +581,10 @@ int store_begin(struct store *st)
 		snprintf(sql, sizeof(sql), "SAVEPOINT sp%d", st->depth);
 		rc = exec(st, sql);
 	}
-	if (rc == 0)
+	if (rc == 0) {
+		st->mmarks[st->depth] = st->mn;
 		st->marks[st->depth++] = st->staged.n;
+	}
 	return rc;
 }
 
@@ -519,15 +662,73 @@ static void from_remote(void *arg, const struct store_change *c)
 		st->listen(st->listen_arg, c);
 }
 
+/* Derived state from the shared store, written by the leader: kept in
+ * the local tables too (a controller that becomes leader, or starts,
+ * loads them from there), then told to the listener. The leader's own
+ * writes come back too, and are already there. */
+static void from_remote_derived(void *arg, const struct etcd_keys_rec *r,
+				int deleted)
+{
+	struct store *st = arg;
+	const struct store_instance *in = &r->instance;
+	int rc = 0;
+
+	if (store_etcd_mirroring(st->remote))
+		return;
+	switch (r->kind) {
+	case ETCD_KEYS_INSTANCE:
+		rc = deleted ? store_instance_delete(st, in->tenant, in->ns,
+						     in->fn, in->n)
+			     : store_instance_put(st, in);
+		break;
+	case ETCD_KEYS_WORKER:
+		rc = deleted ? store_worker_delete(st, r->worker.id)
+			     : store_worker_put(st, &r->worker);
+		break;
+	case ETCD_KEYS_SETTING:
+		rc = deleted ? store_setting_delete(st, r->key)
+			     : store_setting_put(st, r->key, r->value);
+		break;
+	case ETCD_KEYS_REVOKED: {
+		const char *text[2] = { r->revoked.worker, r->revoked.serial };
+
+		rc = deleted ? run_sql(st,
+				       "DELETE FROM revoked WHERE worker = ?1 "
+				       "AND serial = ?2",
+				       2, text, 0, NULL)
+			     : store_revoke(st, r->revoked.worker,
+					    r->revoked.serial,
+					    r->revoked.revoked_ms);
+		break;
+	}
+	default: return;
+	}
+	if (rc < 0)
+		rt_log(RT_LOG_ERROR, "store: the leader's state not kept: %s",
+		       strerror(-rc));
+	if (st->derived != NULL)
+		st->derived(st->derived_arg, r, deleted);
+}
+
 int store_open_shared(struct store **out, const char *path,
 		      struct uv_loop_s *loop, const struct etcd_config *cfg,
 		      const char *cluster)
 {
 	int rc = store_open(out, path);
 
+	/* The cluster's derived state is etcd's: what this file kept from
+	 * before is replaced by what the load reads. */
+	if (rc == 0)
+		rc = exec(*out, "BEGIN IMMEDIATE; DELETE FROM instances; "
+				"DELETE FROM workers; DELETE FROM settings; "
+				"DELETE FROM revoked; COMMIT");
+	if (rc == 0) {
+		(*out)->cluster = strdup(cluster);
+		rc = (*out)->cluster ? 0 : -ENOMEM;
+	}
 	if (rc == 0)
 		rc = store_etcd_open(&(*out)->remote, loop, cfg, cluster,
-				     from_remote, *out);
+				     from_remote, from_remote_derived, *out);
 	if (rc < 0 && *out != NULL) {
 		store_close(*out);
 		*out = NULL;
@@ -573,6 +774,7 @@ int store_commit(struct store *st)
 		}
 		st->depth--;
 		unrelax(st);
+		mirror_hand(st, 0);
 		announce(st);
 		return 0;
 	} else {
@@ -591,6 +793,7 @@ void store_rollback(struct store *st)
 	if (st->depth == 0)
 		return;
 	staged_truncate(&st->staged, st->marks[st->depth - 1]);
+	mirror_truncate(st, st->mmarks[st->depth - 1]);
 	if (st->depth == 1) {
 		if (!sqlite3_get_autocommit(st->db))
 			exec(st, "ROLLBACK");
@@ -744,13 +947,23 @@ int store_instance_put(struct store *st, const struct store_instance *r)
 {
 	const char *text[4] = { r->tenant, r->ns, r->fn, r->worker };
 	long long ints[3] = { r->n, r->desired_run, (long long)r->epoch };
+	struct etcd_keys_rec rec = { .kind = ETCD_KEYS_INSTANCE };
+	int rc = run_sql(st,
+			 "INSERT OR REPLACE INTO instances(tenant, namespace, "
+			 "function, worker, n, desired, epoch) VALUES(?1, ?2, "
+			 "?3, ?4, ?5, ?6, ?7)",
+			 4, text, 3, ints);
 
-	return run_sql(
-		st,
-		"INSERT OR REPLACE INTO instances(tenant, namespace, "
-		"function, worker, n, desired, epoch) VALUES(?1, ?2, ?3, "
-		"?4, ?5, ?6, ?7)",
-		4, text, 3, ints);
+	rec.instance = *r;
+	return rc < 0 ? rc : mirror_rec(st, &rec, 0);
+}
+
+int store_instance_publish(struct store *st, const struct store_instance *r)
+{
+	struct etcd_keys_rec rec = { .kind = ETCD_KEYS_INSTANCE };
+
+	rec.instance = *r;
+	return mirror_rec(st, &rec, 0);
 }
 
 int store_instance_delete(struct store *st, const char *tenant, const char *ns,
@@ -758,11 +971,17 @@ int store_instance_delete(struct store *st, const char *tenant, const char *ns,
 {
 	const char *text[3] = { tenant, ns, fn };
 	long long ints[1] = { n };
+	struct etcd_keys_rec rec = { .kind = ETCD_KEYS_INSTANCE };
+	int rc = run_sql(st,
+			 "DELETE FROM instances WHERE tenant = ?1 AND "
+			 "namespace = ?2 AND function = ?3 AND n = ?4",
+			 3, text, 1, ints);
 
-	return run_sql(st,
-		       "DELETE FROM instances WHERE tenant = ?1 AND namespace "
-		       "= ?2 AND function = ?3 AND n = ?4",
-		       3, text, 1, ints);
+	rec.instance.tenant = tenant;
+	rec.instance.ns = ns;
+	rec.instance.fn = fn;
+	rec.instance.n = n;
+	return rc < 0 ? rc : mirror_rec(st, &rec, 1);
 }
 
 int store_instance_load(struct store *st,
@@ -789,6 +1008,8 @@ int store_instance_load(struct store *st,
 				? NULL
 				: col_text(q, 5),
 			(uint64_t)sqlite3_column_int64(q, 6),
+			NULL,
+			0,
 		};
 		rc = fn(&r, arg);
 	}
@@ -802,19 +1023,26 @@ int store_worker_put(struct store *st, const struct store_worker *r)
 {
 	const char *text[3] = { r->id, r->tags, r->namespaces };
 	long long ints[3] = { r->memory_mb, r->local, r->drained };
+	struct etcd_keys_rec rec = { .kind = ETCD_KEYS_WORKER };
+	int rc = run_sql(st,
+			 "INSERT OR REPLACE INTO workers(id, tags, namespaces, "
+			 "memory, local, drained) VALUES(?1, ?2, ?3, ?4, ?5, "
+			 "?6)",
+			 3, text, 3, ints);
 
-	return run_sql(st,
-		       "INSERT OR REPLACE INTO workers(id, tags, namespaces, "
-		       "memory, local, drained) VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
-		       3, text, 3, ints);
+	rec.worker = *r;
+	return rc < 0 ? rc : mirror_rec(st, &rec, 0);
 }
 
 int store_worker_delete(struct store *st, const char *id)
 {
 	const char *text[1] = { id };
+	struct etcd_keys_rec rec = { .kind = ETCD_KEYS_WORKER };
+	int rc = run_sql(st, "DELETE FROM workers WHERE id = ?1", 1, text, 0,
+			 NULL);
 
-	return run_sql(st, "DELETE FROM workers WHERE id = ?1", 1, text, 0,
-		       NULL);
+	rec.worker.id = id;
+	return rc < 0 ? rc : mirror_rec(st, &rec, 1);
 }
 
 int store_worker_load(struct store *st,
@@ -844,19 +1072,26 @@ int store_worker_load(struct store *st,
 int store_setting_put(struct store *st, const char *key, const char *value)
 {
 	const char *text[2] = { key, value };
+	struct etcd_keys_rec rec = { .kind = ETCD_KEYS_SETTING };
+	int rc = run_sql(st,
+			 "INSERT OR REPLACE INTO settings(key, value) "
+			 "VALUES(?1, ?2)",
+			 2, text, 0, NULL);
 
-	return run_sql(st,
-		       "INSERT OR REPLACE INTO settings(key, value) "
-		       "VALUES(?1, ?2)",
-		       2, text, 0, NULL);
+	rec.key = key;
+	rec.value = value;
+	return rc < 0 ? rc : mirror_rec(st, &rec, 0);
 }
 
 int store_setting_delete(struct store *st, const char *key)
 {
 	const char *text[1] = { key };
+	struct etcd_keys_rec rec = { .kind = ETCD_KEYS_SETTING };
+	int rc = run_sql(st, "DELETE FROM settings WHERE key = ?1", 1, text, 0,
+			 NULL);
 
-	return run_sql(st, "DELETE FROM settings WHERE key = ?1", 1, text, 0,
-		       NULL);
+	rec.key = key;
+	return rc < 0 ? rc : mirror_rec(st, &rec, 1);
 }
 
 int store_setting_get(struct store *st, const char *key, char *out, size_t n)
@@ -887,11 +1122,16 @@ int store_revoke(struct store *st, const char *worker, const char *serial,
 {
 	const char *text[2] = { worker, serial ? serial : "" };
 	long long ints[1] = { revoked_ms };
+	struct etcd_keys_rec rec = { .kind = ETCD_KEYS_REVOKED };
+	int rc = run_sql(st,
+			 "INSERT OR REPLACE INTO revoked(worker, serial, "
+			 "revoked_ms) VALUES(?1, ?2, ?3)",
+			 2, text, 1, ints);
 
-	return run_sql(st,
-		       "INSERT OR REPLACE INTO revoked(worker, serial, "
-		       "revoked_ms) VALUES(?1, ?2, ?3)",
-		       2, text, 1, ints);
+	rec.revoked.worker = worker;
+	rec.revoked.serial = text[1];
+	rec.revoked.revoked_ms = revoked_ms;
+	return rc < 0 ? rc : mirror_rec(st, &rec, 0);
 }
 
 /* ================================================================ code/ */

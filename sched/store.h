@@ -103,6 +103,47 @@ int store_shared_state(const struct store *st, int64_t *revision, int *watching,
 		       int64_t *stale_since, const char **endpoint,
 		       const char **error);
 
+struct etcd_cmp;
+struct etcd_keys_rec;
+struct etcd_client;
+
+/* Called, on a shared store, for each change of the derived state that
+ * the cluster's leader writes (instances, workers, settings,
+ * revocations) and that this controller did not write itself, after the
+ * local tables have it: `r` as etcd_keys decoded it, `deleted` 1 when it
+ * went. */
+typedef void (*store_derived_fn)(void *arg, const struct etcd_keys_rec *r,
+				 int deleted);
+
+/* Sets that listener (one; NULL: none). */
+void store_derived_listen(struct store *st, store_derived_fn fn, void *arg);
+
+/* From now on, a shared store also writes every change of derived state
+ * (store_instance_*, store_worker_*, store_setting_*, store_revoke) to
+ * etcd once its transaction commits, fenced by what `fence` gives (the
+ * leader's compare, elect_fence: 0 or -ESTALE); a fence that fails calls
+ * `deposed` once and ends it (store_etcd.h). A no-op with SQLite. */
+void store_mirror_start(struct store *st,
+			int (*fence)(void *arg, struct etcd_cmp *out),
+			void (*deposed)(void *arg), void *arg);
+
+/* Ends that, dropping what was not sent. */
+void store_mirror_stop(struct store *st);
+
+/* The leader's writes not yet acknowledged by etcd (0 with SQLite). */
+size_t store_mirror_pending(const struct store *st);
+
+/* Calls `done` once this controller's model has what etcd had committed
+ * when asked (store_etcd_barrier). Returns 0, -ENOENT with SQLite, or
+ * -errno (then `done` is not called). */
+int store_barrier(struct store *st, store_done_fn done, void *arg);
+
+/* The etcd client of a shared store, or NULL. */
+struct etcd_client *store_client(struct store *st);
+
+/* The cluster's name of a shared store, or NULL. */
+const char *store_cluster(const struct store *st);
+
 /* Ends what a shared store does on the loop (its watch, its requests:
  * what waits fails with -ECANCELED), so that the loop can end; a no-op
  * for SQLite. Later shared changes fail. */
@@ -162,6 +203,10 @@ struct store_instance {
 	int desired_run;    /* 1: start, 0: stop */
 	const char *worker; /* assigned worker id, or NULL (pending) */
 	uint64_t epoch;	    /* of its current or last assignment */
+	/* A cluster's leader also tells the others what it knows of it
+	 * (not kept in SQLite): its state word (NULL: not told) and pid. */
+	const char *state;
+	int pid;
 };
 
 /* One known worker. */
@@ -176,6 +221,11 @@ struct store_worker {
 
 /* Writes (insert or replace) an instance row. Returns 0 or -EIO. */
 int store_instance_put(struct store *st, const struct store_instance *r);
+
+/* A cluster's leader: tells the others `r` (with its state and pid),
+ * in etcd only (store_mirror_start); a no-op otherwise. Returns 0 or
+ * -ENOMEM. */
+int store_instance_publish(struct store *st, const struct store_instance *r);
 
 /* Deletes an instance row. Returns 0 or -EIO. */
 int store_instance_delete(struct store *st, const char *tenant, const char *ns,

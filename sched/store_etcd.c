@@ -16,6 +16,11 @@
 #define WAIT_MS 10000
 /* How soon a broken watch is set up again. */
 #define REWATCH_MS 500
+/* The kinds of key a resync reads (kinds[] below). */
+#define NKINDS 7
+/* The most operations of one txn of the leader's writes (etcd takes 128;
+ * one is the fence). */
+#define MIRROR_OPS 127
 /* How often the quorum is probed. */
 #define PROBE_MS 1000
 
@@ -57,13 +62,22 @@ struct store_etcd {
 	uv_timer_t *kick;  /* the waiters, after a watch's message */
 	struct waiter *waiters;
 	store_etcd_deliver_fn deliver;
+	store_etcd_derived_fn derived;
 	void *deliver_arg;
+	/* the leader's writes of derived state (store_etcd_mirror_*) */
+	struct rt_map mirror; /* key -> struct mirror_op, to send */
+	int mirroring;
+	int mirror_busy;       /* a txn of them is under way */
+	uv_timer_t *mirror_tm; /* sends them on a later turn */
+	store_etcd_fence_fn fence;
+	store_etcd_deposed_fn deposed;
+	void *mirror_arg;
 	/* a resync: the three ranges, then the diff */
 	int syncing;
 	int loading;	      /* the open's: changes go to `loaded` */
 	struct staged loaded; /* what the open read */
-	struct etcd_kv *got[3];
-	size_t ngot[3];
+	struct etcd_kv *got[NKINDS];
+	size_t ngot[NKINDS];
 	int64_t sync_rev;
 	int sync_step, sync_rc;
 	unsigned gen;
@@ -77,9 +91,28 @@ struct store_etcd {
 	int64_t quorum_lost_ms; /* rt_now_ms of the first failed probe, or 0 */
 };
 
-static const enum etcd_keys_kind kinds[3] = { ETCD_KEYS_TENANT,
-					      ETCD_KEYS_NAMESPACE,
-					      ETCD_KEYS_FUNCTION };
+/* What a resync reads, parents first: the rows, then the derived state
+ * the leader writes. */
+static const enum etcd_keys_kind kinds[NKINDS] = {
+	ETCD_KEYS_TENANT,   ETCD_KEYS_NAMESPACE, ETCD_KEYS_FUNCTION,
+	ETCD_KEYS_INSTANCE, ETCD_KEYS_WORKER,	 ETCD_KEYS_SETTING,
+	ETCD_KEYS_REVOKED
+};
+
+static int is_row(enum etcd_keys_kind k)
+{
+	return k == ETCD_KEYS_TENANT || k == ETCD_KEYS_NAMESPACE ||
+	       k == ETCD_KEYS_FUNCTION;
+}
+
+static int is_derived(enum etcd_keys_kind k)
+{
+	return k == ETCD_KEYS_INSTANCE || k == ETCD_KEYS_WORKER ||
+	       k == ETCD_KEYS_SETTING || k == ETCD_KEYS_REVOKED;
+}
+
+static void mirror_send(uv_timer_t *tm);
+static void mirror_drop(struct store_etcd *e);
 
 static void set_error(struct store_etcd *e, const char *what, int rc,
 		      const char *why)
@@ -159,6 +192,21 @@ static void hand(struct store_etcd *e, enum store_op op,
 		e->deliver(e->deliver_arg, &c);
 }
 
+/* Whether `key` is in the range of a kind this store reads. */
+static int row_prefixed(const struct store_etcd *e, const char *key)
+{
+	static const char *const parts[NKINDS] = { "t/", "ns/",	 "fn/", "in/",
+						   "w/", "set/", "rv/" };
+	size_t n = strlen(e->prefix), i;
+
+	if (strncmp(key, e->prefix, n) != 0)
+		return 0;
+	for (i = 0; i < NKINDS; i++)
+		if (strncmp(key + n, parts[i], strlen(parts[i])) == 0)
+			return 1;
+	return 0;
+}
+
 /* A row's key is `key` with value `value` at `mod`: tells the model.
  * Returns 0, or -EAGAIN when its parent is not known yet (kept for a
  * second pass), or -EINVAL for what is not a row of this layout. */
@@ -172,10 +220,23 @@ static int learn_put(struct store_etcd *e, const struct etcd_kv *kv)
 
 	rc = etcd_keys_decode(e->cluster, kv->key, kv->key_len, kv->value,
 			      kv->value_len, &rec);
-	if (rc < 0 ||
-	    (rec.kind != ETCD_KEYS_TENANT && rec.kind != ETCD_KEYS_NAMESPACE &&
-	     rec.kind != ETCD_KEYS_FUNCTION)) {
-		if (rc < 0)
+	if (rc == 0 && is_derived(rec.kind)) {
+		k = rt_map_get(&e->known, kv->key);
+		if (k == NULL)
+			rc = known_add(e, kv->key, &k);
+		if (rc == 0) {
+			known_set(e, k, kv, rec.kind);
+			if (kv->mod_revision > e->applied)
+				e->applied = kv->mod_revision;
+			if (e->derived != NULL)
+				e->derived(e->deliver_arg, &rec, 0);
+		}
+		goto out;
+	}
+	if (rc < 0 || !is_row(rec.kind)) {
+		/* The journal, the election, the controllers' presence and
+		 * code/ have keys of their own here, read by others. */
+		if (rc < 0 && row_prefixed(e, kv->key))
 			rt_log(RT_LOG_WARN, "etcd: %.*s: not a row: skipped",
 			       (int)kv->key_len, kv->key);
 		rc = rc < 0 ? -EINVAL : 0;
@@ -216,8 +277,13 @@ static void learn_delete(struct store_etcd *e, const char *key, int64_t rev)
 		return; /* not a row, or never seen */
 	if (k->value != NULL && etcd_keys_decode(e->cluster, key, strlen(key),
 						 k->value, k->len, &rec) == 0) {
-		rec.row.updated_ms = rt_now_ms();
-		hand(e, STORE_DELETE, &rec.row);
+		if (is_derived(rec.kind)) {
+			if (e->derived != NULL)
+				e->derived(e->deliver_arg, &rec, 1);
+		} else {
+			rec.row.updated_ms = rt_now_ms();
+			hand(e, STORE_DELETE, &rec.row);
+		}
 	}
 	etcd_keys_rec_free(&rec);
 	known_free(rt_map_del(&e->known, key));
@@ -323,7 +389,7 @@ static void sync_apply(struct store_etcd *e)
 	char **keys;
 
 	e->gen++;
-	for (i = 0; i < 3; i++)
+	for (i = 0; i < NKINDS; i++)
 		for (j = 0; j < e->ngot[i]; j++) {
 			struct known *k = rt_map_get(&e->known,
 						     e->got[i][j].key);
@@ -368,7 +434,7 @@ static void sync_clear(struct store_etcd *e)
 {
 	size_t i, j;
 
-	for (i = 0; i < 3; i++) {
+	for (i = 0; i < NKINDS; i++) {
 		for (j = 0; j < e->ngot[i]; j++)
 			etcd_kv_clear(&e->got[i][j]);
 		free(e->got[i]);
@@ -418,7 +484,7 @@ static void on_range(void *arg, const struct etcd_answer *a)
 		memcpy(d->value, s->value, s->value_len + 1);
 	}
 	e->sync_step++;
-	if (e->sync_rc == 0 && e->sync_step < 3) {
+	if (e->sync_rc == 0 && e->sync_step < NKINDS) {
 		sync_step(e);
 		return;
 	}
@@ -852,11 +918,310 @@ int store_etcd_submit(struct store_etcd *e, const struct store_change *v,
 	return rc < 0 ? rc : STORE_LATER;
 }
 
+/* ===================================================== derived state */
+
+/* One key the leader writes: its value, or a delete (value NULL). */
+struct mirror_op {
+	char *value;
+	size_t len;
+};
+
+static void mirror_op_free(struct mirror_op *m)
+{
+	if (m != NULL)
+		free(m->value);
+	free(m);
+}
+
+static int free_mirror_op(const char *key, void *value, void *arg)
+{
+	(void)key;
+	(void)arg;
+	mirror_op_free(value);
+	return 0;
+}
+
+static void mirror_drop(struct store_etcd *e)
+{
+	rt_map_each(&e->mirror, free_mirror_op, NULL);
+	rt_map_free(&e->mirror);
+	memset(&e->mirror, 0, sizeof(e->mirror));
+}
+
+static void mirror_kick(struct store_etcd *e, uint64_t ms)
+{
+	if (e->mirror_tm != NULL && !e->mirror_busy &&
+	    !uv_is_active((uv_handle_t *)e->mirror_tm))
+		uv_timer_start(e->mirror_tm, mirror_send, ms, 0);
+}
+
+/* The ops of one txn under way, to give back when it did not go. */
+struct mirror_txn {
+	struct store_etcd *e;
+	char **keys;
+	struct mirror_op **ops;
+	size_t n;
+};
+
+static void mirror_txn_free(struct mirror_txn *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->n; i++) {
+		free(t->keys[i]);
+		mirror_op_free(t->ops[i]);
+	}
+	free(t->keys);
+	free(t->ops);
+	free(t);
+}
+
+static void on_mirror_txn(void *arg, const struct etcd_answer *a)
+{
+	struct mirror_txn *t = arg;
+	struct store_etcd *e = t->e;
+	size_t i;
+
+	e->mirror_busy = 0;
+	if (a->rc == -ECANCELED || !e->mirroring) {
+		mirror_txn_free(t);
+		return;
+	}
+	if (a->rc < 0) {
+		/* Not written: again, unless a newer value came meanwhile. */
+		set_error(e, "writing the leader's state", a->rc, a->error);
+		for (i = 0; i < t->n; i++)
+			if (rt_map_get(&e->mirror, t->keys[i]) == NULL &&
+			    rt_map_put(&e->mirror, t->keys[i], t->ops[i]) == 0)
+				t->ops[i] = NULL;
+		mirror_txn_free(t);
+		mirror_kick(e, REWATCH_MS);
+		return;
+	}
+	mirror_txn_free(t);
+	if (!a->succeeded) {
+		/* The fence failed: another controller leads now. */
+		e->mirroring = 0;
+		mirror_drop(e);
+		if (e->deposed != NULL)
+			e->deposed(e->mirror_arg);
+		return;
+	}
+	if (e->mirror.count > 0)
+		mirror_kick(e, 0);
+}
+
+struct mirror_take {
+	struct mirror_txn *t;
+	size_t max;
+};
+
+static int take_op(const char *key, void *value, void *arg)
+{
+	struct mirror_take *k = arg;
+
+	if (k->t->n >= k->max)
+		return 1;
+	k->t->keys[k->t->n] = strdup(key);
+	if (k->t->keys[k->t->n] == NULL)
+		return -ENOMEM;
+	k->t->ops[k->t->n++] = value;
+	return 0;
+}
+
+/* Sends up to MIRROR_OPS of the leader's writes as one txn, fenced. */
+static void mirror_send(uv_timer_t *tm)
+{
+	struct store_etcd *e = tm->data;
+	struct mirror_take k = { NULL, MIRROR_OPS };
+	struct etcd_op *ops = NULL;
+	struct etcd_cmp fence;
+	size_t i;
+	int rc = -ENOMEM;
+
+	if (e->stopped || !e->mirroring || e->mirror_busy ||
+	    e->mirror.count == 0)
+		return;
+	if (e->fence(e->mirror_arg, &fence) < 0) {
+		/* Not the leader any more: the elector says so too. */
+		e->mirroring = 0;
+		mirror_drop(e);
+		if (e->deposed != NULL)
+			e->deposed(e->mirror_arg);
+		return;
+	}
+	k.t = calloc(1, sizeof(*k.t));
+	if (k.t == NULL)
+		goto out;
+	k.t->e = e;
+	k.t->keys = calloc(MIRROR_OPS, sizeof(*k.t->keys));
+	k.t->ops = calloc(MIRROR_OPS, sizeof(*k.t->ops));
+	ops = calloc(MIRROR_OPS, sizeof(*ops));
+	if (k.t->keys == NULL || k.t->ops == NULL || ops == NULL)
+		goto out;
+	rt_map_each(&e->mirror, take_op, &k);
+	for (i = 0; i < k.t->n; i++) {
+		rt_map_del(&e->mirror, k.t->keys[i]);
+		ops[i].key = k.t->keys[i];
+		if (k.t->ops[i]->value != NULL) {
+			ops[i].kind = ETCD_OP_PUT;
+			ops[i].value = k.t->ops[i]->value;
+			ops[i].value_len = k.t->ops[i]->len;
+		} else
+			ops[i].kind = ETCD_OP_DELETE;
+	}
+	rc = etcd_txn(e->c, &fence, 1, ops, k.t->n, NULL, 0, on_mirror_txn,
+		      k.t);
+	if (rc == 0) {
+		e->mirror_busy = 1;
+		k.t = NULL;
+	}
+out:
+	if (rc < 0) {
+		set_error(e, "writing the leader's state", rc, NULL);
+		if (k.t != NULL) {
+			for (i = 0; i < k.t->n; i++)
+				if (rt_map_put(&e->mirror, k.t->keys[i],
+					       k.t->ops[i]) == 0)
+					k.t->ops[i] = NULL;
+		}
+		mirror_kick(e, REWATCH_MS);
+	}
+	if (k.t != NULL)
+		mirror_txn_free(k.t);
+	free(ops);
+}
+
+void store_etcd_mirror_start(struct store_etcd *e, store_etcd_fence_fn fence,
+			     store_etcd_deposed_fn deposed, void *arg)
+{
+	mirror_drop(e);
+	e->fence = fence;
+	e->deposed = deposed;
+	e->mirror_arg = arg;
+	e->mirroring = 1;
+}
+
+void store_etcd_mirror_stop(struct store_etcd *e)
+{
+	e->mirroring = 0;
+	mirror_drop(e);
+}
+
+int store_etcd_mirroring(const struct store_etcd *e)
+{
+	return e != NULL && e->mirroring;
+}
+
+int store_etcd_mirror(struct store_etcd *e, const char *key, const char *value,
+		      size_t len)
+{
+	struct mirror_op *m, *old;
+	int rc = -ENOMEM;
+
+	if (!e->mirroring || e->stopped)
+		return 0;
+	m = calloc(1, sizeof(*m));
+	if (m == NULL)
+		goto out;
+	if (value != NULL) {
+		m->value = malloc(len + 1);
+		if (m->value == NULL)
+			goto out;
+		memcpy(m->value, value, len);
+		m->value[len] = '\0';
+		m->len = len;
+	}
+	old = rt_map_get(&e->mirror, key);
+	if (old != NULL) {
+		free(old->value);
+		*old = *m;
+		free(m);
+		m = NULL;
+		rc = 0;
+		goto out;
+	}
+	rc = rt_map_put(&e->mirror, key, m);
+	if (rc == 0)
+		m = NULL;
+out:
+	mirror_op_free(m);
+	if (rc == 0)
+		mirror_kick(e, 0);
+	return rc;
+}
+
+size_t store_etcd_mirror_pending(const struct store_etcd *e)
+{
+	return e->mirror.count + (size_t)e->mirror_busy;
+}
+
+/* ============================================================ barrier */
+
+struct barrier {
+	struct store_etcd *e;
+	store_done_fn done;
+	void *arg;
+};
+
+static void on_barrier(void *arg, const struct etcd_answer *a)
+{
+	struct barrier *b = arg;
+	struct store_etcd *e = b->e;
+	struct waiter *w;
+
+	if (a->rc < 0) {
+		b->done(b->arg, a->rc == -ECANCELED ? -ECANCELED : -EIO);
+		free(b);
+		return;
+	}
+	w = calloc(1, sizeof(*w));
+	if (w == NULL) {
+		b->done(b->arg, -ENOMEM);
+		free(b);
+		return;
+	}
+	w->e = e;
+	w->rev = a->header.revision;
+	w->deadline = rt_mono_ms() + WAIT_MS;
+	w->done = b->done;
+	w->arg = b->arg;
+	free(b);
+	w->next = e->waiters;
+	e->waiters = w;
+	check_waiters(e, 0, 0);
+}
+
+int store_etcd_barrier(struct store_etcd *e, store_done_fn done, void *arg)
+{
+	struct barrier *b;
+	int rc;
+
+	if (e->stopped)
+		return -ESHUTDOWN;
+	b = calloc(1, sizeof(*b));
+	if (b == NULL)
+		return -ENOMEM;
+	b->e = e;
+	b->done = done;
+	b->arg = arg;
+	rc = etcd_range(e->c, e->prefix, e->prefix_end, 0, 1, on_barrier, b);
+	if (rc < 0)
+		free(b);
+	return rc;
+}
+
+struct etcd_client *store_etcd_client(struct store_etcd *e)
+{
+	return e->c;
+}
+
 /* ========================================================= open, close */
 
 int store_etcd_open(struct store_etcd **out, uv_loop_t *loop,
 		    const struct etcd_config *cfg, const char *cluster,
-		    store_etcd_deliver_fn deliver, void *arg)
+		    store_etcd_deliver_fn deliver,
+		    store_etcd_derived_fn derived, void *arg)
 {
 	struct store_etcd *e = calloc(1, sizeof(*e));
 	struct rt_buf p = { 0 };
@@ -868,6 +1233,7 @@ int store_etcd_open(struct store_etcd **out, uv_loop_t *loop,
 	e->loop = loop;
 	e->stale_since = rt_now_ms();
 	e->deliver = deliver;
+	e->derived = derived;
 	e->deliver_arg = arg;
 	rc = -EINVAL;
 	if (!etcd_keys_cluster_valid(cluster))
@@ -901,6 +1267,14 @@ int store_etcd_open(struct store_etcd **out, uv_loop_t *loop,
 		goto out;
 	}
 	e->kick->data = e;
+	e->mirror_tm = calloc(1, sizeof(*e->mirror_tm));
+	rc = e->mirror_tm ? uv_timer_init(loop, e->mirror_tm) : -ENOMEM;
+	if (rc < 0) {
+		free(e->mirror_tm);
+		e->mirror_tm = NULL;
+		goto out;
+	}
+	e->mirror_tm->data = e;
 	/* The read before the mount serves: the loop runs for it alone. */
 	e->loading = 1;
 	resync(e);
@@ -950,6 +1324,10 @@ void store_etcd_stop(struct store_etcd *e)
 	if (e->kick != NULL)
 		uv_close((uv_handle_t *)e->kick, on_timer_closed);
 	e->kick = NULL;
+	if (e->mirror_tm != NULL)
+		uv_close((uv_handle_t *)e->mirror_tm, on_timer_closed);
+	e->mirror_tm = NULL;
+	mirror_drop(e);
 }
 
 void store_etcd_close(struct store_etcd *e)
@@ -959,6 +1337,7 @@ void store_etcd_close(struct store_etcd *e)
 	store_etcd_stop(e);
 	rt_map_each(&e->known, free_known, NULL);
 	rt_map_free(&e->known);
+	rt_map_free(&e->mirror);
 	staged_free(&e->loaded);
 	sync_clear(e);
 	free(e->cluster);

@@ -28,13 +28,63 @@ struct store_etcd;
 /* Called for each change that comes from etcd after the load, in order. */
 typedef void (*store_etcd_deliver_fn)(void *arg, const struct store_change *c);
 
+struct etcd_keys_rec;
+
+/* Called for each change of the derived state the leader writes
+ * (instances, workers, settings, revocations), at the load too, in
+ * order: `r` as decoded (valid during the call), `deleted` 1 when its key
+ * went (r holds the last value this controller saw). */
+typedef void (*store_etcd_derived_fn)(void *arg, const struct etcd_keys_rec *r,
+				      int deleted);
+
+/* Fills the compare that fences the leader's writes (elect_fence):
+ * returns 0, or -ESTALE when this controller does not lead. */
+typedef int (*store_etcd_fence_fn)(void *arg, struct etcd_cmp *out);
+
+/* Called once when a fenced txn failed its fence: another leads. */
+typedef void (*store_etcd_deposed_fn)(void *arg);
+
 /* Connects to cluster `cluster` of the etcd of `cfg` on `loop` and reads
  * its rows (running `loop` until they are read: before the mount
  * serves). Returns 0, -EINVAL (a bad cluster name or endpoint), -EIO or
  * -ETIMEDOUT (etcd could not be read; logged), -ENOMEM. */
 int store_etcd_open(struct store_etcd **out, uv_loop_t *loop,
 		    const struct etcd_config *cfg, const char *cluster,
-		    store_etcd_deliver_fn deliver, void *arg);
+		    store_etcd_deliver_fn deliver,
+		    store_etcd_derived_fn derived, void *arg);
+
+/* The leader's writes of derived state: from now on store_etcd_mirror
+ * queues them (one value per key: the newest), and they are sent on a
+ * later loop turn in txns of at most 127 puts and deletes, each behind
+ * the compare `fence` gives. A txn that fails on the way is sent again
+ * (what it held, unless newer values came); one whose fence failed ends
+ * the mirroring, drops the queue and calls `deposed`. */
+void store_etcd_mirror_start(struct store_etcd *e, store_etcd_fence_fn fence,
+			     store_etcd_deposed_fn deposed, void *arg);
+
+/* Ends the mirroring and drops what was not sent. */
+void store_etcd_mirror_stop(struct store_etcd *e);
+
+/* Whether the mirroring is on. */
+int store_etcd_mirroring(const struct store_etcd *e);
+
+/* Queues `key` := `len` bytes of `value` (NULL: a delete of `key`) when
+ * mirroring; a no-op (0) when not. Returns 0 or -ENOMEM. */
+int store_etcd_mirror(struct store_etcd *e, const char *key, const char *value,
+		      size_t len);
+
+/* The leader's writes not yet acknowledged by etcd. */
+size_t store_etcd_mirror_pending(const struct store_etcd *e);
+
+/* Calls `done` once this controller's model has every change etcd had
+ * committed when the barrier was asked (a linearizable read gives that
+ * revision): 0, or -EIO (etcd unreachable, or the watch did not catch up
+ * within 10 s), -ECANCELED. Returns 0 or -errno (then `done` is not
+ * called). */
+int store_etcd_barrier(struct store_etcd *e, store_done_fn done, void *arg);
+
+/* The etcd client of `e` (for the elector). */
+struct etcd_client *store_etcd_client(struct store_etcd *e);
 
 /* Ends the watch, the client and the timer's turns, and fails what waits
  * with -ECANCELED: nothing of `e` keeps the loop running after. Later

@@ -17,6 +17,7 @@
 #include "reconcile.h"
 #include "reports.h"
 #include "requests.h"
+#include "leader.h"
 #include "workers.h"
 
 void sched__worker_free(struct sched_worker *w)
@@ -74,17 +75,32 @@ void sched__on_register(struct sched *s, struct conn *c, const struct rt_msg *m)
 		sched__conn_close(c, "bad registration");
 		return;
 	}
-	if (store_shared(s->store)) {
-		/* Placement is one controller's, the elected leader's: until
-		 * it is built, a cluster's controllers run no instance. */
-		static const char why[] =
-			"this controller is one of a cluster, whose placement "
-			"is not built yet";
+	if (!sched__acting(s)) {
+		/* Workers are the leader's: tell this one where it is. */
+		const char *to = sched__leader_addr(s, peer->transport !=
+							       SCHED_UNIX);
+		struct rt_buf why = { 0 };
+		json_t *r;
 
-		sched__admit_refused(s, peer, why);
-		sched__conn_send(c, json_pack("{s:s, s:s}", "type", "refused",
-					      "reason", why));
-		sched__conn_close(c, "cluster");
+		if (s->leader_name != NULL && to != NULL)
+			rt_buf_printf(&why, "not the leader: %s leads",
+				      s->leader_name);
+		else if (s->leader_name != NULL)
+			rt_buf_printf(&why,
+				      "not the leader: %s leads, with no "
+				      "address for this transport",
+				      s->leader_name);
+		else
+			rt_buf_printf(&why, "not the leader: none is known "
+					    "yet");
+		r = json_pack("{s:s, s:s, s:b}", "type", "refused", "reason",
+			      why.data ? why.data : "not the leader", "retry",
+			      1);
+		if (r != NULL && to != NULL)
+			json_object_set_new(r, "leader", json_string(to));
+		sched__conn_send(c, r);
+		sched__conn_close(c, "not the leader");
+		rt_buf_free(&why);
 		return;
 	}
 	if (strcmp(id, "pool_size") == 0 || strcmp(id, "strategy") == 0 ||
@@ -184,6 +200,13 @@ void sched__worker_gone(struct sched *s, struct sched_worker *w,
 	w->since_ms = rt_now_ms();
 	sched__requests_fail(s, w);
 	rt_buf_kv(&kvs, "reason", why);
+	if (!s->shutting_down && !sched__acting(s)) {
+		/* A leader that stepped down: its workers go to the next
+		 * one with their assignments, which are the cluster's. */
+		sched__event(s, &w->obj, "worker.offline", kvs.data);
+		rt_buf_free(&kvs);
+		return;
+	}
 	if (s->shutting_down) {
 		sched__worker_lost(s, w, 1);
 		sched__obj_drop(s, &w->obj);

@@ -72,11 +72,6 @@ check_fails_with "rmdir of a namespace with a function, on b" \
 check_fails_with "code/ is not shared yet: refused" "Operation not supported" \
 	touch "$A/acme/prod/thumb/code/main.sh"
 
-# A failure at close(2): bash's echo does not report it, coreutils' does.
-write_checked() {
-	/bin/echo "$2" >"$1"
-}
-
 # ---- races between mounts
 rc_of() { "$@" 2>/dev/null && echo 0 || echo 1; }
 for i in 1 2 3 4 5; do
@@ -181,16 +176,26 @@ check "rmdir of the function on a" rmdir "$A/acme/prod/thumb"
 check "then of the namespace on b" wait_until 5 rmdir "$B/acme/prod"
 check "c shows the namespace gone" wait_until 5 test ! -e "$C/acme/prod"
 
-# ---- no placement on a cluster yet: said, not half done
-check_fails_with "--workers is refused with --store etcd://" "placement" \
+# ---- what a cluster refuses, and who leads
+check_fails_with "--workers is refused with --store etcd://" "workers does not go" \
 	"$FNFS" mount --data "$T/dx" --workers 1 --store "etcd://$EP" --cluster it1 "$T/mx"
-check_fails_with "--listen too" "placement" \
-	"$FNFS" mount --data "$T/dx" --listen 127.0.0.1:1 --insecure --store "etcd://$EP" --cluster it1 "$T/mx"
 check_fails_with "--store wants --cluster" "wants --cluster" \
 	"$FNFS" mount --data "$T/dx" --store "etcd://$EP" "$T/mx"
-timeout 10 "$FNFS" worker --connect "$T/da/ctl.sock" --id w1 --memory 64 >"$T/w1.log" 2>&1
-check "a worker that registers is refused and exits" grep -q "placement is not built yet" "$T/w1.log"
-check "the refusal is journalled" grep -q "worker.refused" "$T/ma/events"
+check_fails_with "--name wants a name" "name wants 1 to 63" \
+	"$FNFS" mount --data "$T/dx" --store "etcd://$EP" --cluster it1 --name 'a b' "$T/mx"
+check_fails_with "--leader-ttl goes with --store etcd://" "go with --store" \
+	"$FNFS" mount --data "$T/dx" --leader-ttl 3 "$T/mx"
+check "one of the three leads" wait_until 10 eval '[ "$(cat "$T"/m?/stats | grep -c "^cluster_role leader$")" = 1 ]'
+check "the others follow" eval '[ "$(cat "$T"/m?/stats | grep -c "^cluster_role follower$")" = 2 ]'
+check "all three name the same leader" eval '[ "$(cat "$T"/m?/stats | grep "^cluster_leader " | sort -u | wc -l)" = 1 ]'
+for m in a b c; do
+	grep -qx "cluster_role follower" "$T/m$m/stats" && FOL=$m
+done
+timeout 10 "$FNFS" worker --connect "$T/d$FOL/ctl.sock" --id w1 --memory 64 >"$T/w1.log" 2>&1 &
+wpid=$!
+BGPIDS+=("$wpid")
+check "a worker at a follower's socket is told who leads" wait_until 10 grep -q "not the leader" "$T/w1.log"
+kill "$wpid" 2>/dev/null
 
 # ---- the end: every controller unmounts and exits
 for m in a b c; do

@@ -240,6 +240,12 @@ worker_pids() {
 	cat "$MNT"/workers/*/pid 2>/dev/null
 }
 
+# write_checked FILE VALUE: a write whose failure at close(2) counts
+# (bash's echo does not report it, coreutils' does).
+write_checked() {
+	/bin/echo "$2" >"$1"
+}
+
 # ---- workers started by hand
 
 # shellcheck disable=SC2034 # used by the tests that source this

@@ -117,6 +117,8 @@ TEST(etcd_keys_rows_round_trip)
 	}
 }
 
+static int refused(const char *key, const char *value);
+
 TEST(etcd_keys_instances_workers_round_trip)
 {
 	struct etcd_keys_rec r = { .kind = ETCD_KEYS_INSTANCE }, o;
@@ -140,7 +142,37 @@ TEST(etcd_keys_instances_workers_round_trip)
 	round_trip(&r, "/fnfs/prod/in/a/b/c/0", &o);
 	CHECK(o.instance.worker == NULL && o.instance.n == 0 &&
 	      o.instance.desired_run == 0);
+	CHECK(o.instance.state == NULL && o.instance.pid == 0);
 	etcd_keys_rec_free(&o);
+
+	/* What a cluster's leader tells of it: its state and pid too. */
+	r.instance.worker = "w-2";
+	r.instance.state = "running";
+	r.instance.pid = 4242;
+	round_trip(&r, "/fnfs/prod/in/a/b/c/0", &o);
+	CHECK_STR(o.instance.state, "running");
+	CHECK(o.instance.pid == 4242);
+	CHECK_STR(o.instance.worker, "w-2");
+	etcd_keys_rec_free(&o);
+	r.instance.state = "not a word";
+	{
+		struct rt_buf k = { 0 }, v = { 0 };
+
+		CHECK(etcd_keys_encode("prod", &r, &k, &v) == -EINVAL);
+		rt_buf_free(&k);
+		rt_buf_free(&v);
+	}
+	r.instance.state = NULL;
+	/* Both or neither; no other field. */
+	CHECK(refused("/fnfs/prod/in/a/b/c/0",
+		      "{\"desired\":1,\"worker\":null,\"epoch\":1,"
+		      "\"state\":\"running\"}"));
+	CHECK(refused("/fnfs/prod/in/a/b/c/0",
+		      "{\"desired\":1,\"worker\":null,\"epoch\":1,"
+		      "\"state\":\"running\",\"pod\":3}"));
+	CHECK(refused("/fnfs/prod/in/a/b/c/0",
+		      "{\"desired\":1,\"worker\":null,\"epoch\":1,"
+		      "\"state\":\"running\",\"pid\":-3}"));
 
 	r = (struct etcd_keys_rec){ .kind = ETCD_KEYS_WORKER };
 	r.worker = (struct store_worker){ .id = "local-1",
