@@ -18,15 +18,6 @@
 
 #include "sched.h"
 
-/* Leader election (sched/leader.c) gives these; repeated here until it
- * lands in sched.h. The role: "single" (no etcd), "leader", "follower",
- * "campaigning" or "lost". */
-const char *sched_role(const struct sched *s);
-
-/* The leader's --name and its --listen "IP:PORT" (NULL when it has
- * none). Returns 0, or -ENOENT when no leader is known. */
-int sched_leader(const struct sched *s, const char **name, const char **listen);
-
 /* A forwarded request under way on a follower; owned by sched. */
 struct sched_fwd;
 
