@@ -29,7 +29,7 @@ TTL=2
 check "3 etcd members healthy within 20 s" etcd_start_cluster 3
 EP=${ETCD_ENDPOINTS//http:\/\//}
 
-read -r PORT[a] PORT[b] PORT[c] < <(python3 -c '
+read -r "PORT[a]" "PORT[b]" "PORT[c]" < <(python3 -c '
 import socket
 s=[socket.socket() for _ in range(3)]
 for x in s: x.bind(("127.0.0.1",0))
@@ -63,7 +63,6 @@ tls_worker() {
 	"$FNFS" worker --connect "tls://127.0.0.1:${PORT[$2]}" --id "$1" --memory 100000 \
 		--ca "$T/da/ca/ca.pem" --cert "$CERTS/$1.pem" --key "$CERTS/$1.key" \
 		--data "$T/w-$1" --orphan-timeout 60 --heartbeat-timeout 2000 2>>"$T/$1.log" &
-	WPID[$1]=$!
 	BGPIDS+=("$!")
 }
 # The same error line, read on two mounts, once the time is cut off.
