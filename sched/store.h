@@ -115,7 +115,8 @@ struct etcd_client;
 typedef void (*store_derived_fn)(void *arg, const struct etcd_keys_rec *r,
 				 int deleted);
 
-/* Sets that listener (one; NULL: none). */
+/* Sets that listener (one; NULL: none), and tells it at once of every
+ * instance the shared store knows. */
 void store_derived_listen(struct store *st, store_derived_fn fn, void *arg);
 
 /* From now on, a shared store also writes every change of derived state

@@ -1211,6 +1211,35 @@ int store_etcd_barrier(struct store_etcd *e, store_done_fn done, void *arg)
 	return rc;
 }
 
+struct replay {
+	struct store_etcd *e;
+	store_etcd_derived_fn fn;
+	void *arg;
+};
+
+static int replay_cb(const char *key, void *value, void *arg)
+{
+	struct replay *r = arg;
+	struct known *k = value;
+	struct etcd_keys_rec rec;
+
+	if (k->kind != ETCD_KEYS_INSTANCE || k->value == NULL)
+		return 0;
+	if (etcd_keys_decode(r->e->cluster, key, strlen(key), k->value, k->len,
+			     &rec) == 0)
+		r->fn(r->arg, &rec, 0);
+	etcd_keys_rec_free(&rec);
+	return 0;
+}
+
+void store_etcd_replay(struct store_etcd *e, store_etcd_derived_fn fn,
+		       void *arg)
+{
+	struct replay r = { e, fn, arg };
+
+	rt_map_each(&e->known, replay_cb, &r);
+}
+
 struct etcd_client *store_etcd_client(struct store_etcd *e)
 {
 	return e->c;
