@@ -58,9 +58,10 @@ leader() {
 		[ -n "${CPID[$m]:-}" ] && alive "${CPID[$m]}" && [ "$(role_of "$m")" = leader ] && echo "$m" && return
 	done
 }
-# The worker connects to the leader's port.
+# The worker is given every controller's address: it finds the leader.
+LIST="127.0.0.1:${PORT[a]},127.0.0.1:${PORT[b]},127.0.0.1:${PORT[c]}"
 tls_worker() {
-	"$FNFS" worker --connect "tls://127.0.0.1:${PORT[$2]}" --id "$1" --memory 100000 \
+	"$FNFS" worker --connect "tls://$LIST" --id "$1" --memory 100000 \
 		--ca "$T/da/ca/ca.pem" --cert "$CERTS/$1.pem" --key "$CERTS/$1.key" \
 		--data "$T/w-$1" --orphan-timeout 60 --heartbeat-timeout 2000 2>>"$T/$1.log" &
 	BGPIDS+=("$!")
@@ -74,7 +75,7 @@ L=$(leader)
 FOL=()
 for m in a b c; do [ "$m" = "$L" ] || FOL+=("$m"); done
 check "the two others follow ${FOL[*]}" wait_until 5 eval '[ "$(role_of "${FOL[0]}")" = follower ] && [ "$(role_of "${FOL[1]}")" = follower ]'
-tls_worker w1 "$L"
+tls_worker w1
 check "the worker registers with the leader" wait_until 20 state_is "$T/m$L/workers/w1/state" healthy
 
 # ---- functions: a hot json one, a cold one, a daemon of 2 instances
@@ -86,6 +87,9 @@ mkdir "$A/d"
 mark_env "$A/d"
 echo "/bin/sleep 3600" >"$A/d/command"
 check "a daemon of 2 instances" write "$A/d/parallelism" 2
+mkdir "$A/e"
+mark_env "$A/e"
+echo "/bin/sleep 3600" >"$A/e/command"
 check "both run on the leader" wait_until 20 running_all "$A/d" 2
 for m in "${FOL[@]}"; do
 	check "follower $m shows them running" wait_until 10 running_all "$T/m$m/tenants/acme/prod/d" 2
@@ -225,6 +229,15 @@ L2=$(leader)
 for n in "${FOL[@]}"; do [ "$n" = "$L2" ] || F2=$n; done
 check "a forwarded write works again from follower $F2 to $L2" write "$T/m$F2/workers/strategy" pack
 check_eq "the new leader has it" "$(cat "$T/m$L2/workers/strategy")" pack
+check "the worker comes back to $L2" wait_until 20 state_is "$T/m$L2/workers/w1/state" healthy
+E=tenants/acme/prod/e/instances/0
+check "e's instance runs on $L2" wait_until 20 state_is "$T/m$L2/$E/state" running
+p0=$(pid_of "$T/m$L2/$E")
+check "a forwarded restart from $F2 to the new leader returns" write "$T/m$F2/$E/restart" 1
+p1=$(pid_of "$T/m$L2/$E")
+check "with a new pid ($p0 -> $p1)" test -n "$p1" -a "$p1" != "$p0"
+check "which $F2 shows" wait_until 5 eval '[ "$(pid_of "$T/m$F2/$E")" = "$p1" ]'
+check_eq "hot invoke from $F2 through the new leader" "$(printf again | "$FNFS" invoke acme/prod/hot --mount "$T/m$F2")" AGAIN
 
 for m in a b c; do
 	[ -n "${CPID[$m]:-}" ] || continue
