@@ -22,7 +22,7 @@ static const char *const kind_name[ETCD_KEYS_KINDS] = {
 	[ETCD_KEYS_CODE_FILE] = "cf",  [ETCD_KEYS_CODE_REVISION] = "cr",
 	[ETCD_KEYS_OBJECT] = "om",     [ETCD_KEYS_CHUNK] = "oc",
 	[ETCD_KEYS_EVENT] = "ev",      [ETCD_KEYS_LEADER] = "leader",
-	[ETCD_KEYS_IMPORT] = "import",
+	[ETCD_KEYS_IMPORT] = "import", [ETCD_KEYS_EVENT_HEAD] = "evh",
 };
 
 /* ============================================================ checks */
@@ -31,7 +31,7 @@ static const char *const kind_name[ETCD_KEYS_KINDS] = {
 static int single(int k)
 {
 	return k == ETCD_KEYS_META || k == ETCD_KEYS_LEADER ||
-	       k == ETCD_KEYS_IMPORT;
+	       k == ETCD_KEYS_IMPORT || k == ETCD_KEYS_EVENT_HEAD;
 }
 
 static int name_ok(const char *s)
@@ -503,6 +503,7 @@ int etcd_keys_encode(const char *cluster, const struct etcd_keys_rec *r,
 			       : put_raw(r->data, r->len, value);
 	case ETCD_KEYS_LEADER:
 	case ETCD_KEYS_IMPORT:
+	case ETCD_KEYS_EVENT_HEAD:
 		rc = etcd_keys_kind_prefix(cluster, r->kind, key);
 		return rc < 0 || value == NULL
 			       ? rc
@@ -980,7 +981,8 @@ int etcd_keys_decode(const char *cluster, const char *key, size_t klen,
 		n -= kl + 1;
 	}
 	if (k == ETCD_KEYS_CHUNK || k == ETCD_KEYS_EVENT ||
-	    k == ETCD_KEYS_LEADER || k == ETCD_KEYS_IMPORT) {
+	    k == ETCD_KEYS_LEADER || k == ETCD_KEYS_IMPORT ||
+	    k == ETCD_KEYS_EVENT_HEAD) {
 		rc = decode_raw_kind(r, p, n, value, vlen);
 		goto out;
 	}

@@ -47,6 +47,8 @@ struct sched_conn_ops;	/* conn.h */
 struct sched_peer_ops;	/* conn.h */
 struct sched_fwd_state; /* forward.c */
 
+#define SCHED_ORPHANS 64 /* journal lines kept for a tenant not here yet */
+
 struct sched {
 	struct store *store;   /* owned */
 	struct events events;  /* the journal */
@@ -57,6 +59,18 @@ struct sched {
 	char *datadir;	       /* owned */
 	uint32_t run_as_uid;   /* who root's tenants' functions run as */
 	uint32_t run_as_gid;
+
+	/* A cluster's journal in etcd (owned), or NULL: lines go to
+	 * `events`. */
+	struct journal_etcd *journal;
+	/* Lines of the cluster's journal whose tenant was not here yet (the
+	 * watch of the tenants may bring it after them), the oldest first:
+	 * the tenant's part takes them when it comes. */
+	struct sched_orphan {
+		uint64_t at;
+		char tenant[64];
+	} orphans[SCHED_ORPHANS];
+	size_t norphans;
 
 	/* The cluster side (sched_start). */
 	uv_loop_t *loop;		       /* NULL until started */
@@ -212,6 +226,9 @@ void sched__event(struct sched *s, const struct sched_obj *o, const char *kind,
 
 /* Sets a function's error file to `reason`, with the time. */
 void sched__set_error(struct sched_function *fn, const char *reason);
+
+/* Stops the cluster's journal (no etcd call after it). */
+void sched__journal_stop(struct sched *s);
 
 /* Records a refused write in a function's error file and the journal. */
 void sched__reject(struct sched *s, struct sched_function *fn, const char *file,

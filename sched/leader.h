@@ -10,6 +10,11 @@
 
 struct etcd_keys_rec;
 
+/* How long a worker's attempt to reach a controller that does not
+ * answer may take (its connect timeout), counted in the recovery window
+ * of a new leader. */
+#define SCHED_LEADER_CONNECT_MS 5000
+
 /* The leader's lease when --leader-ttl is not given, seconds. */
 #define SCHED_LEADER_TTL_S 5
 

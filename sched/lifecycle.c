@@ -335,6 +335,7 @@ void sched_shutdown(struct sched *s, void (*done)(void *arg), void *arg)
 	/* A cluster's leader resigns first (the store stops after it). */
 	if (sched__leader_stop(s) == 0)
 		store_stop(s->store);
+	sched__journal_stop(s);
 	s->shutdown_done = done;
 	s->shutdown_arg = arg;
 	if (s->loop == NULL) {

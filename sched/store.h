@@ -42,6 +42,8 @@ enum store_op {
 struct store_change {
 	enum store_op op;
 	struct store_row row;
+	int own; /* shared store: this controller's own write (it journals
+		    it); 0 with SQLite */
 };
 
 /* Called once per change of a tenant, namespace or function after the
