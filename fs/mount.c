@@ -26,6 +26,7 @@
 #include "../runtime/private.h"
 #include "fs.h"
 #include "../sched/etcd.h"
+#include "../sched/forward.h"
 #include "../sched/presence.h"
 
 /* How long `fnfs mount` waits for the background daemon to be ready. */
@@ -463,6 +464,7 @@ static void fs_stop(struct fs *fs, const char *why)
 		presence_free(fs->presence);
 		fs->presence = NULL;
 	}
+	sched_fwd_close(fs->sched);
 	sched_shutdown(fs->sched, on_sched_down, fs);
 }
 
@@ -692,6 +694,19 @@ static int serve(const char *mp, const char *datadir, int ready,
 	started = 1;
 	if (opt->etcd != NULL && (rc = join_cluster(&fs, &loop, opt)) < 0)
 		goto out;
+	/* A cluster: followers forward to the leader, which serves them. */
+	if (opt->etcd != NULL) {
+		char host[256] = "controller";
+
+		if (opt->name == NULL && gethostname(host, sizeof(host)) < 0)
+			snprintf(host, sizeof(host), "controller");
+		host[sizeof(host) - 1] = '\0';
+		rc = sched_fwd_setup(fs.sched, opt->name ? opt->name : host,
+				     opt->insecure);
+		if (rc < 0)
+			goto out;
+		fs_forward_serve(&fs);
+	}
 	rc = uv_poll_init(&loop, &fs.poll, fd);
 	if (rc == 0) {
 		fs.poll.data = &fs;

@@ -43,7 +43,9 @@ struct sched_local {
 	int64_t next_spawn_mono; /* not before this */
 };
 
-struct sched_conn_ops; /* conn.h */
+struct sched_conn_ops;	/* conn.h */
+struct sched_peer_ops;	/* conn.h */
+struct sched_fwd_state; /* forward.c */
 
 #define SCHED_ORPHANS 64 /* journal lines kept for a tenant not here yet */
 
@@ -74,7 +76,10 @@ struct sched {
 	uv_loop_t *loop;		       /* NULL until started */
 	uv_pipe_t server;		       /* DATA/ctl.sock */
 	const struct sched_conn_ops *conn_ops; /* conn.c's callbacks up */
-	char *sock_path;		       /* owned */
+	const struct sched_peer_ops *peer_ops; /* peer controllers (conn.h),
+						  or NULL: refused */
+	struct sched_fwd_state *fwd; /* forwarding (forward.c), or NULL */
+	char *sock_path;	     /* owned */
 	struct sched_listen *listen; /* --listen (listen.h), owned, or NULL */
 	struct conn *conns;	     /* every open connection (conn.c) */
 	uv_timer_t tick;	     /* once a second: health, pool, pending */
