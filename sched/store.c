@@ -179,6 +179,7 @@ struct store {
 	size_t mmarks[STORE_DEPTH_MAX];
 	store_derived_fn derived;
 	void *derived_arg;
+	int loading; /* store_open_shared reads the cluster */
 };
 
 /* The errno of SQLite's last error: a full disk or database is ENOSPC,
@@ -679,6 +680,12 @@ static void from_remote_derived(void *arg, const struct etcd_keys_rec *r,
 
 	if (store_etcd_mirroring(st->remote))
 		return;
+	/* After the load, instances and workers live in the model alone
+	 * (a new start reads them from etcd again): no write, and no fsync,
+	 * per instance on the loop. */
+	if (!st->loading &&
+	    (r->kind == ETCD_KEYS_INSTANCE || r->kind == ETCD_KEYS_WORKER))
+		goto tell;
 	switch (r->kind) {
 	case ETCD_KEYS_INSTANCE:
 		rc = deleted ? store_instance_delete(st, in->tenant, in->ns,
@@ -710,6 +717,7 @@ static void from_remote_derived(void *arg, const struct etcd_keys_rec *r,
 	if (rc < 0)
 		rt_log(RT_LOG_ERROR, "store: the leader's state not kept: %s",
 		       strerror(-rc));
+tell:
 	if (st->derived != NULL)
 		st->derived(st->derived_arg, r, deleted);
 }
@@ -723,16 +731,25 @@ int store_open_shared(struct store **out, const char *path,
 	/* The cluster's derived state is etcd's: what this file kept from
 	 * before is replaced by what the load reads. */
 	if (rc == 0)
-		rc = exec(*out, "BEGIN IMMEDIATE; DELETE FROM instances; "
-				"DELETE FROM workers; DELETE FROM settings; "
-				"DELETE FROM revoked; COMMIT");
+		rc = store_begin(*out);
+	if (rc == 0)
+		rc = exec(*out, "DELETE FROM instances; DELETE FROM workers; "
+				"DELETE FROM settings; DELETE FROM revoked");
 	if (rc == 0) {
 		(*out)->cluster = strdup(cluster);
 		rc = (*out)->cluster ? 0 : -ENOMEM;
 	}
-	if (rc == 0)
+	if (rc == 0) {
+		/* What the load reads goes in the same transaction. */
+		(*out)->loading = 1;
 		rc = store_etcd_open(&(*out)->remote, loop, cfg, cluster,
 				     from_remote, from_remote_derived, *out);
+		(*out)->loading = 0;
+	}
+	if (rc == 0)
+		rc = store_commit(*out);
+	else if (*out != NULL)
+		store_rollback(*out);
 	if (rc < 0 && *out != NULL) {
 		store_close(*out);
 		*out = NULL;

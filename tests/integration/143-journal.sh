@@ -33,7 +33,7 @@ P=/fnfs/it3
 start_ctl() {
 	mkdir -p "$T/m$1"
 	"$FNFS" mount --data "$T/d$1" --workers 0 --store "etcd://$EP" \
-		--cluster it3 "$T/m$1" || return 1
+		--cluster it3 --name "$1" "$T/m$1" || return 1
 	CPID[$1]=$(cat "$T/d$1/fnfs.pid")
 }
 
