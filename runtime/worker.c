@@ -3,6 +3,8 @@
  * sends heartbeats with /proc samples, runs the instances it is told to
  * run, and keeps them running when the controller goes away: it reconnects
  * with backoff, and only after the orphan timeout stops them and exits.
+ * With a list of controllers (a cluster) it tries them in turn and follows
+ * a follower's `refused` to the leader it names (connect_list.h).
  * Its supervisor (supervise.c) reports through events that this file turns
  * into messages and replies; the replies a request waits for are kept
  * here, per instance (struct rt_waits).
@@ -21,10 +23,6 @@
 #include "http.h"
 #include "worker.h"
 
-/* Reconnection: full jitter under a ceiling that doubles from
- * RETRY_FIRST_MS to RETRY_MAX_MS (rt_backoff_delay). */
-#define RETRY_FIRST_MS 100
-#define RETRY_MAX_MS   2000
 /* A connection not registered this long after it was started (a connect
  * or a TLS handshake with no answer) is given up and tried again. */
 #define CONNECT_TIMEOUT_MS 5000
@@ -515,6 +513,48 @@ static struct rt_instance *find(struct rt_worker *w, const struct rt_msg *m)
 	return id ? rt_map_get(&w->sup.instances, id) : NULL;
 }
 
+/* A `refused` with `retry`: the controller is a follower of a cluster,
+ * naming the leader (followed soon) or none yet (elected meanwhile: the
+ * next controller, then the backoff); or the worker's id is busy, maybe
+ * with its own old connection that the controller has not seen lost yet:
+ * again, later. */
+static void refused_for_now(struct rt_worker *w, const struct rt_msg *m)
+{
+	const char *why = rt_msg_str(m, "reason");
+	const char *leader = rt_msg_str(m, "leader");
+	char here[RT_CONNECT_TEXT_MAX], bad[256];
+	int delay;
+
+	/* A copy: a redirect replaces the leader it may name. */
+	snprintf(here, sizeof(here), "%s",
+		 rt_connect_target(&w->targets)->text);
+	if (why == NULL)
+		why = "?";
+	if (leader == NULL) {
+		rt_log(RT_LOG_WARN,
+		       "worker %s: refused for now: %s; trying again", w->id,
+		       why);
+		conn_lost(w, "refused for now");
+		return;
+	}
+	delay = rt_connect_redirect(&w->targets, leader, &w->rng, bad,
+				    sizeof(bad));
+	if (delay < 0) {
+		rt_log(RT_LOG_WARN,
+		       "worker %s: refused for now by %s: %s; not following "
+		       "the leader it names: %s",
+		       w->id, here, why, bad);
+		conn_lost(w, "refused for now");
+		return;
+	}
+	rt_log(RT_LOG_INFO,
+	       "worker %s: refused for now by %s: %s; following the leader "
+	       "to %s in %d ms",
+	       w->id, here, why, rt_connect_target(&w->targets)->text, delay);
+	w->next_delay_ms = delay;
+	conn_lost(w, "redirected to the leader");
+}
+
 static void handle(struct rt_worker *w, const struct rt_msg *m)
 {
 	long long seq = rt_msg_int(m, "seq", 0);
@@ -535,9 +575,11 @@ static void handle(struct rt_worker *w, const struct rt_msg *m)
 			(int)rt_msg_int(m, "heartbeat_timeout", 0));
 		w->connected = 1;
 		w->connecting = 0;
-		w->retry_ms = RETRY_FIRST_MS;
-		if (w->registered_once)
-			rt_log(RT_LOG_INFO, "worker %s: reconnected", w->id);
+		rt_connect_registered(&w->targets);
+		rt_log(RT_LOG_INFO, "worker %s: %s with %s", w->id,
+		       w->registered_once ? "reconnected: registered"
+					  : "registered",
+		       rt_connect_target(&w->targets)->text);
 		if (!w->registered_once)
 			/* Accepted: the groups under our name are ours to
 			 * clean (a duplicate would have been refused). */
@@ -551,12 +593,7 @@ static void handle(struct rt_worker *w, const struct rt_msg *m)
 		w->lost_mono = 0;
 	} else if (strcmp(m->type, "refused") == 0 &&
 		   json_is_true(json_object_get(m->header, "retry"))) {
-		/* Its id is busy, maybe with its own old connection that
-		 * the controller has not seen lost yet: again, later. */
-		rt_log(RT_LOG_WARN,
-		       "worker %s: refused for now: %s; trying again", w->id,
-		       rt_msg_str(m, "reason") ? rt_msg_str(m, "reason") : "?");
-		conn_lost(w, "refused for now");
+		refused_for_now(w, m);
 	} else if (strcmp(m->type, "refused") == 0) {
 		const char *why = rt_msg_str(m, "reason");
 
@@ -715,7 +752,7 @@ static void tls_read(struct rt_worker *w, const char *data, size_t n)
 	if (rc < 0) {
 		if (rc != -EPIPE) /* not a close_notify */
 			rt_log(RT_LOG_ERROR, "worker %s: TLS with %s: %s",
-			       w->id, w->sock_path,
+			       w->id, rt_connect_target(&w->targets)->text,
 			       why.data ? why.data : "error");
 		conn_lost(w, rc == -EPIPE ? "closed" : "TLS error");
 		goto out;
@@ -727,12 +764,13 @@ static void tls_read(struct rt_worker *w, const char *data, size_t n)
 			rt_log(RT_LOG_ERROR,
 			       "worker %s: %s is no controller of this "
 			       "cluster: %s",
-			       w->id, w->sock_path, why.data);
+			       w->id, rt_connect_target(&w->targets)->text,
+			       why.data);
 			conn_lost(w, "not the controller");
 			goto out;
 		}
 		rt_log(RT_LOG_INFO, "worker %s: TLS session with %s %s", w->id,
-		       w->sock_path,
+		       rt_connect_target(&w->targets)->text,
 		       rt_tls_resumed(&w->tls) ? "resumed"
 					       : "new (not resumed)");
 	}
@@ -770,7 +808,8 @@ static void on_retry(uv_timer_t *t)
 static void conn_closed(uv_handle_t *h)
 {
 	struct rt_worker *w = h->data;
-	int delay;
+	char from[RT_CONNECT_TEXT_MAX];
+	int delay, over = 0;
 
 	rt_tls_free(&w->tls);
 	rt_buf_reset(&w->plain);
@@ -780,12 +819,36 @@ static void conn_closed(uv_handle_t *h)
 		shutdown_all(w, "no controller within the orphan timeout");
 		return;
 	}
-	/* Full jitter: workers that lost one controller do not all come
-	 * back in the same instant. */
-	delay = rt_backoff_delay(w->retry_ms, &w->rng);
+	if (w->next_delay_ms >= 0) {
+		/* A redirect: rt_connect_redirect chose the target. */
+		delay = w->next_delay_ms;
+		w->next_delay_ms = -1;
+	} else {
+		/* The next controller of the list; between full rounds (and
+		 * after a registered connection was lost) full jitter, so
+		 * that the workers that lost one controller do not all come
+		 * back in the same instant. */
+		snprintf(from, sizeof(from), "%s",
+			 rt_connect_target(&w->targets)->text);
+		delay = rt_connect_failed(&w->targets, w->was_registered,
+					  &w->rng, &over);
+		if (w->targets.n > 1 ||
+		    strcmp(from, rt_connect_target(&w->targets)->text) != 0)
+			rt_log(RT_LOG_INFO,
+			       "worker %s: %s with %s (%s); trying %s%s in %d "
+			       "ms",
+			       w->id,
+			       w->was_registered ? "lost the connection"
+						 : "no registration",
+			       from, w->lost_why ? w->lost_why : "?",
+			       rt_connect_target(&w->targets)->text,
+			       over && !w->was_registered
+				       ? " (every controller tried: backoff)"
+				       : "",
+			       delay);
+	}
+	w->was_registered = 0;
 	uv_timer_start(&w->retry, on_retry, (uint64_t)delay, 0);
-	w->retry_ms = w->retry_ms * 2 > RETRY_MAX_MS ? RETRY_MAX_MS
-						     : w->retry_ms * 2;
 }
 
 static void conn_lost(struct rt_worker *w, const char *why)
@@ -793,10 +856,12 @@ static void conn_lost(struct rt_worker *w, const char *why)
 	if (!w->connected && !w->connecting)
 		return;
 	if (w->connected)
-		rt_log(RT_LOG_WARN, "worker %s: lost the controller: %s", w->id,
-		       why);
+		rt_log(RT_LOG_WARN, "worker %s: lost the controller %s: %s",
+		       w->id, rt_connect_target(&w->targets)->text, why);
 	if (w->lost_mono == 0)
 		w->lost_mono = rt_mono_ms();
+	w->was_registered = w->connected;
+	w->lost_why = why;
 	w->connected = w->connecting = 0;
 	rt_buf_reset(&w->in);
 	rt_wire_out_flush(&w->out);
@@ -844,12 +909,13 @@ static void on_connect_timeout(uv_timer_t *t)
 		return;
 	rt_log(RT_LOG_WARN,
 	       "worker %s: no answer from %s within %d ms; trying again", w->id,
-	       w->sock_path, CONNECT_TIMEOUT_MS);
+	       rt_connect_target(&w->targets)->text, CONNECT_TIMEOUT_MS);
 	conn_lost(w, "no answer within the connect timeout");
 }
 
 static void try_connect(struct rt_worker *w)
 {
+	const struct rt_connect_target *t = rt_connect_target(&w->targets);
 	int rc;
 
 	if (w->shutting_down)
@@ -863,7 +929,7 @@ static void try_connect(struct rt_worker *w)
 		uv_tcp_init(w->loop, &w->conn.tcp);
 		w->conn.tcp.data = w;
 		rc = uv_tcp_connect(&w->connect_req, &w->conn.tcp,
-				    (const struct sockaddr *)&w->addr,
+				    (const struct sockaddr *)&t->addr,
 				    on_connect);
 		if (rc < 0)
 			conn_lost(w, uv_strerror(rc));
@@ -871,8 +937,7 @@ static void try_connect(struct rt_worker *w)
 	}
 	uv_pipe_init(w->loop, &w->conn.pipe, 0);
 	w->conn.pipe.data = w;
-	uv_pipe_connect(&w->connect_req, &w->conn.pipe, w->sock_path,
-			on_connect);
+	uv_pipe_connect(&w->connect_req, &w->conn.pipe, t->text, on_connect);
 }
 
 /* ============================================================== ticks */
@@ -965,43 +1030,44 @@ static void on_signal(uv_signal_t *s, int signum)
 /* ======================================================= command line */
 
 static const char worker_usage[] =
-	"usage: fnfs worker --connect SOCKET --id ID --memory MB\n"
+	"usage: fnfs worker --connect SOCKET[,SOCKET...] --id ID --memory MB\n"
 	"                   [--tags a,b] [--namespaces tenant/ns,...]\n"
 	"                   [--orphan-timeout S] [--heartbeat-timeout MS]\n"
 	"                   [--data DIR] [--simulate]\n"
-	"       fnfs worker --connect tls://IP:PORT --ca CA.pem --cert ID.pem\n"
-	"                   --key ID.key --data DIR --id ID --memory MB ...\n"
-	"       fnfs worker --connect tcp://IP:PORT --insecure --data DIR\n"
-	"                   --id ID --memory MB ...\n";
+	"       fnfs worker --connect tls://IP:PORT[,IP:PORT...] --ca CA.pem\n"
+	"                   --cert ID.pem --key ID.key --data DIR --id ID\n"
+	"                   --memory MB ...\n"
+	"       fnfs worker --connect tcp://IP:PORT[,IP:PORT...] --insecure\n"
+	"                   --data DIR --id ID --memory MB ...\n"
+	"A list names the controllers of a cluster: they are tried in turn,\n"
+	"from a random one, and a follower's answer leads to the leader.\n";
 
 /* What --connect says: a Unix socket's path, tls://IP:PORT or
- * tcp://IP:PORT. Fills w->tcp and w->addr; returns 0 (1 for tls://), or
- * -1 having said why. */
+ * tcp://IP:PORT, or a list of them (connect_list.h). Fills w->targets
+ * and w->tcp; returns 0 (1 for tls://), or -1 having said why. */
 static int parse_connect(struct rt_worker *w)
 {
-	const char *u = w->sock_path;
-	int tls = strncmp(u, "tls://", 6) == 0;
+	char why[256];
+	struct stat st;
+	int rc;
 
-	if (!tls && strncmp(u, "tcp://", 6) != 0) {
-		if (strstr(u, "://") != NULL) {
-			fprintf(stderr,
-				"fnfs worker: --connect %s: want a socket "
-				"path, tls://IP:PORT or tcp://IP:PORT\n",
-				u);
-			return -1;
-		}
-		return 0;
-	}
-	w->tcp = 1;
-	if (rt_addr_parse(u + 6, 0, &w->addr) < 0) {
-		fprintf(stderr,
-			"fnfs worker: --connect %s: want %s://IP:PORT (or "
-			"[IPv6]:PORT): the controller is named by its "
-			"address\n",
-			u, tls ? "tls" : "tcp");
+	/* A socket whose path has a comma (its controller's --data) is
+	 * one, not a list. */
+	if (strchr(w->sock_path, ',') != NULL &&
+	    strstr(w->sock_path, "://") == NULL &&
+	    stat(w->sock_path, &st) == 0 && S_ISSOCK(st.st_mode))
+		rc = rt_connect_parse_path(w->sock_path, &w->targets, why,
+					   sizeof(why));
+	else
+		rc = rt_connect_parse(w->sock_path, &w->targets, why,
+				      sizeof(why));
+	if (rc < 0) {
+		fprintf(stderr, "fnfs worker: --connect %s: %s\n", w->sock_path,
+			why);
 		return -1;
 	}
-	return tls;
+	w->tcp = w->targets.scheme != RT_CONNECT_UNIX;
+	return w->targets.scheme == RT_CONNECT_TLS;
 }
 
 /* Checks the transport options and makes the TLS context. Returns 0, or
@@ -1222,7 +1288,7 @@ int rt_worker_main(int argc, char **argv)
 	if (data_opt != NULL) {
 		rt_buf_puts(&data, data_opt);
 	} else {
-		rt_buf_puts(&data, w.sock_path);
+		rt_buf_puts(&data, w.targets.list[0].text);
 		slash = strrchr(data.data, '/');
 		data.len = slash ? (size_t)(slash - data.data) : 0;
 		data.data[data.len] = '\0';
@@ -1268,9 +1334,13 @@ int rt_worker_main(int argc, char **argv)
 		       "enforced",
 		       w.id);
 
-	w.retry_ms = RETRY_FIRST_MS;
+	w.next_delay_ms = -1;
 	w.rng = (uint64_t)rt_mono_ms() * 0x9E3779B97F4A7C15ull ^
 		(uint64_t)getpid() << 32 ^ (uint64_t)rt_now_ms();
+	rt_connect_begin(&w.targets, &w.rng);
+	if (w.targets.n > 1)
+		rt_log(RT_LOG_INFO, "worker %s: %d controllers to try, from %s",
+		       w.id, w.targets.n, rt_connect_target(&w.targets)->text);
 	rt_wire_flusher_start(&w.flusher, &loop);
 	rt_wire_out_init(&w.out, &w.flusher, (uv_stream_t *)&w.conn);
 	uv_timer_init(&loop, &w.tick);

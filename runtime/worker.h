@@ -11,6 +11,7 @@
 #include <sys/types.h>
 #include <uv.h>
 
+#include "connect_list.h"
 #include "net.h"
 #include "rt.h"
 #include "silence.h"
@@ -50,8 +51,9 @@ struct rt_call {
 struct rt_worker {
 	struct rt_sup sup; /* its instances; sup.arg is the worker */
 	uv_loop_t *loop;
-	const char *sock_path; /* the controller's socket, or the --connect
-				  URL (tls://IP:PORT, tcp://IP:PORT) */
+	const char *sock_path; /* --connect as given: a controller's socket,
+				  a list of them, or tls://IP:PORT,... (also
+				  the key of its cgroups) */
 	const char *data_dir;  /* its own files: logs/, code cache; owned
 				  by main (--data, default the socket's
 				  directory) */
@@ -68,11 +70,15 @@ struct rt_worker {
 		uv_tcp_t tcp;	/* tls:// or tcp:// */
 	} conn;
 	int tcp;			/* --connect tls:// or tcp:// */
-	struct sockaddr_storage addr;	/* tcp: the controller's */
-	SSL_CTX *tls_ctx;		/* tls://: owned, keeps the session */
-	struct rt_tls tls;		/* tls://: the current connection's */
-	struct rt_buf plain;		/* tls://: decrypted, not decoded */
-	uint64_t rng;			/* the jitter of reconnections */
+	struct rt_connect_list targets; /* the controllers, and which now */
+	int next_delay_ms;    /* a redirect's delay before the next attempt,
+				 or -1: the list's (rt_connect_failed) */
+	int was_registered;   /* the connection lost last was registered */
+	const char *lost_why; /* why it was lost: a static string */
+	SSL_CTX *tls_ctx;     /* tls://: owned, keeps the session */
+	struct rt_tls tls;    /* tls://: the current connection's */
+	struct rt_buf plain;  /* tls://: decrypted, not decoded */
+	uint64_t rng;	      /* the jitter of reconnections */
 	struct rt_wire_flusher flusher; /* frames, written once per turn */
 	struct rt_wire_out out;		/* the frames for conn */
 	uv_connect_t connect_req;
@@ -85,7 +91,6 @@ struct rt_worker {
 	uv_timer_t tick;   /* heartbeat and sampling */
 	int64_t beat_mono; /* when the last heartbeat went out */
 	uv_timer_t retry;  /* reconnection */
-	int retry_ms;	   /* the next reconnection delay */
 	int64_t lost_mono; /* when the controller went away, or 0 */
 	uv_signal_t sig[3];
 	uv_signal_t sigchld;	/* exits of instance processes */

@@ -127,11 +127,14 @@ static int mark_waiting_cb(const char *key, void *value, void *arg)
 	struct sched_instance **v;
 
 	(void)key;
-	(void)arg;
-	if (w->online)
-		return 0; /* kept across a lapse of the lease */
 	v = (struct sched_instance **)rt_map_values(&w->assignments, &n);
 	for (i = 0; v != NULL && i < n; i++) {
+		if (w->online) {
+			/* Kept across a lapse of the lease: what changed
+			 * meanwhile was not written; it is now. */
+			sched__publish(arg, v[i]);
+			continue;
+		}
 		v[i]->state = SCHED_LOST;
 		snprintf(v[i]->reason, sizeof(v[i]->reason),
 			 "waiting for worker %s", w->obj.name);
@@ -144,6 +147,7 @@ static void take_office(struct sched *s)
 {
 	s->taking = 0;
 	s->leading = 1;
+	s->holding = 0;
 	s->leader_since = rt_now_ms();
 	store_mirror_start(s->store, fence_cb, deposed_cb, s);
 	/* Workers of the last leader reconnect here: give them the time a

@@ -113,26 +113,6 @@ same_rev() {
 }
 check "each made one revision, seen by all three mounts" wait_until 5 same_rev
 
-# ---- tree comparison, file by file
-tree_of() {
-	local root=$1 f
-	(
-		cd "$root" || exit 1
-		find . -path '*/code' -prune -o -print | LC_ALL=C sort | while read -r f; do
-			case "$f" in
-			# The journal and the error lines are each controller's
-			# own for now; instances are the leader's (not shared yet).
-			*/events | */error | */status | */stats | */metrics | */instances*) continue ;;
-			esac
-			if [ -f "$f" ]; then
-				printf '%s %s\n' "$f" "$(stat -c %a:%u:%g "$f")"
-				cat "$f" 2>/dev/null
-			else
-				printf '%s %s\n' "$f" "$(stat -c %a:%u:%g "$f")"
-			fi
-		done
-	)
-}
 check "a and b have the same tree" wait_until 5 eval 'diff <(tree_of "$A") <(tree_of "$B") >/dev/null'
 check "a and c have the same tree" wait_until 5 eval 'diff <(tree_of "$A") <(tree_of "$C") >"$T/tree.diff"'
 

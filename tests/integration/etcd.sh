@@ -23,6 +23,12 @@ ETCD_NAME=()
 ETCD_INITIAL=""
 ETCD_ENDPOINTS=""
 ETCD_TOKEN=fnfs-$$
+# Where the members listen (a test's network namespace may set both):
+# their address, and the command prefix that runs etcd and curl there.
+ETCD_HOST=${ETCD_HOST:-127.0.0.1}
+if ! declare -p ETCD_WRAP >/dev/null 2>&1; then
+	ETCD_WRAP=() # e.g. (nsenter --net=/run/netns/NS --): nsenter execs
+fi
 
 # etcd_free_ports N: N distinct free TCP ports on 127.0.0.1, one a line
 # (all held open together while they are chosen, so they differ).
@@ -44,7 +50,7 @@ PY
 etcd_run() {
 	local i=$1 state=$2
 	mkdir -p "$ETCD_DIR"
-	"$ETCD_BIN" --name "${ETCD_NAME[$i]}" \
+	"${ETCD_WRAP[@]}" "$ETCD_BIN" --name "${ETCD_NAME[$i]}" \
 		--data-dir "$ETCD_DIR/${ETCD_NAME[$i]}" \
 		--listen-client-urls "${ETCD_CLIENT[$i]}" \
 		--advertise-client-urls "${ETCD_CLIENT[$i]}" \
@@ -61,7 +67,7 @@ etcd_run() {
 # etcd_healthy I: member I answers /health with "true" (it is in a
 # cluster that has a leader and a quorum).
 etcd_healthy() {
-	curl -s -m 1 "${ETCD_CLIENT[$1]}/health" 2>/dev/null | grep -q '"health":"true"'
+	"${ETCD_WRAP[@]}" curl -s -m 1 "${ETCD_CLIENT[$1]}/health" 2>/dev/null | grep -q '"health":"true"'
 }
 
 # etcd_all_healthy: every member that runs is healthy.
@@ -86,8 +92,8 @@ etcd_start_cluster() {
 	ETCD_INITIAL=""
 	for ((i = 0; i < n; i++)); do
 		ETCD_NAME[i]=m$i
-		ETCD_CLIENT[i]=http://127.0.0.1:${ports[$((2 * i))]}
-		ETCD_PEER[i]=http://127.0.0.1:${ports[$((2 * i + 1))]}
+		ETCD_CLIENT[i]=http://$ETCD_HOST:${ports[$((2 * i))]}
+		ETCD_PEER[i]=http://$ETCD_HOST:${ports[$((2 * i + 1))]}
 		ETCD_INITIAL+=${ETCD_INITIAL:+,}m$i=${ETCD_PEER[$i]}
 		eps+=${eps:+,}${ETCD_CLIENT[$i]}
 	done

@@ -227,6 +227,15 @@ execd() {
 	[ "$(cat "/proc/$1/comm" 2>/dev/null)" = "$2" ]
 }
 
+# restarts_of FUNCTION-DIR: the restarts of all its instances, summed.
+restarts_of() {
+	local d n=0
+	for d in "$1"/instances/*; do
+		n=$((n + $(stat_of "$d/status" restarts)))
+	done
+	echo "$n"
+}
+
 # all_execd FUNCTION-DIR NAME: every instance's process runs NAME.
 all_execd() {
 	local d
@@ -244,6 +253,29 @@ worker_pids() {
 # (bash's echo does not report it, coreutils' does).
 write_checked() {
 	/bin/echo "$2" >"$1"
+}
+
+# tree_of ROOT: every file and directory under ROOT (a cluster's
+# tenants/) with its mode and owner, and each file's content, for
+# comparing the trees of two mounts file by file.
+tree_of() {
+	local root=$1 f
+	(
+		cd "$root" || exit 1
+		find . -path '*/code' -prune -o -print | LC_ALL=C sort | while read -r f; do
+			case "$f" in
+			# The journal and the error lines are each controller's
+			# own; instances have files of their own (pid, log...).
+			*/events | */error | */status | */stats | */metrics | */instances*) continue ;;
+			esac
+			if [ -f "$f" ]; then
+				printf '%s %s\n' "$f" "$(stat -c %a:%u:%g "$f")"
+				cat "$f" 2>/dev/null
+			else
+				printf '%s %s\n' "$f" "$(stat -c %a:%u:%g "$f")"
+			fi
+		done
+	)
 }
 
 # ---- workers started by hand

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# A write storm on a cluster (issue 14): 32 writers on three mounts of a
+# 3-member etcd, each writing its own function's timeout in a loop for
+# STORM_S seconds (60 by default) while a controller is killed -9 at
+# random every few seconds and mounted again. No acknowledged write is
+# lost: each function ends with the writer's last acknowledged value, or
+# a later one it tried (whose answer the kill took). Every mount converges
+# to the same tree, compared file by file.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/etcd.sh"
+
+declare -A CPID
+cluster_cleanup() {
+	local m
+	for m in a b c; do
+		fusermount3 -u "$T/m$m" 2>/dev/null || fusermount3 -uz "$T/m$m" 2>/dev/null
+		if [ -n "${CPID[$m]:-}" ] && alive "${CPID[$m]}"; then
+			wait_until 10 eval '! alive "${CPID[$m]}"' || kill -9 "${CPID[$m]}" 2>/dev/null
+		fi
+	done
+}
+trap 'cluster_cleanup; etcd_cleanup; cleanup' EXIT
+
+STORM_S=${STORM_S:-60}
+WRITERS=32
+check "3 etcd members healthy within 20 s" etcd_start_cluster 3
+EP=${ETCD_ENDPOINTS//http:\/\//}
+
+start_ctl() {
+	mkdir -p "$T/m$1"
+	"$FNFS" mount --data "$T/d$1" --store "etcd://$EP" --cluster it7 \
+		--name "$1" --leader-ttl 2 "$T/m$1" || return 1
+	CPID[$1]=$(cat "$T/d$1/fnfs.pid")
+}
+for m in a b c; do check "controller $m mounts" start_ctl "$m"; done
+mkdir -p "$T/ma/tenants/s/p"
+for ((i = 0; i < WRITERS; i++)); do mkdir "$T/ma/tenants/s/p/f$i"; done
+check "the $WRITERS functions show on c" wait_until 10 test -d "$T/mc/tenants/s/p/f$((WRITERS - 1))"
+
+# writer I MOUNT: writes 1, 2, 3... to f$I's timeout until the end;
+# $T/acked.I has the last value whose write returned 0, $T/tried.I the
+# last one tried.
+writer() {
+	local i=$1 m=$2 v=0 end=$(($(date +%s) + STORM_S))
+	echo 0 >"$T/acked.$i"
+	while [ "$(date +%s)" -lt "$end" ]; do
+		v=$((v + 1))
+		echo "$v" >"$T/tried.$i"
+		if { /bin/echo "$v" >"$T/m$m/tenants/s/p/f$i/timeout"; } 2>/dev/null; then
+			echo "$v" >"$T/acked.$i"
+		else
+			sleep 0.05
+		fi
+	done
+}
+mounts=(a b c)
+wpids=()
+for ((i = 0; i < WRITERS; i++)); do
+	writer "$i" "${mounts[$((i % 3))]}" &
+	wpids+=("$!")
+	BGPIDS+=("$!")
+done
+
+# Kill a controller at random every 4 to 8 s, and mount it again 1 s on.
+kills=0
+end=$(($(date +%s) + STORM_S - 8))
+while [ "$(date +%s)" -lt "$end" ]; do
+	sleep $((4 + RANDOM % 5))
+	m=${mounts[$((RANDOM % 3))]}
+	kill -9 "${CPID[$m]}" 2>/dev/null
+	fusermount3 -uz "$T/m$m"
+	kills=$((kills + 1))
+	sleep 1
+	start_ctl "$m" || not_ok "controller $m mounts again"
+done
+for p in "${wpids[@]}"; do wait "$p"; done
+check "controllers were killed -9 during the storm ($kills times)" test "$kills" -ge 3
+
+acked=0
+for ((i = 0; i < WRITERS; i++)); do acked=$((acked + $(cat "$T/acked.$i"))); done
+check "writes were acknowledged ($acked)" test "$acked" -gt "$WRITERS"
+lost=()
+for ((i = 0; i < WRITERS; i++)); do
+	a=$(cat "$T/acked.$i") t=$(cat "$T/tried.$i")
+	for m in a b c; do
+		if ! wait_until 10 eval 'v=$(cat "$T/m$m/tenants/s/p/f$i/timeout"); [ "$v" -ge "$a" ] && [ "$v" -le "$t" ]'; then
+			lost+=("f$i on $m: $(cat "$T/m$m/tenants/s/p/f$i/timeout") (acked $a, tried $t)")
+		fi
+	done
+done
+check_eq "no acknowledged write is lost" "${lost[*]:-}" ""
+check "a and b converge to the same tree" wait_until 10 eval 'diff <(tree_of "$T/ma/tenants") <(tree_of "$T/mb/tenants") >/dev/null'
+check "a and c converge to the same tree" wait_until 10 eval 'diff <(tree_of "$T/ma/tenants") <(tree_of "$T/mc/tenants") >/dev/null'
+check "one controller leads" wait_until 10 eval '[ "$(cat "$T"/m?/stats | grep -c "^cluster_role leader$")" = 1 ]'
+
+for m in a b c; do
+	p=${CPID[$m]}
+	fusermount3 -u "$T/m$m"
+	check "controller $m exits after its unmount" wait_until 10 eval '! alive "$p"'
+done
+done_testing

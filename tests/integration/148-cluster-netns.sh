@@ -1,0 +1,198 @@
+#!/usr/bin/env bash
+# A cluster across "machines" (issue 14): network namespaces on a bridge,
+# so that traffic really crosses interfaces. A hub namespace holds the
+# bridge and a 3-member etcd; three controllers (a, b, c) each in a
+# namespace of their own with their own mountpoint; two workers (w1, w2)
+# in two more, given every controller's address.
+#
+#   hub  10.78.N.1 (br0, etcd)
+#   a 10.78.N.11   b 10.78.N.12   c 10.78.N.13   w1 10.78.N.21   w2 10.78.N.22
+#
+# Checked through the mounts: a function made on one mount shows on the
+# others, `echo 1 > restart` on a follower restarts through the leader,
+# a call works from every mount; the leader cut off (its link down) stops
+# leading and a new one takes the workers over without a restart, every
+# instance running exactly once (counted over every process); healed, it
+# follows; one etcd member lost changes nothing; a majority lost: writes
+# fail with EIO and nothing running stops; etcd back: everything resumes.
+. "$(dirname "$0")/lib.sh"
+
+NET=10.78.$((($$ % 200) + 20))
+HUB=fnfs-hub-$$
+declare -A NS ADDR CPID
+for m in a b c w1 w2; do NS[$m]=fnfs-$m-$$; done
+ADDR[a]=$NET.11 ADDR[b]=$NET.12 ADDR[c]=$NET.13 ADDR[w1]=$NET.21 ADDR[w2]=$NET.22
+MADE=()
+ETCD_HOST=$NET.1
+ETCD_WRAP=(nsenter --net="/run/netns/$HUB" --)
+. "$(dirname "$0")/etcd.sh"
+
+in_ns() {
+	local ns=$1
+	shift
+	nsenter --net="/run/netns/$ns" -- "$@"
+}
+net_cleanup() {
+	local ns p
+	for ns in "${MADE[@]}"; do
+		for p in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
+	done
+	for ns in "${MADE[@]}"; do ip netns del "$ns" 2>/dev/null; done
+}
+cluster_cleanup() {
+	local m
+	for m in a b c; do
+		fusermount3 -u "$T/m$m" 2>/dev/null || fusermount3 -uz "$T/m$m" 2>/dev/null
+		if [ -n "${CPID[$m]:-}" ] && alive "${CPID[$m]}"; then
+			wait_until 10 eval '! alive "${CPID[$m]}"' || kill -9 "${CPID[$m]}" 2>/dev/null
+		fi
+	done
+}
+trap 'cluster_cleanup; etcd_cleanup; cleanup; net_cleanup' EXIT
+
+net_setup() {
+	local m
+	ip netns add "$HUB" && MADE+=("$HUB") || return 1
+	ip -n "$HUB" link set lo up &&
+		ip -n "$HUB" link add br0 type bridge &&
+		ip -n "$HUB" addr add "$NET.1/24" dev br0 &&
+		ip -n "$HUB" link set br0 up || return 1
+	for m in a b c w1 w2; do
+		ip netns add "${NS[$m]}" && MADE+=("${NS[$m]}") || return 1
+		ip -n "${NS[$m]}" link set lo up &&
+			ip link add name "v-$m" netns "$HUB" type veth peer name eth0 netns "${NS[$m]}" &&
+			ip -n "$HUB" link set "v-$m" master br0 &&
+			ip -n "$HUB" link set "v-$m" up &&
+			ip -n "${NS[$m]}" addr add "${ADDR[$m]}/24" dev eth0 &&
+			ip -n "${NS[$m]}" link set eth0 up || return 1
+	done
+}
+# cut M / heal M: the link of machine M down (both ends) or up.
+cut() { ip -n "${NS[$1]}" link set eth0 down && ip -n "$HUB" link set "v-$1" down; }
+heal() { ip -n "$HUB" link set "v-$1" up && ip -n "${NS[$1]}" link set eth0 up; }
+
+check "machines on a bridge" net_setup
+check "3 etcd members healthy within 20 s" etcd_start_cluster 3
+EP=${ETCD_ENDPOINTS//http:\/\//}
+TTL=3
+N=${FNFS_NETNS_INSTANCES:-40}
+LIST="${ADDR[a]}:7443,${ADDR[b]}:7443,${ADDR[c]}:7443"
+
+check "fnfs ca init" "$FNFS" ca init --data "$T/da"
+for m in b c; do mkdir -p "$T/d$m" && chmod 700 "$T/d$m" && cp -a "$T/da/ca" "$T/d$m/ca"; done
+mkdir -p "$T/certs"
+for w in w1 w2; do "$FNFS" ca issue --data "$T/da" "$w" --out "$T/certs" >/dev/null; done
+
+start_ctl() {
+	mkdir -p "$T/m$1"
+	in_ns "${NS[$1]}" "$FNFS" mount --data "$T/d$1" --store "etcd://$EP" --cluster it8 \
+		--name "$1" --leader-ttl $TTL --listen "${ADDR[$1]}:7443" \
+		--heartbeat-timeout 2000 "$T/m$1" || return 1
+	CPID[$1]=$(cat "$T/d$1/fnfs.pid")
+}
+role_of() { stat_of "$T/m$1/stats" cluster_role; }
+leader() {
+	local m
+	for m in a b c; do
+		[ -n "${CPID[$m]:-}" ] && alive "${CPID[$m]}" && [ "$(role_of "$m")" = leader ] && echo "$m" && return
+	done
+}
+start_w() {
+	in_ns "${NS[$1]}" "$FNFS" worker --connect "tls://$LIST" --id "$1" --memory 100000 \
+		--ca "$T/da/ca/ca.pem" --cert "$T/certs/$1.pem" --key "$T/certs/$1.key" \
+		--data "$T/w-$1" --orphan-timeout 30 --heartbeat-timeout 2000 2>>"$T/$1.log" &
+	BGPIDS+=("$!")
+}
+snapshot() {
+	local d
+	for d in "$1"/tenants/acme/prod/sleeper/instances/*; do
+		echo "${d##*/} $(where "$d") $(pid_of "$d")"
+	done | sort -n
+}
+# ns_count NS: processes of this run's functions in namespace NS.
+ns_count() {
+	local p n=0
+	for p in $(ip netns pids "$1" 2>/dev/null); do
+		tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "$RUN_MARK" && n=$((n + 1))
+	done
+	echo "$n"
+}
+running_once() { # every instance's process runs once, on w1 or w2
+	[ "$(($(ns_count "${NS[w1]}") + $(ns_count "${NS[w2]}")))" = "$N" ] &&
+		[ "$(procs_with "$RUN_MARK")" = "$N" ]
+}
+
+for m in a b c; do check "controller $m mounts in its namespace" start_ctl "$m"; done
+check "one leads within $((TTL + 2)) s" wait_until $((TTL + 2)) eval '[ -n "$(leader)" ]'
+L=$(leader)
+start_w w1
+start_w w2
+check "both workers register with the leader over mTLS" wait_until 20 eval 'state_is "$T/m$L/workers/w1/state" healthy && state_is "$T/m$L/workers/w2/state" healthy'
+check "their status shows the TLS transport" grep -q "transport tls" "$T/m$L/workers/w1/status"
+
+# ---- a function made on a follower: placed by the leader, shown everywhere
+for m in a b c; do [ "$m" != "$L" ] && FOL=$m; done
+F=tenants/acme/prod/sleeper
+mkdir -p "$T/m$FOL/$F"
+mark_env "$T/m$FOL/$F"
+check "made on follower $FOL" write "$T/m$FOL/$F/command" "/bin/sleep 3600"
+check "parallelism $N on $FOL" write "$T/m$FOL/$F/parallelism" "$N"
+check "the leader runs $N" wait_until 60 running_all "$T/m$L/$F" "$N"
+check "each exactly once, on the worker machines" wait_until 10 running_once
+check "on both workers" eval '[ "$(ns_count "${NS[w1]}")" -gt 0 ] && [ "$(ns_count "${NS[w2]}")" -gt 0 ]'
+snapshot "$T/m$L" >"$T/before"
+for m in a b c; do
+	check "mount $m shows the same instances and pids" wait_until 10 eval 'diff <(snapshot "$T/m$m") "$T/before" >/dev/null'
+done
+
+# ---- the leader cut off
+cut "$L"
+cut_at=$(date +%s%N)
+check "the cut-off controller stops leading within the ttl" wait_until $((TTL + 1)) eval '[ "$(role_of "$L")" != leader ]'
+check "a new leader within --leader-ttl + 2 s" wait_until $((TTL + 2)) eval 'l=$(leader); [ -n "$l" ] && [ "$l" != "$L" ]'
+ms=$((($(date +%s%N) - cut_at) / 1000000))
+L2=$(leader)
+check "it is another controller ($L2, ${ms} ms after the cut)" test -n "$L2" -a "$L2" != "$L"
+check_fails_with "a write on the cut-off mount fails" "Input/output error" write_checked "$T/m$L/$F/timeout" 44
+check "the workers come to $L2" wait_until 20 eval 'state_is "$T/m$L2/workers/w1/state" healthy && state_is "$T/m$L2/workers/w2/state" healthy'
+check "all $N taken over, same workers and pids" wait_until 20 eval 'diff <(snapshot "$T/m$L2") "$T/before" >/dev/null && running_all "$T/m$L2/$F" "$N"'
+check "each still runs exactly once" running_once
+check_eq "none restarted" "$(restarts_of "$T/m$L2/$F")" 0
+check "writes work on $L2" write_checked "$T/m$L2/$F/timeout" 45
+
+# ---- healed: it follows
+heal "$L"
+check "healed, $L follows" wait_until 15 eval '[ "$(role_of "$L")" = follower ]'
+check "and shows the instances as they are" wait_until 10 eval 'diff <(snapshot "$T/m$L") "$T/before" >/dev/null'
+check "each still runs exactly once" running_once
+
+# ---- restart and calls from a follower
+for m in a b c; do [ "$m" != "$L2" ] && FOL=$m; done
+# shellcheck disable=SC2034 # read in an eval
+old=$(pid_of "$T/m$FOL/$F/instances/0")
+check "echo 1 > restart on follower $FOL" write "$T/m$FOL/$F/instances/0/restart" 1
+check "the instance has a new pid on every mount" wait_until 10 eval 'p=$(pid_of "$T/m$L2/$F/instances/0"); [ -n "$p" ] && [ "$p" != "$old" ] && [ "$(pid_of "$T/m$FOL/$F/instances/0")" = "$p" ]'
+
+# ---- etcd: one member lost, then a majority, then back
+etcd_kill 0
+check "one etcd member lost: writes work" wait_until 10 write_checked "$T/m$FOL/$F/timeout" 46
+etcd_kill 1
+check_fails_with "a majority lost: a write fails with EIO" "Input/output error" write_checked "$T/m$FOL/$F/timeout" 47
+sleep $((TTL + 2))
+check "nothing running stopped" running_once
+etcd_restart 0
+etcd_restart 1
+check "etcd healthy again" etcd_wait_healthy 20
+check "a leader again" wait_until 15 eval '[ -n "$(leader)" ]'
+L3=$(leader)
+check "writes work again" wait_until 15 write_checked "$T/m$FOL/$F/timeout" 48
+check "the instances run on with the same pids" wait_until 20 eval 'running_all "$T/m$L3/$F" "$N" && running_once'
+
+check "parallelism 0" write "$T/m$L3/$F/parallelism" 0
+check "every process ends" wait_until 20 eval '[ "$(procs_with "$RUN_MARK")" = 0 ]'
+for m in a b c; do
+	p=${CPID[$m]}
+	fusermount3 -u "$T/m$m"
+	check "controller $m exits after its unmount" wait_until 10 eval '! alive "$p"'
+done
+done_testing
