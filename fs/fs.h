@@ -80,19 +80,25 @@ struct fs_node {
 
 /* The mounted filesystem and its loop. One per process. */
 struct fs {
-	struct sched *sched;	 /* the model; owned */
-	struct fuse_session *se; /* owned */
-	uv_loop_t *loop;	 /* not owned */
-	uv_poll_t poll;		 /* on the FUSE device */
-	uv_signal_t sig[3];	 /* SIGTERM, SIGINT, SIGHUP */
-	struct fuse_buf fbuf;	 /* request buffer, reused */
-	uid_t uid;		 /* owner shown on every node */
+	struct sched *sched;	   /* the model; owned */
+	struct presence *presence; /* a cluster's controller: its key in
+				      etcd (sched/presence.h); owned */
+	struct fuse_session *se;   /* owned */
+	uv_loop_t *loop;	   /* not owned */
+	uv_poll_t poll;		   /* on the FUSE device */
+	uv_signal_t sig[3];	   /* SIGTERM, SIGINT, SIGHUP */
+	struct fuse_buf fbuf;	   /* request buffer, reused */
+	uid_t uid;		   /* owner shown on every node */
 	gid_t gid;
 	int64_t mount_ms;	/* time of mounting, for static files */
 	const char *mountpoint; /* not owned */
 	int mounted;		/* the kernel mount is in place */
 	int stopping;		/* set once shutdown began */
 };
+
+/* The name of a fixed file or directory of kind `k` ("restart"), or
+ * NULL for an object's directory. */
+const char *fs_kind_name(enum fs_kind k);
 
 /* Returns the inode number of `kind` of object `id`. */
 fuse_ino_t fs_ino(uint64_t id, enum fs_kind kind);
@@ -187,6 +193,24 @@ int fs_write(struct fs *fs, const struct fs_node *n, const char *buf,
 
 /* Appends the target of symlink `n`. Returns 0 or -errno. */
 int fs_readlink(struct fs *fs, const struct fs_node *n, struct rt_buf *out);
+
+/* ============================================================= forwarding
+ *
+ * A follower of a cluster forwards to the leader what only the leader
+ * can do (forward.c over sched/forward.h); the leader runs it here as a
+ * local write or call. */
+
+/* Whether a write to `n` is forwarded by a follower: a file whose state
+ * only the leader holds (state and restart of functions and instances,
+ * workers/ID/state, pool_size, strategy, rebalance). */
+int fs_node_forwarded(const struct fs_node *n);
+
+/* Appends the path of node `n` from the mount's root
+ * ("tenants/t/ns/fn/instances/0/restart"). Returns 0 or -ENOMEM. */
+int fs_node_path(const struct fs_node *n, struct rt_buf *out);
+
+/* Serves what followers forward, on the leader (at the mount's start). */
+void fs_forward_serve(struct fs *fs);
 
 /* ================================================================ streams
  *

@@ -11,6 +11,7 @@
 #include "../runtime/ca.h"
 #include "../runtime/net.h"
 #include "../runtime/worker.h"
+#include "../sched/cluster_status.h"
 #include "../sched/dump.h"
 #include "../sched/dump_etcd.h"
 #include "../sched/etcd_keys.h"
@@ -40,6 +41,8 @@ static const char usage_text[] =
 	"  fnfs store export|import --store etcd://HOST:PORT[,...] "
 	"--cluster NAME\n"
 	"             [--etcd-ca F --etcd-cert F --etcd-key F] [--force]\n"
+	"  fnfs cluster status --store etcd://HOST:PORT[,...] --cluster NAME\n"
+	"             [--etcd-ca F --etcd-cert F --etcd-key F] [--json]\n"
 	"  fnfs invoke TENANT/NAMESPACE/FUNCTION [--mount MOUNTPOINT]\n"
 	"              [--http] [-X METHOD] [-H 'Name: value']... "
 	"[--path /P?Q]\n"
@@ -82,7 +85,9 @@ static const char help_text[] =
 	"      name). One controller, elected on a lease of --leader-ttl S\n"
 	"      (default 5), leads: it admits the workers (give them every\n"
 	"      controller's --listen), places and recovers; the others show\n"
-	"      its instances and send workers to it. A new leader takes the\n"
+	"      its instances, send workers to it, and forward to it the\n"
+	"      writes of state, restart and workers/ files and invoke\n"
+	"      (EAGAIN while no leader is known). A new leader takes the\n"
 	"      workers over with their instances running (same pids). No\n"
 	"      --workers on a cluster; code/ is EOPNOTSUPP there.\n"
 	"      SIGTERM, SIGINT or `fusermount3 -u MOUNTPOINT` unmount it and\n"
@@ -114,7 +119,8 @@ static const char help_text[] =
 	"      names the leader is followed at once (20-200 ms), also to an\n"
 	"      address not in the list; after 3 such redirects without\n"
 	"      registering, the list and the backoff again. Instances keep\n"
-	"      running while it moves; the orphan timeout counts on.\n"
+	"      running while it moves; refusals do not reset the orphan\n"
+	"      timeout.\n"
 	"  fnfs ca init [--data DIR]\n"
 	"      Creates the cluster CA in DIR/ca (ca.key 0600) and the\n"
 	"      controller's certificate for --listen.\n"
@@ -139,6 +145,17 @@ static const char help_text[] =
 	"      unfinished import left unless --force (which deletes them\n"
 	"      first); export reads the cluster at one revision. Each\n"
 	"      request to etcd is bounded (5 s).\n"
+	"  fnfs cluster status --store etcd://HOST:PORT[,HOST:PORT...]\n"
+	"             --cluster NAME [--etcd-ca CA.pem --etcd-cert C.pem\n"
+	"             --etcd-key C.key] [--json]\n"
+	"      Prints the cluster's leader, etcd's revision now, and one row\n"
+	"      per controller (mount --name): its role, listen address, the\n"
+	"      etcd revision its tree has seen, its lag behind etcd, whether\n"
+	"      it is stale, and the age of its last update; then whether\n"
+	"      each endpoint answers with a quorum. A controller's row goes\n"
+	"      when it unmounts, or within --leader-ttl when it dies. Each\n"
+	"      request is bounded (5 s; 2 s per endpoint); exit 1 when etcd\n"
+	"      cannot be read. --json: the same as one JSON object.\n"
 	"  fnfs invoke TENANT/NAMESPACE/FUNCTION [--mount MOUNTPOINT]\n"
 	"              [--http] [-X METHOD] [-H 'Name: value']... "
 	"[--path /P?Q]\n"
@@ -573,6 +590,69 @@ static int cmd_store(int argc, char **argv)
 	return rc < 0 ? 1 : 0;
 }
 
+static const char cluster_usage[] =
+	"usage: fnfs cluster status --store etcd://HOST:PORT[,HOST:PORT...]\n"
+	"                           --cluster NAME [--etcd-ca F --etcd-cert F "
+	"--etcd-key F]\n"
+	"                           [--json]\n";
+
+/* fnfs cluster status: cluster_status.h. */
+static int cmd_cluster(int argc, char **argv)
+{
+	struct etcd_config cfg = { 0 };
+	struct cluster_status st = { 0 };
+	struct rt_buf why = { 0 }, out = { 0 };
+	const char *store = NULL, *cluster = NULL;
+	int i, rc, json = 0;
+
+	if (argc < 2 || strcmp(argv[1], "status") != 0)
+		goto usage;
+	for (i = 2; i < argc; i++) {
+		const char **v = NULL;
+
+		if (strcmp(argv[i], "--json") == 0) {
+			json = 1;
+			continue;
+		}
+		if (strcmp(argv[i], "--store") == 0)
+			v = &store;
+		else if (strcmp(argv[i], "--cluster") == 0)
+			v = &cluster;
+		else if (strcmp(argv[i], "--etcd-ca") == 0)
+			v = &cfg.ca;
+		else if (strcmp(argv[i], "--etcd-cert") == 0)
+			v = &cfg.cert;
+		else if (strcmp(argv[i], "--etcd-key") == 0)
+			v = &cfg.key;
+		if (v == NULL || i + 1 >= argc)
+			goto usage;
+		*v = argv[++i];
+	}
+	if (store == NULL || cluster == NULL ||
+	    strncmp(store, "etcd://", 7) != 0 || store[7] == '\0' ||
+	    !cfg.cert != !cfg.key)
+		goto usage;
+	cfg.endpoints = store + 7;
+	rc = cluster_status_read(&cfg, cluster, 1, &st, &why);
+	if (rc == 0)
+		rc = cluster_status_render(&st, json, &out);
+	if (rc == 0)
+		fputs(out.data, stdout);
+	else
+		fprintf(stderr,
+			"fnfs cluster status: cannot read cluster %s from "
+			"etcd %s: %s (%s)\n",
+			cluster, cfg.endpoints,
+			why.data ? why.data : strerror(-rc), strerror(-rc));
+	cluster_status_free(&st);
+	rt_buf_free(&why);
+	rt_buf_free(&out);
+	return rc < 0 ? 1 : 0;
+usage:
+	fputs(cluster_usage, stderr);
+	return 2;
+}
+
 int main(int argc, char **argv)
 {
 	const char *cmd = argc > 1 ? argv[1] : "";
@@ -586,6 +666,8 @@ int main(int argc, char **argv)
 		return fs_invoke_main(argc - 1, argv + 1);
 	if (strcmp(cmd, "store") == 0)
 		return cmd_store(argc - 1, argv + 1);
+	if (strcmp(cmd, "cluster") == 0)
+		return cmd_cluster(argc - 1, argv + 1);
 	if (strcmp(cmd, "ca") == 0) {
 		char *data = default_datadir();
 

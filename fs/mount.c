@@ -26,6 +26,8 @@
 #include "../runtime/private.h"
 #include "fs.h"
 #include "../sched/etcd.h"
+#include "../sched/forward.h"
+#include "../sched/presence.h"
 
 /* How long `fnfs mount` waits for the background daemon to be ready. */
 #define READY_TIMEOUT_MS 30000
@@ -431,8 +433,18 @@ static void on_sched_down(void *arg)
 	rt_log(RT_LOG_INFO, "every instance and local worker stopped");
 }
 
+static void on_presence_down(void *arg)
+{
+	struct fs *fs = arg;
+
+	presence_free(fs->presence);
+	fs->presence = NULL;
+	rt_log(RT_LOG_INFO, "left the cluster");
+}
+
 /* Unmounts at once, then stops every instance and local worker; the loop
- * ends when they are gone (bounded by the stop grace period). */
+ * ends when they are gone (bounded by the stop grace period). A cluster's
+ * controller leaves it (its key in etcd goes at once). */
 static void fs_stop(struct fs *fs, const char *why)
 {
 	if (fs->stopping)
@@ -447,6 +459,12 @@ static void fs_stop(struct fs *fs, const char *why)
 		fs->mounted = 0;
 		rt_log(RT_LOG_INFO, "unmounted %s", fs->mountpoint);
 	}
+	if (fs->presence != NULL &&
+	    presence_stop(fs->presence, on_presence_down, fs) < 0) {
+		presence_free(fs->presence);
+		fs->presence = NULL;
+	}
+	sched_fwd_close(fs->sched);
 	sched_shutdown(fs->sched, on_sched_down, fs);
 }
 
@@ -486,6 +504,107 @@ static void on_signal(uv_signal_t *sig, int signum)
 	fs_stop(sig->data, strsignal(signum));
 }
 
+/* What a join (presence_start) ended with. */
+struct join {
+	int done, rc;
+	struct rt_buf why;
+};
+
+static void on_joined(void *arg, int rc, const char *why)
+{
+	struct join *j = arg;
+
+	j->done = 1;
+	j->rc = rc;
+	if (why != NULL)
+		rt_buf_puts(&j->why, why);
+}
+
+/* A cluster's controller joins it (sched/presence.h): its key
+ * /fnfs/CLUSTER/ctl/NAME, which `fnfs cluster status` lists. Runs `loop`
+ * until etcd answered (bounded by the presence's own bounds). Returns 0,
+ * or -errno having logged why (-EEXIST: the name is taken). */
+static int join_cluster(struct fs *fs, uv_loop_t *loop,
+			const struct fs_options *opt)
+{
+	struct etcd_config ec = { .endpoints = opt->etcd,
+				  .ca = opt->etcd_ca,
+				  .cert = opt->etcd_cert,
+				  .key = opt->etcd_key };
+	struct presence_callbacks cb = { 0 };
+	struct join j = { 0 };
+	char host[256] = "";
+	const char *name = opt->name;
+	int rc;
+
+	if (name == NULL) {
+		if (gethostname(host, sizeof(host) - 1) < 0)
+			host[0] = '\0';
+		name = host;
+	}
+	sched_presence_callbacks(fs->sched, &cb);
+	cb.joined = on_joined;
+	cb.joined_arg = &j;
+	rc = presence_start(loop, &ec, opt->cluster, name, opt->listen,
+			    opt->leader_ttl > 0 ? opt->leader_ttl : 5, &cb,
+			    &fs->presence);
+	if (rc == -EINVAL && opt->name == NULL)
+		rt_log(RT_LOG_ERROR,
+		       "cannot join cluster %s: the host's name \"%s\" is no "
+		       "controller name (1 to 63 of [A-Za-z0-9._-]): give "
+		       "--name",
+		       opt->cluster, name);
+	else if (rc < 0)
+		rt_log(RT_LOG_ERROR, "cannot join cluster %s: %s", opt->cluster,
+		       strerror(-rc));
+	while (rc == 0 && !j.done)
+		uv_run(loop, UV_RUN_ONCE);
+	if (rc == 0 && j.rc < 0) {
+		rc = j.rc;
+		rt_log(RT_LOG_ERROR, "cannot join cluster %s as %s: %s",
+		       opt->cluster, name,
+		       j.why.data ? j.why.data : strerror(-rc));
+	} else if (rc == 0) {
+		rt_log(RT_LOG_INFO, "joined cluster %s as %s", opt->cluster,
+		       name);
+	}
+	rt_buf_free(&j.why);
+	return rc;
+}
+
+/* How long a start that failed half-way waits for what began to stop. */
+#define HALF_STOP_MS 15000
+
+static void on_flag(void *arg)
+{
+	*(int *)arg = 1;
+}
+
+static void on_half_guard(uv_timer_t *t)
+{
+	*(int *)t->data = 1;
+}
+
+/* A start that failed after sched_start (a cluster's join refused):
+ * stops what began and runs `loop` until it has (bounded by
+ * HALF_STOP_MS), so that the loop can be closed and nothing leaks. */
+static void stop_half_started(struct fs *fs, uv_loop_t *loop)
+{
+	uv_timer_t guard;
+	int down = 0, expired = 0, i;
+
+	fs->stopping = 1;
+	uv_timer_init(loop, &guard);
+	guard.data = &expired;
+	uv_timer_start(&guard, on_half_guard, HALF_STOP_MS, 0);
+	sched_shutdown(fs->sched, on_flag, &down);
+	while (!down && !expired)
+		uv_run(loop, UV_RUN_ONCE);
+	uv_close((uv_handle_t *)&guard, NULL);
+	for (i = 0; i < 100 && uv_run(loop, UV_RUN_NOWAIT) != 0; i++)
+		;
+}
+
 /* Mounts and serves. `ready` is the write end of the readiness pipe, or
  * -1 in the foreground; it is closed once the mount is up, and stderr then
  * goes to `logpath` (when not NULL). */
@@ -519,7 +638,7 @@ static int serve(const char *mp, const char *datadir, int ready,
 				    opt->leader_ttl };
 	char self[PATH_MAX];
 	ssize_t n;
-	int i, fd, rc, loop_ok = 0;
+	int i, fd, rc, loop_ok = 0, started = 0;
 
 	memset(&fs, 0, sizeof(fs));
 	fs.uid = getuid();
@@ -572,6 +691,22 @@ static int serve(const char *mp, const char *datadir, int ready,
 		       strerror(-rc));
 		goto out;
 	}
+	started = 1;
+	if (opt->etcd != NULL && (rc = join_cluster(&fs, &loop, opt)) < 0)
+		goto out;
+	/* A cluster: followers forward to the leader, which serves them. */
+	if (opt->etcd != NULL) {
+		char host[256] = "controller";
+
+		if (opt->name == NULL && gethostname(host, sizeof(host)) < 0)
+			snprintf(host, sizeof(host), "controller");
+		host[sizeof(host) - 1] = '\0';
+		rc = sched_fwd_setup(fs.sched, opt->name ? opt->name : host,
+				     opt->insecure);
+		if (rc < 0)
+			goto out;
+		fs_forward_serve(&fs);
+	}
 	rc = uv_poll_init(&loop, &fs.poll, fd);
 	if (rc == 0) {
 		fs.poll.data = &fs;
@@ -619,6 +754,10 @@ out:
 	if (fs.se != NULL)
 		fuse_session_destroy(fs.se);
 	if (loop_ok) {
+		presence_free(fs.presence); /* a start that failed */
+		fs.presence = NULL;
+		if (rc < 0 && !fs.stopping && started)
+			stop_half_started(&fs, &loop);
 		if (rc < 0 && !fs.stopping && fs.sched != NULL) {
 			/* A start that failed half-way: stop what began. */
 			fs.stopping = 1;

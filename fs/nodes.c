@@ -127,6 +127,11 @@ static const char *kind_name(enum fs_kind k)
 	return kinds[k].name;
 }
 
+const char *fs_kind_name(enum fs_kind k)
+{
+	return k > FS_NONE && k < FS_KIND_COUNT ? kind_name(k) : NULL;
+}
+
 static enum fs_kind kind_parent(enum fs_kind k)
 {
 	return is_attr(k) ? FS_FN_DIR : kinds[k].parent;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "fs.h"
+#include "../sched/forward.h"
 #include "../sched/write.h"
 
 /* How long the kernel may cache names and attributes, in seconds. Names
@@ -494,6 +495,7 @@ struct handle {
 	struct fs *fs;
 	struct rt_buf req;	 /* the request written so far */
 	struct sched_call *call; /* the call under way, or NULL */
+	struct sched_fwd *fwd;	 /* or the call forwarded to the leader */
 	int call_state;		 /* CALL_NONE, CALL_UNDER_WAY, CALL_DONE */
 	int call_err;		 /* its errno, once done */
 	struct rt_buf resp;	 /* its response */
@@ -557,6 +559,14 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		h->stream.who = c; /* takes the groups */
 		h->stream.who.req = NULL;
 		memset(&c, 0, sizeof(c));
+	} else if (fs_node_forwarded(&n) && acc != O_RDONLY &&
+		   sched_fwd_active(fs->sched)) {
+		/* A follower's forwarded write or call is the opener's,
+		 * with its groups, as a local one would be. */
+		fs_caller_full(&c);
+		h->who = c; /* takes the groups */
+		h->who.req = NULL;
+		memset(&c, 0, sizeof(c));
 	}
 	h->node = n;
 	h->id = n.obj->id;
@@ -576,6 +586,7 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fs_caller_done(&c);
 	if (fuse_reply_open(req, fi) != 0) {
 		fs_stream_free(&h->stream);
+		fs_caller_done(&h->who);
 		free(h);
 	}
 	return;
@@ -637,8 +648,9 @@ struct pending {
 	struct fs *fs;
 	struct handle *h;
 	struct sched_wait *wait;
-	size_t size; /* of the read, or of the write to acknowledge */
-	off_t off;   /* of the read */
+	struct sched_fwd *fwd; /* a write forwarded to the leader, or NULL */
+	size_t size;	       /* of the read, or of the write to acknowledge */
+	off_t off;	       /* of the read */
 	int is_read;
 };
 
@@ -678,7 +690,10 @@ static void on_interrupt(fuse_req_t req, void *arg)
 
 	if (!rt_interrupt_wanted(fuse_req_ctx(req)->pid))
 		return;
-	sched_wait_cancel(p->fs->sched, p->wait);
+	if (p->fwd != NULL)
+		sched_fwd_cancel(p->fs->sched, p->fwd);
+	else
+		sched_wait_cancel(p->fs->sched, p->wait);
 	fuse_reply_err(req, EINTR);
 	free(p);
 }
@@ -729,6 +744,7 @@ static void on_call_done(void *arg, int err, const char *body, size_t len)
 	fuse_req_t r = h->reader;
 
 	h->call = NULL;
+	h->fwd = NULL;
 	h->call_state = CALL_DONE;
 	h->call_err = err;
 	rt_buf_reset(&h->resp);
@@ -758,13 +774,45 @@ static void call_reset(struct handle *h)
 {
 	if (h->call != NULL)
 		sched_call_detach(h->fs->sched, h->call);
+	if (h->fwd != NULL)
+		sched_fwd_cancel(h->fs->sched, h->fwd);
 	h->call = NULL;
+	h->fwd = NULL;
 	h->call_state = CALL_NONE;
 	h->call_err = 0;
 	h->spoiled = 0;
 	rt_buf_reset(&h->resp);
 	h->resp_pos = 0;
 	rt_buf_reset(&h->req);
+}
+
+static void on_fwd_call_done(void *arg, int err, const char *body, size_t len)
+{
+	on_call_done(arg, err, body, len);
+}
+
+/* Starts the call of the request `h` holds: here, or on a follower of a
+ * cluster at the leader, as the opener of `h`. `done`
+ * NULL: an asynchronous call. Returns 0 or -errno (its `done` is then
+ * not called). */
+static int call_start(struct handle *h, struct sched_function *fn,
+		      sched_call_fn done)
+{
+	struct rt_buf path = { 0 };
+	int rc;
+
+	if (!sched_fwd_active(h->fs->sched))
+		return sched_call_start(h->fs->sched, fn,
+					h->req.data ? h->req.data : "",
+					h->req.len, done, h, &h->call);
+	rc = fs_node_path(&h->node, &path);
+	if (rc == 0)
+		rc = sched_fwd_call(h->fs->sched, path.data,
+				    h->req.data ? h->req.data : "", h->req.len,
+				    &h->who.who, done ? on_fwd_call_done : NULL,
+				    h, &h->fwd);
+	rt_buf_free(&path);
+	return rc == SCHED_LATER ? 0 : rc;
 }
 
 /* A piece of the request. A refused one (EFBIG, EINVAL, EOPNOTSUPP) is
@@ -812,9 +860,7 @@ static void invoke_read(fuse_req_t req, struct handle *h, size_t size)
 		h->call_err = h->spoiled;
 		h->spoiled = 0;
 	} else if (h->call_state == CALL_NONE) {
-		rc = sched_call_start(h->fs->sched, fn,
-				      h->req.data ? h->req.data : "",
-				      h->req.len, on_call_done, h, &h->call);
+		rc = call_start(h, fn, on_call_done);
 		rt_buf_reset(&h->req);
 		if (rc < 0) {
 			h->call_state = CALL_DONE;
@@ -840,15 +886,14 @@ static void invoke_read(fuse_req_t req, struct handle *h, size_t size)
  * async call. */
 static void invoke_release(struct handle *h)
 {
-	struct sched_call *c;
-
 	if (h->call_state == CALL_NONE && !h->spoiled && h->req.len > 0)
-		sched_call_start(h->fs->sched,
-				 (struct sched_function *)h->node.obj,
-				 h->req.data, h->req.len, NULL, NULL, &c);
+		call_start(h, (struct sched_function *)h->node.obj, NULL);
 	else if (h->call != NULL)
 		sched_call_detach(h->fs->sched, h->call);
+	if (h->fwd != NULL)
+		sched_fwd_cancel(h->fs->sched, h->fwd);
 	h->call = NULL;
+	h->fwd = NULL;
 	rt_buf_free(&h->req);
 	rt_buf_free(&h->resp);
 }
@@ -1073,6 +1118,29 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	reply_snapshot(req, h, size, off);
 }
 
+static void on_fwd_done(void *arg, int err, const char *body, size_t len)
+{
+	(void)body;
+	(void)len;
+	on_done(arg, err);
+}
+
+/* A follower of a cluster: the write of `p` goes to the leader, as the
+ * opener of its file (with its groups, read at the open). Returns
+ * SCHED_LATER or -errno. */
+static int write_forwarded(struct pending *p, const char *buf, size_t size)
+{
+	struct rt_buf path = { 0 };
+	int rc;
+
+	rc = fs_node_path(&p->h->node, &path);
+	if (rc == 0)
+		rc = sched_fwd_write(p->fs->sched, path.data, buf, size,
+				     &p->h->who.who, on_fwd_done, p, &p->fwd);
+	rt_buf_free(&path);
+	return rc;
+}
+
 /* A write to an attribute file is checked and held until close (above);
  * one to invoke adds to its request; one to any other file (state,
  * restart, pool_size, ...) is one whole command, applied before it
@@ -1112,8 +1180,11 @@ static void op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 		rc = -ENOMEM;
 		goto out;
 	}
-	rc = fs_write(fs, &h->node, buf, size, &h->who.who, on_done, p,
-		      &p->wait);
+	if (fs_node_forwarded(&h->node) && sched_fwd_active(fs->sched))
+		rc = write_forwarded(p, buf, size);
+	else
+		rc = fs_write(fs, &h->node, buf, size, &h->who.who, on_done, p,
+			      &p->wait);
 	if (rc == SCHED_LATER) {
 		/* Replied once the processes have done what was asked. */
 		fuse_req_interrupt_func(req, on_interrupt, p);
@@ -1175,6 +1246,8 @@ static void op_release(fuse_req_t req, fuse_ino_t ino,
 		invoke_release(h);
 	else if (h->call != NULL)
 		sched_call_detach(h->fs->sched, h->call);
+	if (h->fwd != NULL)
+		sched_fwd_cancel(h->fs->sched, h->fwd);
 	/* Held by a writer whose close was not seen (none is expected). */
 	if (h->attr && alive)
 		attr_apply(h, NULL);

@@ -140,9 +140,14 @@ static int make_cert(const struct rt_cred *ca, EVP_PKEY *key, const char *cn,
 		rc = add_ext(x, issuer, NID_key_usage,
 			     ca == NULL ? "critical,keyCertSign,cRLSign"
 					: "critical,digitalSignature");
+	/* The controller's own certificate serves (--listen); any other,
+	 * a worker's or a controller's as a peer of the leader, is a
+	 * client's. */
 	if (rc == 0 && ca != NULL)
 		rc = add_ext(x, issuer, NID_ext_key_usage,
-			     strcmp(role, RT_CA_ROLE_CONTROLLER) == 0
+			     strcmp(role, RT_CA_ROLE_CONTROLLER) == 0 &&
+					     strcmp(cn, RT_CA_CONTROLLER_CN) ==
+						     0
 				     ? "serverAuth"
 				     : "clientAuth");
 	if (rc == 0)

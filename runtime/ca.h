@@ -3,8 +3,10 @@
  * issue`. Keys are EC P-256 made with the OpenSSL 3 EVP API; certificates
  * have random 128-bit serials. A certificate names its holder in the
  * subject's CN (a worker's id) and its role in the subject's OU ("worker"
- * or "controller"), and carries the matching extended key usage
- * (clientAuth or serverAuth).
+ * or "controller"), and carries the matching extended key usage:
+ * serverAuth for the controller's own (CN RT_CA_CONTROLLER_CN, what
+ * --listen presents), clientAuth for a worker's and for a controller's
+ * as a peer of the leader (CN its --name, minted at start from ca.key).
  *
  * Files, in DATA/ca/ (a 0700 directory): ca.pem (the CA certificate),
  * ca.key (0600), controller.pem and controller.key (0600: the controller's

@@ -185,6 +185,10 @@ int rt_connect_failed(struct rt_connect_list *l, int was_registered,
 {
 	int delay = 0, over = was_registered;
 
+	if (was_registered) {
+		l->lost = l->on_leader ? l->leader : l->list[l->cur];
+		l->has_lost = 1;
+	}
 	/* A target that redirected the worker was counted then. */
 	if (!l->on_leader && !was_registered)
 		l->tried++;
@@ -236,6 +240,12 @@ int rt_connect_redirect(struct rt_connect_list *l, const char *leader,
 	}
 	if (target_set(&t, l->scheme, leader, len, why, n) < 0)
 		return -EINVAL;
+	if (l->has_lost && strcmp(t.text, l->lost.text) == 0) {
+		snprintf(why, n,
+			 "%s is the controller just lost; the list goes on",
+			 t.text);
+		return -EAGAIN;
+	}
 	if (l->redirects >= RT_CONNECT_REDIRECTS_MAX) {
 		snprintf(why, n,
 			 "redirected %d times this round without "
@@ -259,6 +269,7 @@ int rt_connect_redirect(struct rt_connect_list *l, const char *leader,
 
 void rt_connect_registered(struct rt_connect_list *l)
 {
+	l->has_lost = 0;
 	l->retry_ms = RT_CONNECT_RETRY_FIRST_MS;
 	l->tried = 0;
 	l->redirects = 0;

@@ -57,6 +57,11 @@ struct rt_connect_list {
 	int tried;			 /* list targets tried this round */
 	int redirects;			 /* redirects followed this round */
 	int retry_ms;			 /* the backoff's ceiling now */
+	/* the target whose registered connection was lost last: until the
+	 * worker registers again a redirect to it is not followed (a
+	 * follower that has not yet seen the leader go names it still) */
+	struct rt_connect_target lost;
+	int has_lost;
 };
 
 /* Parses a --connect value: "PATH[,PATH...]", or "tls://IP:PORT[,...]"
@@ -101,7 +106,10 @@ int rt_connect_failed(struct rt_connect_list *l, int was_registered,
  * current target and returns the delay before connecting to it (from
  * RT_CONNECT_REDIRECT_MIN_MS to _MAX_MS), the backoff unchanged. Returns
  * -EINVAL for an address the worker cannot use (another scheme, a host
- * name, 0.0.0.0, a path for a TCP list), -ELOOP when this round had
+ * name, 0.0.0.0, a path for a TCP list), -EAGAIN for the target whose
+ * registered connection was lost last, until the worker registers again
+ * (a follower that has not seen it go still names it), -ELOOP when this
+ * round had
  * RT_CONNECT_REDIRECTS_MAX redirects already; then `why` (`n` bytes) says
  * why, nothing is changed, and the caller treats the refusal as a failed
  * attempt (rt_connect_failed). */

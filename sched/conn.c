@@ -37,6 +37,7 @@ struct conn {
 	int ended;		     /* its handles are closing */
 	int sniffed;		     /* TCP: its first byte was seen */
 	int admitted;		     /* it may speak (on_accept said so) */
+	int is_peer;		     /* a peer controller (said `peer`) */
 	int closing;
 };
 
@@ -86,18 +87,70 @@ void sched__conn_send(struct conn *c, json_t *header)
 	sched__conn_send_body(c, header, NULL, 0);
 }
 
-/* A message goes up: `register` before the worker is known, anything
- * else after. */
+/* Tells the peer of `c` why it is refused, and closes `c`. */
+static void refuse_close(struct conn *c, const char *why)
+{
+	sched__conn_send(
+		c, json_pack("{s:s, s:s}", "type", "refused", "reason", why));
+	sched__conn_close(c, "refused");
+}
+
+/* The first message of a peer controller, `peer`: only a certificate of
+ * role controller (or plain TCP, admitted only with --insecure) may send
+ * it, and a worker's never. */
+static void peer_hello(struct conn *c, const struct rt_msg *m)
+{
+	struct sched *s = c->s;
+	struct rt_buf why = { 0 };
+
+	if (c->peer.transport == SCHED_UNIX ||
+	    (c->peer.transport == SCHED_TLS && !c->peer.controller)) {
+		rt_log(RT_LOG_WARN,
+		       "connection from %s refused as a peer controller: "
+		       "its certificate is a %s's",
+		       c->peer.addr[0] ? c->peer.addr : "the Unix socket",
+		       c->peer.cert.role[0] ? c->peer.cert.role : "worker");
+		refuse_close(c, "a worker may not act as a peer controller: "
+				"it needs a certificate of role controller");
+		goto out;
+	}
+	if (s->peer_ops == NULL) {
+		refuse_close(c, "this controller serves no peer controllers");
+		goto out;
+	}
+	if (s->peer_ops->on_peer(s, c, m, &why) < 0) {
+		refuse_close(c, why.data ? why.data : "refused");
+		goto out;
+	}
+	c->is_peer = 1;
+out:
+	rt_buf_free(&why);
+}
+
+/* A message goes up: `register` (a worker) or `peer` (a controller)
+ * first, anything else after. */
 static void handle(struct conn *c, const struct rt_msg *m)
 {
 	struct sched *s = c->s;
 	struct sched_worker *w = c->worker;
 
-	if (w == NULL) {
-		if (strcmp(m->type, "register") == 0)
-			s->conn_ops->on_register(s, c, m);
+	if (c->is_peer) {
+		if (s->peer_ops != NULL)
+			s->peer_ops->on_message(s, c, m);
 		else
+			sched__conn_close(c, "peers are no longer served");
+		return;
+	}
+	if (w == NULL) {
+		if (strcmp(m->type, "peer") == 0)
+			peer_hello(c, m);
+		else if (strcmp(m->type, "register") != 0)
 			sched__conn_close(c, "message before registration");
+		else if (c->peer.controller)
+			refuse_close(c, "a controller's certificate may not "
+					"register as a worker");
+		else
+			s->conn_ops->on_register(s, c, m);
 		return;
 	}
 	s->conn_ops->on_message(s, w, m);
@@ -190,6 +243,8 @@ void sched__conn_close(struct conn *c, const char *why)
 	c->worker = NULL;
 	if (w != NULL)
 		c->s->conn_ops->on_gone(c->s, w, why);
+	if (c->is_peer && c->s->peer_ops != NULL)
+		c->s->peer_ops->on_gone(c->s, c);
 	conn_end(c, 1);
 }
 
@@ -279,6 +334,16 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
 		frames(c, buf->base, (size_t)n);
 }
 
+/* Whether the certificate the peer of `t` presented names `role`. */
+static int peer_role_is(const struct rt_tls *t, const char *role)
+{
+	X509 *x = SSL_get0_peer_certificate(t->ssl);
+	struct rt_cert_info ci;
+
+	return x != NULL && rt_cert_info_of(x, &ci) == 0 &&
+	       strcmp(ci.role, role) == 0;
+}
+
 /* Bytes of a TLS connection: the handshake, then frames. When the
  * handshake ends the peer's certificate is checked and the connection
  * admitted (or refused, told so over TLS) before any frame is read. */
@@ -306,8 +371,14 @@ static void tls_read(struct conn *c, const char *data, size_t n)
 	if (rc == 1) {
 		c->peer.resumed = rt_tls_resumed(c->tls);
 		rt_buf_reset(&why);
-		if (rt_tls_peer_check(c->tls, RT_CA_ROLE_WORKER, &c->peer.cert,
-				      &why) < 0)
+		/* A worker, or a peer controller (forward.c): the first
+		 * message says which it wants to be, and must agree. */
+		c->peer.controller = peer_role_is(c->tls,
+						  RT_CA_ROLE_CONTROLLER);
+		if (rt_tls_peer_check(c->tls,
+				      c->peer.controller ? RT_CA_ROLE_CONTROLLER
+							 : RT_CA_ROLE_WORKER,
+				      &c->peer.cert, &why) < 0)
 			snprintf(c->peer.tls_error, sizeof(c->peer.tls_error),
 				 "%s", why.data ? why.data : "refused");
 		if (admit(c) < 0)
@@ -477,6 +548,9 @@ void sched__conn_close_all(struct sched *s)
 
 	while ((c = s->conns) != NULL) {
 		c->worker = NULL; /* told no one */
+		if (c->is_peer && s->peer_ops != NULL)
+			s->peer_ops->on_gone(s, c); /* its requests end */
+		c->is_peer = 0;
 		if (!c->closing) {
 			c->closing = 1;
 			conn_end(c, 0); /* unlinks it */

@@ -35,6 +35,7 @@ struct sched_peer {
 	char tls_error[256];	    /* TLS: why the certificate will not do,
 				       or "" */
 	int resumed;		    /* TLS: the session was resumed */
+	int controller; /* TLS: its certificate is a controller's (a peer) */
 };
 
 /* The word of transport `t`: unix, tcp or tls. */
@@ -56,6 +57,22 @@ struct sched_conn_ops {
 	/* The connection of registered worker `w` closed, for `why`. */
 	void (*on_gone)(struct sched *s, struct sched_worker *w,
 			const char *why);
+};
+
+/* What the connection of a peer controller (a follower that forwards to
+ * this leader, forward.c) tells the layer above: set by sched_fwd_serve;
+ * without it a peer is refused. */
+struct sched_peer_ops {
+	/* `peer` came first on `c`, from a certificate of role controller
+	 * (or plain TCP with --insecure): returns 0 to take it, or -EPERM
+	 * with the reason in `why` (told, and `c` closed). */
+	int (*on_peer)(struct sched *s, struct conn *c, const struct rt_msg *m,
+		       struct rt_buf *why);
+	/* A later message of peer `c`. */
+	void (*on_message)(struct sched *s, struct conn *c,
+			   const struct rt_msg *m);
+	/* Peer `c` closed: forget it (it is freed later). */
+	void (*on_gone)(struct sched *s, struct conn *c);
 };
 
 /* Accepts a worker's connection on the controller's socket (a libuv

@@ -988,7 +988,9 @@ static int take_kv(struct rebuild *rb, const char *cluster,
 	case ETCD_KEYS_OBJECT: rc = finish_object(rb, &r, why); break;
 	case ETCD_KEYS_EVENT:
 	case ETCD_KEYS_LEADER:
-	case ETCD_KEYS_IMPORT: break; /* not the store's */
+	case ETCD_KEYS_IMPORT:
+	case ETCD_KEYS_MEMBER:
+	case ETCD_KEYS_EVENT_HEAD: break; /* not the store's */
 	default:
 		rc = insert_rec(rb, &r);
 		if (rc < 0)

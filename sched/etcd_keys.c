@@ -22,7 +22,8 @@ static const char *const kind_name[ETCD_KEYS_KINDS] = {
 	[ETCD_KEYS_CODE_FILE] = "cf",  [ETCD_KEYS_CODE_REVISION] = "cr",
 	[ETCD_KEYS_OBJECT] = "om",     [ETCD_KEYS_CHUNK] = "oc",
 	[ETCD_KEYS_EVENT] = "ev",      [ETCD_KEYS_LEADER] = "leader",
-	[ETCD_KEYS_IMPORT] = "import",
+	[ETCD_KEYS_IMPORT] = "import", [ETCD_KEYS_EVENT_HEAD] = "evh",
+	[ETCD_KEYS_MEMBER] = "ctl",
 };
 
 /* ============================================================ checks */
@@ -31,7 +32,7 @@ static const char *const kind_name[ETCD_KEYS_KINDS] = {
 static int single(int k)
 {
 	return k == ETCD_KEYS_META || k == ETCD_KEYS_LEADER ||
-	       k == ETCD_KEYS_IMPORT;
+	       k == ETCD_KEYS_IMPORT || k == ETCD_KEYS_EVENT_HEAD;
 }
 
 static int name_ok(const char *s)
@@ -501,8 +502,18 @@ int etcd_keys_encode(const char *cluster, const struct etcd_keys_rec *r,
 		return rc < 0 || value == NULL
 			       ? rc
 			       : put_raw(r->data, r->len, value);
+	case ETCD_KEYS_MEMBER:
+		if (!name_ok(r->key))
+			return -EINVAL;
+		rc = etcd_keys_kind_prefix(cluster, r->kind, key);
+		if (rc == 0)
+			rc = rt_buf_puts(key, r->key);
+		return rc < 0 || value == NULL
+			       ? rc
+			       : put_raw(r->data, r->len, value);
 	case ETCD_KEYS_LEADER:
 	case ETCD_KEYS_IMPORT:
+	case ETCD_KEYS_EVENT_HEAD:
 		rc = etcd_keys_kind_prefix(cluster, r->kind, key);
 		return rc < 0 || value == NULL
 			       ? rc
@@ -910,7 +921,8 @@ static int decode_json_kind(struct etcd_keys_rec *r, const char *p, size_t n,
 	return rc;
 }
 
-/* Decodes the raw kinds: chunks, events, the leader. */
+/* Decodes the raw kinds: chunks, events, the leader, the import, the
+ * members (their values are presence.h's, not checked here). */
 static int decode_raw_kind(struct etcd_keys_rec *r, const char *p, size_t n,
 			   const char *value, size_t vlen)
 {
@@ -932,6 +944,11 @@ static int decode_raw_kind(struct etcd_keys_rec *r, const char *p, size_t n,
 	} else if (r->kind == ETCD_KEYS_EVENT) {
 		rc = get_decimal(p, n, 20, 1, UINT64_MAX, &u);
 		r->seq = u;
+	} else if (r->kind == ETCD_KEYS_MEMBER) {
+		rc = split(r, p, n, 1, 0, names);
+		r->key = names[0];
+		if (rc == 0 && !name_ok(r->key))
+			rc = -EINVAL;
 	}
 	if (rc == 0) {
 		r->data = own(r, value ? value : "", value ? vlen : 0);
@@ -980,7 +997,8 @@ int etcd_keys_decode(const char *cluster, const char *key, size_t klen,
 		n -= kl + 1;
 	}
 	if (k == ETCD_KEYS_CHUNK || k == ETCD_KEYS_EVENT ||
-	    k == ETCD_KEYS_LEADER || k == ETCD_KEYS_IMPORT) {
+	    k == ETCD_KEYS_LEADER || k == ETCD_KEYS_IMPORT ||
+	    k == ETCD_KEYS_EVENT_HEAD || k == ETCD_KEYS_MEMBER) {
 		rc = decode_raw_kind(r, p, n, value, vlen);
 		goto out;
 	}

@@ -22,7 +22,10 @@
  *   P/cr/TENANT/NS/FN          {"hash","bytes","files"}
  *   P/om/SHA256                {"size","chunks"}
  *   P/oc/SHA256/NNNNNN         the object's bytes NNNNNN*1MiB.. (%06u)
- *   P/ev/NNNNNNNNNNNNNNNNNNNN  an event line (%020llu: its sequence)
+ *   P/ev/NNNNNNNNNNNNNNNNNNNN  a line of the journal at absolute offset N
+ *                              (%020llu; journal_etcd.h: its value)
+ *   P/evh                      the journal's end: the next line's offset
+ *                              (decimal text)
  *   P/leader                   the elected controller's name
  *   P/import                   the import under way (its id): while it is
  *                              there and P/meta is not, the cluster is
@@ -75,6 +78,8 @@ enum etcd_keys_kind {
 	ETCD_KEYS_EVENT,	 /* ev/ */
 	ETCD_KEYS_LEADER,	 /* leader */
 	ETCD_KEYS_IMPORT,	 /* import */
+	ETCD_KEYS_EVENT_HEAD,	 /* evh */
+	ETCD_KEYS_MEMBER,	 /* ctl/NAME: a controller's presence */
 	ETCD_KEYS_KINDS
 };
 
@@ -95,7 +100,7 @@ struct etcd_keys_rec {
 	struct store_row row;		  /* TENANT, NAMESPACE, FUNCTION */
 	struct store_instance instance;	  /* INSTANCE */
 	struct store_worker worker;	  /* WORKER */
-	const char *key, *value;	  /* SETTING */
+	const char *key, *value;	  /* SETTING; key: MEMBER's name */
 	struct etcd_keys_revoked revoked; /* REVOKED */
 	struct store_code_file file;	  /* CODE_FILE */
 	struct store_code_revision code;  /* CODE_REVISION */
@@ -104,9 +109,9 @@ struct etcd_keys_rec {
 	uint32_t chunks;		  /* OBJECT: etcd_keys_chunks(size) */
 	uint32_t index;			  /* CHUNK */
 	uint64_t seq;			  /* EVENT */
-	const char *data;		  /* CHUNK, EVENT, LEADER, IMPORT */
-	size_t len;			  /* bytes of data */
-	char *owned[8];			  /* what decoding allocated */
+	const char *data; /* CHUNK, EVENT, LEADER, IMPORT, MEMBER */
+	size_t len;	  /* bytes of data */
+	char *owned[8];	  /* what decoding allocated */
 	int nowned;
 };
 
@@ -121,15 +126,15 @@ int etcd_keys_cluster_valid(const char *name);
 int etcd_keys_prefix(const char *cluster, struct rt_buf *out);
 
 /* `out` := the prefix of every key of `kind` ("/fnfs/CLUSTER/t/", ...;
- * META, LEADER and IMPORT: the key itself). */
+ * META, LEADER, IMPORT and EVENT_HEAD: the key itself). */
 int etcd_keys_kind_prefix(const char *cluster, enum etcd_keys_kind kind,
 			  struct rt_buf *out);
 
 /* `key` := the key of `r`, and `value` (unless NULL: for a delete, only
  * the key is made) := its value. Strings of `r` are checked as decoding
  * would (names, hashes, a spec or tags that are JSON of the right shape,
- * a setting's value that is UTF-8); a CHUNK, EVENT, LEADER or IMPORT
- * value is r->data as it is. Both buffers are reset first. */
+ * a setting's value that is UTF-8); a CHUNK, EVENT, LEADER, IMPORT or
+ * EVENT_HEAD value is r->data as it is. Both buffers are reset first. */
 int etcd_keys_encode(const char *cluster, const struct etcd_keys_rec *r,
 		     struct rt_buf *key, struct rt_buf *value);
 
@@ -161,8 +166,8 @@ uint32_t etcd_keys_chunks(uint64_t size);
 
 /* Reads key `key` (`klen` bytes) and its value (`vlen` bytes) of cluster
  * `cluster` into `r` (zeroed first; free it with etcd_keys_rec_free, also
- * after a failure). A CHUNK, EVENT, LEADER or IMPORT record's data is
- * a copy of the value. */
+ * after a failure). A CHUNK, EVENT, LEADER, IMPORT or EVENT_HEAD
+ * record's data is a copy of the value. */
 int etcd_keys_decode(const char *cluster, const char *key, size_t klen,
 		     const char *value, size_t vlen, struct etcd_keys_rec *r);
 

@@ -2,6 +2,7 @@
  * events.c - the event journal: appended lines with absolute offsets, so
  * that `tail -f events` and `tail -n 20 events` behave as on a log file.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,6 +34,45 @@ static void events_trim(struct events *ev)
 	ev->text.len -= drop;
 	ev->text.data[ev->text.len] = '\0';
 	ev->first += drop;
+}
+
+int events_line(struct rt_buf *out, int64_t ms, const char *kind,
+		const char *object, const char *kvs)
+{
+	char when[32];
+
+	rt_buf_reset(out);
+	rt_format_time(ms, when);
+	return rt_buf_printf(out, "%s %s %s%s\n", when, kind, object,
+			     kvs ? kvs : "") < 0
+		       ? -ENOMEM
+		       : 0;
+}
+
+int events_append_line(struct events *ev, int64_t ms, const char *line,
+		       size_t n)
+{
+	size_t mark = ev->text.len;
+
+	if (rt_buf_append(&ev->text, line, n) < 0) {
+		/* Out of memory: keep the journal whole rather than half a
+		 * line. */
+		ev->text.len = mark;
+		if (ev->text.data)
+			ev->text.data[mark] = '\0';
+		return -ENOMEM;
+	}
+	ev->last_ms = ms;
+	events_trim(ev);
+	return 0;
+}
+
+void events_restart(struct events *ev, uint64_t first)
+{
+	ev->text.len = 0;
+	if (ev->text.data)
+		ev->text.data[0] = '\0';
+	ev->first = first;
 }
 
 void events_append(struct events *ev, int64_t ms, const char *kind,
@@ -95,10 +135,10 @@ static size_t part_head(const struct events_part *pt, const struct events *ev)
 	return lo;
 }
 
-void events_part_add(struct events_part *pt, const struct events *ev,
-		     uint64_t at)
+/* events_part_add of the line at `at` that ends at `end`. */
+static void part_add(struct events_part *pt, const struct events *ev,
+		     uint64_t at, uint64_t end)
 {
-	uint64_t end = ev->first + ev->text.len;
 	struct events_line *l;
 
 	pt->head = part_head(pt, ev);
@@ -128,6 +168,28 @@ void events_part_add(struct events_part *pt, const struct events *ev,
 	l->len = (size_t)(end - at);
 	pt->end += l->len;
 	pt->last_ms = ev->last_ms;
+}
+
+void events_part_add(struct events_part *pt, const struct events *ev,
+		     uint64_t at)
+{
+	part_add(pt, ev, at, ev->first + ev->text.len);
+}
+
+void events_part_add_line(struct events_part *pt, const struct events *ev,
+			  uint64_t at)
+{
+	uint64_t end = ev->first + ev->text.len;
+	const char *nl = NULL;
+
+	if (at >= ev->first && at < end)
+		nl = memchr(ev->text.data + (at - ev->first), '\n',
+			    (size_t)(end - at));
+	if (nl != NULL)
+		end = ev->first + (uint64_t)(nl - ev->text.data) + 1;
+	if (pt->n > 0 && pt->lines[pt->n - 1].at >= at)
+		return; /* not after the part's lines */
+	part_add(pt, ev, at, end);
 }
 
 uint64_t events_part_first(const struct events_part *pt,

@@ -28,6 +28,21 @@ void events_close(struct events *ev);
 void events_append(struct events *ev, int64_t ms, const char *kind,
 		   const char *object, const char *kvs);
 
+/* `out` := the line "<time> <kind> <object><kvs>\n" events_append would
+ * append at time `ms` (reset first). Returns 0 or -ENOMEM. */
+int events_line(struct rt_buf *out, int64_t ms, const char *kind,
+		const char *object, const char *kvs);
+
+/* Appends `n` bytes of `line` (one or more whole lines, each ending in
+ * '\n') made at time `ms`, as events_append does. Returns 0 or -ENOMEM
+ * (then nothing is appended). */
+int events_append_line(struct events *ev, int64_t ms, const char *line,
+		       size_t n);
+
+/* Empties the journal and makes `first` the absolute offset of its next
+ * line: lines before it are gone (a part forgets them as dropped). */
+void events_restart(struct events *ev, uint64_t first);
+
 /* See sched_events_at. */
 size_t events_at(const struct events *ev, uint64_t off, const char **p,
 		 uint64_t *first);
@@ -59,6 +74,11 @@ void events_part_free(struct events_part *pt);
  * count it. */
 void events_part_add(struct events_part *pt, const struct events *ev,
 		     uint64_t at);
+
+/* Adds the line of `ev` that starts at absolute offset `at` (any kept
+ * line, after every line `pt` has) to part `pt`, as events_part_add. */
+void events_part_add_line(struct events_part *pt, const struct events *ev,
+			  uint64_t at);
 
 /* The oldest own offset of `pt` still kept in `ev`. */
 uint64_t events_part_first(const struct events_part *pt,

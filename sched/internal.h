@@ -43,7 +43,11 @@ struct sched_local {
 	int64_t next_spawn_mono; /* not before this */
 };
 
-struct sched_conn_ops; /* conn.h */
+struct sched_conn_ops;	/* conn.h */
+struct sched_peer_ops;	/* conn.h */
+struct sched_fwd_state; /* forward.c */
+
+#define SCHED_ORPHANS 64 /* journal lines kept for a tenant not here yet */
 
 struct sched {
 	struct store *store;   /* owned */
@@ -56,11 +60,26 @@ struct sched {
 	uint32_t run_as_uid;   /* who root's tenants' functions run as */
 	uint32_t run_as_gid;
 
+	/* A cluster's journal in etcd (owned), or NULL: lines go to
+	 * `events`. */
+	struct journal_etcd *journal;
+	/* Lines of the cluster's journal whose tenant was not here yet (the
+	 * watch of the tenants may bring it after them), the oldest first:
+	 * the tenant's part takes them when it comes. */
+	struct sched_orphan {
+		uint64_t at;
+		char tenant[64];
+	} orphans[SCHED_ORPHANS];
+	size_t norphans;
+
 	/* The cluster side (sched_start). */
 	uv_loop_t *loop;		       /* NULL until started */
 	uv_pipe_t server;		       /* DATA/ctl.sock */
 	const struct sched_conn_ops *conn_ops; /* conn.c's callbacks up */
-	char *sock_path;		       /* owned */
+	const struct sched_peer_ops *peer_ops; /* peer controllers (conn.h),
+						  or NULL: refused */
+	struct sched_fwd_state *fwd; /* forwarding (forward.c), or NULL */
+	char *sock_path;	     /* owned */
 	struct sched_listen *listen; /* --listen (listen.h), owned, or NULL */
 	struct conn *conns;	     /* every open connection (conn.c) */
 	uv_timer_t tick;	     /* once a second: health, pool, pending */
@@ -103,7 +122,8 @@ struct sched {
 	int leading;	     /* it acts as the leader: places, runs workers */
 	int taking;	     /* it won, and waits for its model to catch up */
 	int holding; /* led, lost etcd: keeps its workers, places nothing */
-	char *name;  /* --name, owned */
+	int elect_stopped;    /* the elector's stop has been answered */
+	char *name;	      /* --name, owned */
 	char *leader_name;    /* the leader's, owned, or NULL: none known */
 	char *leader_listen;  /* its --listen IP:PORT, owned, or NULL */
 	char *leader_sock;    /* its control socket's path, owned, or NULL */
@@ -207,6 +227,9 @@ void sched__event(struct sched *s, const struct sched_obj *o, const char *kind,
 
 /* Sets a function's error file to `reason`, with the time. */
 void sched__set_error(struct sched_function *fn, const char *reason);
+
+/* Stops the cluster's journal (no etcd call after it). */
+void sched__journal_stop(struct sched *s);
 
 /* Records a refused write in a function's error file and the journal. */
 void sched__reject(struct sched *s, struct sched_function *fn, const char *file,

@@ -251,13 +251,25 @@ void sched__leader_tick(struct sched *s)
 		stop_leading(s, "its lease may have expired", 0);
 }
 
+/* From inside the etcd client's callback: no freeing of the client
+ * here (store_stop would); sched__leader_stopping does it next turn. */
 static void on_elect_stopped(void *arg)
 {
 	struct sched *s = arg;
 
+	s->elect_stopped = 1;
+}
+
+int sched__leader_stopping(struct sched *s)
+{
+	if (s->elect == NULL)
+		return 0;
+	if (!s->elect_stopped)
+		return 1;
 	elect_free(s->elect);
 	s->elect = NULL;
 	store_stop(s->store);
+	return 0;
 }
 
 int sched__leader_stop(struct sched *s)
@@ -268,7 +280,8 @@ int sched__leader_stop(struct sched *s)
 	s->taking = 0;
 	store_mirror_stop(s->store);
 	if (elect_stop(s->elect, on_elect_stopped, s) < 0) {
-		on_elect_stopped(s);
+		s->elect_stopped = 1;
+		sched__leader_stopping(s);
 		return 0;
 	}
 	return 1;

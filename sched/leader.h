@@ -10,6 +10,11 @@
 
 struct etcd_keys_rec;
 
+/* How long a worker's attempt to reach a controller that does not
+ * answer may take (its connect timeout), counted in the recovery window
+ * of a new leader. */
+#define SCHED_LEADER_CONNECT_MS 5000
+
 /* The leader's lease when --leader-ttl is not given, seconds. */
 #define SCHED_LEADER_TTL_S 5
 
@@ -26,6 +31,11 @@ void sched__leader_tick(struct sched *s);
  * then stops the store. Returns 1 while that is under way (s->elect is
  * NULL once it is over), 0 when there was nothing to stop. */
 int sched__leader_stop(struct sched *s);
+
+/* Called on the loop's turns while shutting down: once the resignation
+ * has been answered, frees the elector and stops the store. Returns 1
+ * while it waits, 0 when done (or there was nothing). */
+int sched__leader_stopping(struct sched *s);
 
 /* Frees the elector at once (an unfinished stop) and stops the store. */
 void sched__leader_free(struct sched *s);

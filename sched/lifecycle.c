@@ -276,7 +276,7 @@ static void on_shutdown_poll(uv_timer_t *t)
 	struct sched *s = t->data;
 
 	if ((pending_local(s) == 0 && online_local(s) == 0 &&
-	     s->requests.count == 0 && s->elect == NULL) ||
+	     s->requests.count == 0 && !sched__leader_stopping(s)) ||
 	    rt_mono_ms() > s->recovery_until)
 		finish_shutdown(s);
 }
@@ -335,6 +335,7 @@ void sched_shutdown(struct sched *s, void (*done)(void *arg), void *arg)
 	/* A cluster's leader resigns first (the store stops after it). */
 	if (sched__leader_stop(s) == 0)
 		store_stop(s->store);
+	sched__journal_stop(s);
 	s->shutdown_done = done;
 	s->shutdown_arg = arg;
 	if (s->loop == NULL) {

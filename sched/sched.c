@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "internal.h"
+#include "journal_etcd.h"
 #include "leader.h"
 #include "owners.h"
 #include "reconcile.h"
@@ -171,15 +172,78 @@ static void obj_row(const struct sched_obj *o, struct store_row *r)
 /* ================================================================== events */
 
 /* Appends one event to the journal, and to the part of tenant `t` (may
- * be NULL) too. */
+ * be NULL) too. In a cluster the line goes to the cluster's journal in
+ * etcd instead, and comes back into both through its watch
+ * (journal_line). */
 static void journal(struct sched *s, struct sched_tenant *t, const char *kind,
 		    const char *object, const char *kvs)
 {
 	uint64_t at = sched_events_end(s);
+	struct rt_buf line = { 0 };
+	int64_t now = rt_now_ms();
 
-	events_append(&s->events, rt_now_ms(), kind, object, kvs);
+	if (s->journal != NULL) {
+		if (events_line(&line, now, kind, object, kvs) == 0)
+			journal_etcd_send(s->journal, now,
+					  t ? t->obj.name : NULL, line.data,
+					  line.len);
+		else
+			rt_log(RT_LOG_ERROR, "event lost (no memory): %s %s",
+			       kind, object);
+		rt_buf_free(&line);
+		return;
+	}
+	events_append(&s->events, now, kind, object, kvs);
 	if (t != NULL)
 		events_part_add(&t->events, &s->events, at);
+}
+
+/* A line of the cluster's journal came back at `at`: its tenant's part
+ * has it too, if that tenant is here. */
+static void journal_line(void *arg, const char *tenant, uint64_t at)
+{
+	struct sched *s = arg;
+	struct sched_obj *t = tenant ? sched_child(&s->root, tenant) : NULL;
+
+	if (t != NULL && t->type == SCHED_TENANT) {
+		events_part_add(&((struct sched_tenant *)t)->events, &s->events,
+				at);
+		return;
+	}
+	if (tenant == NULL)
+		return;
+	if (s->norphans == SCHED_ORPHANS) {
+		memmove(s->orphans, s->orphans + 1,
+			(SCHED_ORPHANS - 1) * sizeof(*s->orphans));
+		s->norphans--;
+	}
+	s->orphans[s->norphans].at = at;
+	snprintf(s->orphans[s->norphans].tenant, sizeof(s->orphans[0].tenant),
+		 "%s", tenant);
+	s->norphans++;
+}
+
+/* Tenant `t` came: its lines that came first go to its part. */
+static void adopt_orphans(struct sched *s, struct sched_tenant *t)
+{
+	size_t i, k = 0;
+
+	for (i = 0; i < s->norphans; i++) {
+		struct sched_orphan *o = &s->orphans[i];
+
+		if (o->at < s->events.first)
+			continue; /* gone from the journal */
+		if (strcmp(o->tenant, t->obj.name) == 0)
+			events_part_add_line(&t->events, &s->events, o->at);
+		else
+			s->orphans[k++] = *o;
+	}
+	s->norphans = k;
+}
+
+void sched__journal_stop(struct sched *s)
+{
+	journal_etcd_stop(s->journal);
 }
 
 void sched_event(struct sched *s, const char *kind, const char *object,
@@ -350,6 +414,10 @@ static int open_store(struct sched **out, const char *datadir,
 		rc = store_load(s->store, load_row, s);
 	if (rc == 0)
 		store_listen(s->store, apply_change, s);
+	/* A cluster's journal is in etcd: a client of its own. */
+	if (rc == 0 && cfg != NULL)
+		rc = journal_etcd_open(&s->journal, loop, cfg, cluster, 0,
+				       &s->events, journal_line, s);
 	if (rc == 0)
 		rc = sched__code_open(s);
 	/* Instances and workers are loaded by sched_start. */
@@ -397,6 +465,7 @@ void sched_close(struct sched *s)
 	free(s->stats);
 	sched__code_close(s);
 	store_close(s->store);
+	journal_etcd_close(s->journal);
 	events_close(&s->events);
 	free(s);
 }
@@ -418,7 +487,7 @@ static void touch(struct sched_obj *parent, int64_t when)
 }
 
 static void apply_insert(struct sched *s, struct sched_obj *parent,
-			 const struct store_row *r)
+			 const struct store_row *r, int quiet)
 {
 	struct rt_buf kvs = { 0 };
 	struct sched_obj *o;
@@ -426,18 +495,21 @@ static void apply_insert(struct sched *s, struct sched_obj *parent,
 
 	if (obj_from_row(s, parent, r, &o) < 0)
 		return; /* logged; the next start loads it */
+	if (o->type == SCHED_TENANT && s->norphans > 0)
+		adopt_orphans(s, (struct sched_tenant *)o);
 	touch(parent, r->created_ms);
 	if (r->kind == STORE_FUNCTION) {
 		snprintf(rev, sizeof(rev), "%llu",
 			 (unsigned long long)r->revision);
 		rt_buf_kv(&kvs, "revision", rev);
 	}
-	sched__event(s, o, created_words[r->kind], kvs.data);
+	if (!quiet)
+		sched__event(s, o, created_words[r->kind], kvs.data);
 	rt_buf_free(&kvs);
 }
 
 static void apply_delete(struct sched *s, struct sched_obj *o,
-			 const struct store_row *r)
+			 const struct store_row *r, int quiet)
 {
 	struct sched_tenant *t = sched__tenant_of(o->parent);
 	struct rt_buf path = { 0 };
@@ -449,12 +521,13 @@ static void apply_delete(struct sched *s, struct sched_obj *o,
 	sched__obj_drop(s, o);
 	/* A tenant's own end is in the whole journal only: its part is
 	 * gone with it. */
-	journal(s, t, deleted_words[r->kind], path.data, NULL);
+	if (!quiet)
+		journal(s, t, deleted_words[r->kind], path.data, NULL);
 	rt_buf_free(&path);
 }
 
 static void apply_owner(struct sched *s, struct sched_obj *o,
-			const struct store_row *r)
+			const struct store_row *r, int quiet)
 {
 	struct sched_tenant *x = (struct sched_tenant *)o;
 	struct rt_buf kvs = { 0 };
@@ -471,13 +544,14 @@ static void apply_owner(struct sched *s, struct sched_obj *o,
 	rt_buf_kv(&kvs, "gid", v);
 	snprintf(v, sizeof(v), "%04o", x->owner.mode);
 	rt_buf_kv(&kvs, "mode", v);
-	sched__event(s, o, "tenant.owner", kvs.data);
+	if (!quiet)
+		sched__event(s, o, "tenant.owner", kvs.data);
 	rt_buf_free(&kvs);
 }
 
 /* A function's new spec and revision. */
 static void apply_spec(struct sched *s, struct sched_function *fn,
-		       const struct store_row *r)
+		       const struct store_row *r, int quiet)
 {
 	struct rt_buf kvs = { 0 }, changed = { 0 }, why = { 0 };
 	struct sched_spec next;
@@ -501,7 +575,8 @@ static void apply_spec(struct sched *s, struct sched_function *fn,
 	snprintf(rev, sizeof(rev), "%llu", (unsigned long long)fn->revision);
 	rt_buf_kv(&kvs, "revision", rev);
 	rt_buf_kv(&kvs, "changed", changed.data);
-	sched__event(s, &fn->obj, "function.updated", kvs.data);
+	if (!quiet)
+		sched__event(s, &fn->obj, "function.updated", kvs.data);
 	sched__reconcile(s, fn);
 out:
 	sched_spec_free(&next);
@@ -513,26 +588,29 @@ out:
 /* The store's listener: every committed change of a tenant, namespace or
  * function reaches the model here, this controller's own and, with a
  * shared store, every other controller's. A change that does not fit the
- * model (a parent missing, a row already there) is logged and skipped. */
+ * model (a parent missing, a row already there) is logged and skipped.
+ * On a shared store a change is journalled by the controller whose write
+ * it was (c->own), once for the cluster. */
 static void apply_change(void *arg, const struct store_change *c)
 {
 	struct sched *s = arg;
 	const struct store_row *r = &c->row;
 	struct sched_obj *parent = row_parent(s, r), *o;
+	int quiet = store_shared(s->store) && !c->own;
 
 	o = parent ? sched_child(parent, row_name(r)) : NULL;
 	if (c->op == STORE_INSERT && parent != NULL && o == NULL)
-		apply_insert(s, parent, r);
+		apply_insert(s, parent, r, quiet);
 	else if (o == NULL)
 		rt_log(RT_LOG_WARN, "store: a change of %s/%s/%s, unknown here",
 		       r->tenant, r->ns ? r->ns : "-", r->name ? r->name : "-");
 	else if (c->op == STORE_DELETE)
-		apply_delete(s, o, r);
+		apply_delete(s, o, r, quiet);
 	else if (c->op == STORE_OWNER)
-		apply_owner(s, o, r);
+		apply_owner(s, o, r, quiet);
 	else {
 		if (r->kind == STORE_FUNCTION)
-			apply_spec(s, (struct sched_function *)o, r);
+			apply_spec(s, (struct sched_function *)o, r, quiet);
 		o->updated_ms = r->updated_ms;
 	}
 }

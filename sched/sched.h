@@ -401,6 +401,19 @@ int sched_open_shared(struct sched **out, const char *datadir,
 		      struct uv_loop_s *loop, const struct etcd_config *cfg,
 		      const char *cluster);
 
+/* A cluster's controller (sched_open_shared): the newest etcd revision
+ * its tree has seen, and whether that tree may be behind etcd (the watch
+ * is down or the quorum probe fails). Returns 0, or -ENOENT on SQLite
+ * alone. (sched/cluster.c) */
+int sched_cluster_state(struct sched *s, int64_t *revision, int *stale);
+
+struct presence_callbacks;
+
+/* Sets the role and state callbacks of `cb` (sched/presence.h) to
+ * report `s` (sched_role, sched_cluster_state), with `s` as their arg;
+ * the rest of `cb` is left alone. (sched/cluster.c) */
+void sched_presence_callbacks(struct sched *s, struct presence_callbacks *cb);
+
 /* Frees everything. Committed state is already on disk. */
 void sched_close(struct sched *s);
 

@@ -562,6 +562,10 @@ void store_derived_listen(struct store *st, store_derived_fn fn, void *arg)
 {
 	st->derived = fn;
 	st->derived_arg = arg;
+	/* What the load read: the local tables lack the leader's word on
+	 * each instance (its state and pid). */
+	if (st->remote != NULL && fn != NULL)
+		store_etcd_replay(st->remote, fn, arg);
 }
 
 /* Transactions nest: the outermost is a real transaction, inner ones are

@@ -42,6 +42,8 @@ enum store_op {
 struct store_change {
 	enum store_op op;
 	struct store_row row;
+	int own; /* shared store: this controller's own write (it journals
+		    it); 0 with SQLite */
 };
 
 /* Called once per change of a tenant, namespace or function after the
@@ -115,7 +117,8 @@ struct etcd_client;
 typedef void (*store_derived_fn)(void *arg, const struct etcd_keys_rec *r,
 				 int deleted);
 
-/* Sets that listener (one; NULL: none). */
+/* Sets that listener (one; NULL: none), and tells it at once of every
+ * instance the shared store knows. */
 void store_derived_listen(struct store *st, store_derived_fn fn, void *arg);
 
 /* From now on, a shared store also writes every change of derived state

@@ -49,13 +49,22 @@ struct waiter {
 	void *arg;
 };
 
+/* What this controller's last txn on a key wrote there: the change that
+ * the watch brings for that key next is its own if it is this. */
+struct mine {
+	int del;     /* a delete */
+	char *value; /* else the value put (owned) */
+	size_t len;
+};
+
 struct store_etcd {
 	uv_loop_t *loop;
 	struct etcd_client *c;
 	char *cluster;
 	char *prefix, *prefix_end; /* "/fnfs/NAME/" and its range end */
 	struct rt_map known;
-	int64_t applied; /* the newest revision the model has */
+	struct rt_map mine; /* key -> struct mine: writes sent, not seen */
+	int64_t applied;    /* the newest revision the model has */
 	struct etcd_watch *watch;
 	int watching;
 	uv_timer_t *timer; /* re-watch, and the waiters' deadlines */
@@ -181,10 +190,51 @@ static int parent_key(const struct store_etcd *e, const struct store_row *r,
 	return etcd_keys_row(e->cluster, &p, out, NULL);
 }
 
-static void hand(struct store_etcd *e, enum store_op op,
-		 const struct store_row *r)
+static void mine_free(struct mine *m)
 {
-	struct store_change c = { op, *r };
+	if (m != NULL)
+		free(m->value);
+	free(m);
+}
+
+/* Remembers that a txn sent now writes `key` (`value`, or a delete). */
+static void mine_set(struct store_etcd *e, const char *key, const char *value,
+		     size_t len)
+{
+	struct mine *m = calloc(1, sizeof(*m));
+
+	mine_free(rt_map_del(&e->mine, key));
+	if (m == NULL)
+		return;
+	m->del = value == NULL;
+	m->value = value ? malloc(len + 1) : NULL;
+	if (value != NULL && m->value != NULL)
+		memcpy(m->value, value, len);
+	m->len = len;
+	if ((value != NULL && m->value == NULL) ||
+	    rt_map_put(&e->mine, key, m) < 0)
+		mine_free(m);
+}
+
+/* Whether the change of `key` the watch brings (a delete, or `value`) is
+ * this controller's write; it is forgotten either way. */
+static int mine_take(struct store_etcd *e, const char *key, const char *value,
+		     size_t len)
+{
+	struct mine *m = rt_map_del(&e->mine, key);
+	int own = m != NULL &&
+		  (value == NULL ? m->del
+				 : !m->del && m->len == len &&
+					   memcmp(m->value, value, len) == 0);
+
+	mine_free(m);
+	return own;
+}
+
+static void hand(struct store_etcd *e, enum store_op op,
+		 const struct store_row *r, int own)
+{
+	struct store_change c = { op, *r, own };
 
 	if (e->loading)
 		staged_add(&e->loaded, op, r);
@@ -258,7 +308,7 @@ static int learn_put(struct store_etcd *e, const struct etcd_kv *kv)
 	known_set(e, k, kv, rec.kind);
 	if (kv->mod_revision > e->applied)
 		e->applied = kv->mod_revision;
-	hand(e, op, &rec.row);
+	hand(e, op, &rec.row, mine_take(e, kv->key, kv->value, kv->value_len));
 out:
 	etcd_keys_rec_free(&rec);
 	rt_buf_free(&pk);
@@ -270,6 +320,7 @@ static void learn_delete(struct store_etcd *e, const char *key, int64_t rev)
 {
 	struct known *k = rt_map_get(&e->known, key);
 	struct etcd_keys_rec rec;
+	int own = mine_take(e, key, NULL, 0);
 
 	if (rev > e->applied)
 		e->applied = rev;
@@ -282,7 +333,7 @@ static void learn_delete(struct store_etcd *e, const char *key, int64_t rev)
 				e->derived(e->deliver_arg, &rec, 1);
 		} else {
 			rec.row.updated_ms = rt_now_ms();
-			hand(e, STORE_DELETE, &rec.row);
+			hand(e, STORE_DELETE, &rec.row, own);
 		}
 	}
 	etcd_keys_rec_free(&rec);
@@ -909,6 +960,13 @@ int store_etcd_submit(struct store_etcd *e, const struct store_change *v,
 			      t.nfail, on_txn, t.w);
 	if (rc < 0)
 		waiter_free(t.w);
+	/* What it writes: the watch tells this controller's changes from
+	 * the others' by them (whichever of the watch and the txn's answer
+	 * comes first). */
+	for (i = 0; rc == 0 && i < t.nops; i++)
+		mine_set(e, t.ops[i].key,
+			 t.ops[i].kind == ETCD_OP_PUT ? t.ops[i].value : NULL,
+			 t.ops[i].value_len);
 	for (i = 0; i < t.nstrs; i++)
 		free(t.strs[i]);
 	free(t.strs);
@@ -1211,6 +1269,35 @@ int store_etcd_barrier(struct store_etcd *e, store_done_fn done, void *arg)
 	return rc;
 }
 
+struct replay {
+	struct store_etcd *e;
+	store_etcd_derived_fn fn;
+	void *arg;
+};
+
+static int replay_cb(const char *key, void *value, void *arg)
+{
+	struct replay *r = arg;
+	struct known *k = value;
+	struct etcd_keys_rec rec;
+
+	if (k->kind != ETCD_KEYS_INSTANCE || k->value == NULL)
+		return 0;
+	if (etcd_keys_decode(r->e->cluster, key, strlen(key), k->value, k->len,
+			     &rec) == 0)
+		r->fn(r->arg, &rec, 0);
+	etcd_keys_rec_free(&rec);
+	return 0;
+}
+
+void store_etcd_replay(struct store_etcd *e, store_etcd_derived_fn fn,
+		       void *arg)
+{
+	struct replay r = { e, fn, arg };
+
+	rt_map_each(&e->known, replay_cb, &r);
+}
+
 struct etcd_client *store_etcd_client(struct store_etcd *e)
 {
 	return e->c;
@@ -1302,6 +1389,14 @@ static int free_known(const char *key, void *value, void *arg)
 	return 0;
 }
 
+static int free_mine(const char *key, void *value, void *arg)
+{
+	(void)key;
+	(void)arg;
+	mine_free(value);
+	return 0;
+}
+
 static void on_timer_closed(uv_handle_t *h)
 {
 	free(h);
@@ -1337,6 +1432,8 @@ void store_etcd_close(struct store_etcd *e)
 	store_etcd_stop(e);
 	rt_map_each(&e->known, free_known, NULL);
 	rt_map_free(&e->known);
+	rt_map_each(&e->mine, free_mine, NULL);
+	rt_map_free(&e->mine);
 	rt_map_free(&e->mirror);
 	staged_free(&e->loaded);
 	sync_clear(e);

@@ -83,6 +83,11 @@ size_t store_etcd_mirror_pending(const struct store_etcd *e);
  * called). */
 int store_etcd_barrier(struct store_etcd *e, store_done_fn done, void *arg);
 
+/* Calls `fn` for each instance this store knows from etcd, with the
+ * value etcd has (the leader's state and pid included). */
+void store_etcd_replay(struct store_etcd *e, store_etcd_derived_fn fn,
+		       void *arg);
+
 /* The etcd client of `e` (for the elector). */
 struct etcd_client *store_etcd_client(struct store_etcd *e);
 

@@ -29,11 +29,12 @@ fi
 check "3 etcd members healthy within 20 s" etcd_start_cluster 3
 EP=${ETCD_ENDPOINTS//http:\/\//}
 
-# start_ctl M: mounts controller M (a, b or c) on $T/mM with data $T/dM.
+# start_ctl M: mounts controller M (a, b or c), named ctl-M (one host:
+# the default name, the host's, would be taken), on $T/mM with data $T/dM.
 start_ctl() {
 	mkdir -p "$T/m$1"
 	"$FNFS" mount --data "$T/d$1" --workers 0 --store "etcd://$EP" \
-		--cluster it1 "$T/m$1" || return 1
+		--cluster it1 --name "ctl-$1" "$T/m$1" || return 1
 	CPID[$1]=$(cat "$T/d$1/fnfs.pid")
 }
 

@@ -12,6 +12,20 @@
 # 3-member etcd): a worker given only a follower's address registers with
 # the leader, and follows the next leader when that one is killed.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/etcd.sh"
+
+declare -A CPID CP
+cluster_cleanup() {
+	local m
+	for m in a b c; do
+		[ -d "$T/m$m" ] || continue
+		fusermount3 -u "$T/m$m" 2>/dev/null || fusermount3 -uz "$T/m$m" 2>/dev/null
+		if [ -n "${CPID[$m]:-}" ] && alive "${CPID[$m]}"; then
+			wait_until 10 eval '! alive "${CPID[$m]}"' || kill -9 "${CPID[$m]}" 2>/dev/null
+		fi
+	done
+}
+trap 'cluster_cleanup; etcd_cleanup; cleanup' EXIT
 
 free_port() {
 	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -27,7 +41,7 @@ CERTS=$T/certs
 FAKE=$FIXTURES/fake-ctl.py
 mkdir -p "$CERTS"
 "$FNFS" ca init --data "$DATA" >/dev/null || exit 1
-for id in w1 w2; do
+for id in w1 w2 c1; do
 	"$FNFS" ca issue --data "$DATA" --out "$CERTS" "$id" >/dev/null || exit 1
 done
 
@@ -155,5 +169,93 @@ check "the session the fake follower gave is no use there: a new one" \
 	grep -q "worker w1: TLS session with tls://127.0.0.1:$P1 new (not resumed)" "$T/w1.log"
 check "its instance still with the same pid" wait_until 10 eval 'running_all "$F" 1 && [ "$(pid_of "$F/instances/0")" = "$pid0" ]'
 stop_fnfs
+kill "${WPID[w1]}" "${WPID[w2]}" 2>/dev/null
+check "the workers stop their instances and exit" \
+	wait_until 15 eval '! alive "${WPID[w1]}" && ! alive "${WPID[w2]}" && ! alive "$pid0"'
+
+# ---- a real cluster: controllers a, b, c on a 3-member etcd
+TTL=3
+check "3 etcd members healthy within 20 s" etcd_start_cluster 3
+EP=${ETCD_ENDPOINTS//http:\/\//}
+read -r "CP[a]" "CP[b]" "CP[c]" < <(python3 -c '
+import socket
+s=[socket.socket() for _ in range(3)]
+for x in s: x.bind(("127.0.0.1",0))
+print(*[x.getsockname()[1] for x in s])')
+for m in a b c; do
+	mkdir -p "$T/d$m" && chmod 700 "$T/d$m" && cp -a "$DATA/ca" "$T/d$m/ca"
+done
+
+# start_ctl M: controller M of the cluster, data $T/dM, mounted on $T/mM.
+start_ctl() {
+	mkdir -p "$T/m$1"
+	"$FNFS" mount --data "$T/d$1" --store "etcd://$EP" --cluster it145 \
+		--name "$1" --leader-ttl $TTL --listen "127.0.0.1:${CP[$1]}" \
+		--heartbeat-timeout 2000 "$T/m$1" 2>>"$T/ctl-$1.log" || return 1
+	CPID[$1]=$(cat "$T/d$1/fnfs.pid")
+}
+role_of() { stat_of "$T/m$1/stats" cluster_role; }
+
+# a first, so that it leads; then b and c, which follow (b is next).
+check "controller a mounts" start_ctl a
+check "and leads" wait_until $((TTL + 5)) eval '[ "$(role_of a)" = leader ]'
+check "controller b mounts" start_ctl b
+check "controller c mounts" start_ctl c
+check "b and c follow a" wait_until 10 eval '[ "$(role_of b) $(role_of c)" = "follower follower" ]'
+
+tls_worker c1 "127.0.0.1:${CP[c]}" --heartbeat-timeout 2000
+check "a worker given only a follower's address registers with the leader" \
+	wait_until 20 state_is "$T/ma/workers/c1/state" healthy
+check "it was told by the follower where the leader is" \
+	grep -q "worker c1: refused for now by tls://127.0.0.1:${CP[c]}: not the leader: a leads; following the leader to tls://127.0.0.1:${CP[a]} in [0-9]* ms" "$T/c1.log"
+check "its log names the leader" grep -q "worker c1: registered with tls://127.0.0.1:${CP[a]}$" "$T/c1.log"
+check "a follower does not show it as its own" eval '! state_is "$T/mc/workers/c1/state" healthy || [ "$(role_of c)" = leader ]'
+
+S=$T/ma/tenants/acme/prod/sleeper
+mkdir -p "$S"
+echo "/bin/sleep 3600" >"$S/command"
+write "$S/parallelism" 3
+check "3 instances run on the worker" wait_until 30 running_all "$S" 3
+pids() { cat "$1"/tenants/acme/prod/sleeper/instances/*/pid 2>/dev/null | sort -n | tr '\n' ' '; }
+# shellcheck disable=SC2034 # read in the evals below
+before=$(pids "$T/ma")
+
+# ---- the leader killed -9: b leads; the worker, which knows only c,
+# is sent there by c, and reports what it runs to a controller that never
+# had its connection.
+kill -9 "${CPID[a]}"
+fusermount3 -uz "$T/ma"
+unset "CPID[a]"
+check "b leads within --leader-ttl + 2 s" wait_until $((TTL + 2)) eval '[ "$(role_of b)" = leader ]'
+check "the worker follows the new leader" wait_until 20 state_is "$T/mb/workers/c1/state" healthy
+check "sent by c to b" grep -q "worker c1: refused for now by tls://127.0.0.1:${CP[c]}: not the leader: b leads; following the leader to tls://127.0.0.1:${CP[b]} in [0-9]* ms" "$T/c1.log"
+check "its log says why it moved and where it is" eval 'grep -q "worker c1: lost the controller tls://127.0.0.1:${CP[a]}: " "$T/c1.log" && grep -q "worker c1: reconnected: registered with tls://127.0.0.1:${CP[b]}$" "$T/c1.log"'
+check "its 3 instances are b's with the same pids" wait_until 20 eval 'running_all "$T/mb/tenants/acme/prod/sleeper" 3 && [ "$(pids "$T/mb")" = "$before" ]'
+check_eq "none restarted" "$(for d in "$T/mb"/tenants/acme/prod/sleeper/instances/*; do stat_of "$d/status" restarts; done | sort -u)" 0
+all_alive() {
+	local p
+	for p in $before; do alive "$p" || return 1; done
+}
+none_alive() {
+	local p
+	for p in $before; do ! alive "$p" || return 1; done
+}
+check "their processes never stopped" all_alive
+check "c shows them with the same pids" wait_until 10 eval '[ "$(pids "$T/mc")" = "$before" ]'
+
+# ---- over the Unix socket: a follower names the leader's socket
+"$FNFS" worker --connect "$T/dc/ctl.sock" --id u2 --memory 512 2>>"$T/u2.log" &
+BGPIDS+=("$!")
+check "a worker on a follower's socket registers with the leader's" \
+	wait_until 20 state_is "$T/mb/workers/u2/state" healthy
+check "through the redirect" grep -q "worker u2: refused for now by $T/dc/ctl.sock: not the leader: b leads; following the leader to $T/db/ctl.sock in [0-9]* ms" "$T/u2.log"
+
+write "$T/mb/tenants/acme/prod/sleeper/parallelism" 0
+check "every process ends" wait_until 20 none_alive
+for m in b c; do
+	p=${CPID[$m]}
+	fusermount3 -u "$T/m$m"
+	check "controller $m exits after its unmount" wait_until 10 eval '! alive "$p"'
+done
 
 done_testing

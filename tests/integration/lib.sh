@@ -264,8 +264,8 @@ tree_of() {
 		cd "$root" || exit 1
 		find . -path '*/code' -prune -o -print | LC_ALL=C sort | while read -r f; do
 			case "$f" in
-			# The journal and the error lines are each controller's
-			# own; instances have files of their own (pid, log...).
+			# Error lines are each controller's own, journals and
+			# stats are live; instances have files of their own.
 			*/events | */error | */status | */stats | */metrics | */instances*) continue ;;
 			esac
 			if [ -f "$f" ]; then

@@ -262,6 +262,32 @@ TEST(connect_redirect_follows_the_leader_soon)
 	}
 }
 
+/* The leader lost, a follower that has not seen it go yet names it: the
+ * worker goes on with the list instead (148: a connect timeout saved). */
+TEST(connect_redirect_to_the_controller_just_lost)
+{
+	struct rt_connect_list l;
+	uint64_t rng = 3;
+	char why[256];
+	int over;
+
+	parse_ok("tls://10.0.0.1:1,10.0.0.2:1,10.0.0.3:1", &l);
+	rt_connect_registered(&l); /* on 1 */
+	rt_connect_failed(&l, 1, &rng, &over);
+	CHECK_STR(rt_connect_target(&l)->text, "tls://10.0.0.2:1");
+	CHECK(rt_connect_redirect(&l, "10.0.0.1:1", &rng, why, sizeof(why)) ==
+	      -EAGAIN);
+	CHECK(strstr(why, "just lost") != NULL);
+	CHECK_STR(rt_connect_target(&l)->text, "tls://10.0.0.2:1");
+	/* Another leader is followed. */
+	CHECK(rt_connect_redirect(&l, "10.0.0.3:1", &rng, why, sizeof(why)) >=
+	      RT_CONNECT_REDIRECT_MIN_MS);
+	/* Registered somewhere: the one lost may lead again. */
+	rt_connect_registered(&l);
+	CHECK(rt_connect_redirect(&l, "10.0.0.1:1", &rng, why, sizeof(why)) >=
+	      RT_CONNECT_REDIRECT_MIN_MS);
+}
+
 TEST(connect_redirect_to_a_controller_not_listed)
 {
 	struct rt_connect_list l;

@@ -321,6 +321,12 @@ TEST(etcd_keys_meta_events_leader)
 	round_trip(&r, "/fnfs/prod/import", &o);
 	CHECK(o.len == 5 && memcmp(o.data, "ctl-a", 5) == 0);
 	etcd_keys_rec_free(&o);
+	r = (struct etcd_keys_rec){ .kind = ETCD_KEYS_EVENT_HEAD,
+				    .data = "4096",
+				    .len = 4 };
+	round_trip(&r, "/fnfs/prod/evh", &o);
+	CHECK(o.len == 4 && memcmp(o.data, "4096", 4) == 0);
+	etcd_keys_rec_free(&o);
 }
 
 /* decode(key, value) of cluster C: 0 or -EINVAL. */
