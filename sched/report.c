@@ -415,11 +415,12 @@ static int render_store(struct sched *s, struct rt_buf *out)
 	sched_leader(s, &leader, &addr);
 	return rt_buf_printf(out,
 			     "etcd_revision %lld\netcd_stale %d\n"
-			     "etcd_stale_ms %lld\ncluster_role %s\n"
-			     "cluster_leader %s\n",
+			     "etcd_stale_ms %lld\netcd_leader_writes_pending "
+			     "%zu\ncluster_role %s\ncluster_leader %s\n",
 			     (long long)rev, !watching,
 			     (long long)(watching ? 0 : rt_now_ms() - since),
-			     sched_role(s), leader ? leader : "-");
+			     store_mirror_pending(s->store), sched_role(s),
+			     leader ? leader : "-");
 }
 
 /* A few lines whatever the size of the tree: rendered whole. */
