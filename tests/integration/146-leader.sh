@@ -10,17 +10,9 @@
 # unmount of the leader hands over at once, again without a restart.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/etcd.sh"
+. "$(dirname "$0")/cluster.sh"
 
-declare -A CPID PORT
-cluster_cleanup() {
-	local m
-	for m in a b c; do
-		fusermount3 -u "$T/m$m" 2>/dev/null || fusermount3 -uz "$T/m$m" 2>/dev/null
-		if [ -n "${CPID[$m]:-}" ] && alive "${CPID[$m]}"; then
-			wait_until 10 eval '! alive "${CPID[$m]}"' || kill -9 "${CPID[$m]}" 2>/dev/null
-		fi
-	done
-}
+declare -A PORT
 trap 'cluster_cleanup; etcd_cleanup; cleanup' EXIT
 
 TTL=3
@@ -48,15 +40,6 @@ start_ctl() {
 		--name "$1" --leader-ttl $TTL --listen "127.0.0.1:${PORT[$1]}" \
 		--heartbeat-timeout 2000 "$T/m$1" || return 1
 	CPID[$1]=$(cat "$T/d$1/fnfs.pid")
-}
-# role_of M: what controller M says it is.
-role_of() { stat_of "$T/m$1/stats" cluster_role; }
-# leader: the controller that leads (by its own word), or "".
-leader() {
-	local m
-	for m in a b c; do
-		[ -n "${CPID[$m]:-}" ] && alive "${CPID[$m]}" && [ "$(role_of "$m")" = leader ] && echo "$m" && return
-	done
 }
 # tls_worker ID: a worker given every controller's address.
 tls_worker() {

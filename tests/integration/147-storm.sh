@@ -8,17 +8,8 @@
 # to the same tree, compared file by file.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/etcd.sh"
+. "$(dirname "$0")/cluster.sh"
 
-declare -A CPID
-cluster_cleanup() {
-	local m
-	for m in a b c; do
-		fusermount3 -u "$T/m$m" 2>/dev/null || fusermount3 -uz "$T/m$m" 2>/dev/null
-		if [ -n "${CPID[$m]:-}" ] && alive "${CPID[$m]}"; then
-			wait_until 10 eval '! alive "${CPID[$m]}"' || kill -9 "${CPID[$m]}" 2>/dev/null
-		fi
-	done
-}
 trap 'cluster_cleanup; etcd_cleanup; cleanup' EXIT
 
 STORM_S=${STORM_S:-60}
@@ -91,7 +82,7 @@ done
 check_eq "no acknowledged write is lost" "${lost[*]:-}" ""
 check "a and b converge to the same tree" wait_until 10 eval 'diff <(tree_of "$T/ma/tenants") <(tree_of "$T/mb/tenants") >/dev/null'
 check "a and c converge to the same tree" wait_until 10 eval 'diff <(tree_of "$T/ma/tenants") <(tree_of "$T/mc/tenants") >/dev/null'
-check "one controller leads" wait_until 10 eval '[ "$(cat "$T"/m?/stats | grep -c "^cluster_role leader$")" = 1 ]'
+check "one controller leads" wait_until 10 eval '[ -n "$(leader)" ]'
 
 for m in a b c; do
 	p=${CPID[$m]}

@@ -19,13 +19,14 @@
 
 NET=10.78.$((($$ % 200) + 20))
 HUB=fnfs-hub-$$
-declare -A NS ADDR CPID
+declare -A NS ADDR
 for m in a b c w1 w2; do NS[$m]=fnfs-$m-$$; done
 ADDR[a]=$NET.11 ADDR[b]=$NET.12 ADDR[c]=$NET.13 ADDR[w1]=$NET.21 ADDR[w2]=$NET.22
 MADE=()
 ETCD_HOST=$NET.1
 ETCD_WRAP=(nsenter --net="/run/netns/$HUB" --)
 . "$(dirname "$0")/etcd.sh"
+. "$(dirname "$0")/cluster.sh"
 
 in_ns() {
 	local ns=$1
@@ -38,15 +39,6 @@ net_cleanup() {
 		for p in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
 	done
 	for ns in "${MADE[@]}"; do ip netns del "$ns" 2>/dev/null; done
-}
-cluster_cleanup() {
-	local m
-	for m in a b c; do
-		fusermount3 -u "$T/m$m" 2>/dev/null || fusermount3 -uz "$T/m$m" 2>/dev/null
-		if [ -n "${CPID[$m]:-}" ] && alive "${CPID[$m]}"; then
-			wait_until 10 eval '! alive "${CPID[$m]}"' || kill -9 "${CPID[$m]}" 2>/dev/null
-		fi
-	done
 }
 trap 'cluster_cleanup; etcd_cleanup; cleanup; net_cleanup' EXIT
 
@@ -89,13 +81,6 @@ start_ctl() {
 		--name "$1" --leader-ttl $TTL --listen "${ADDR[$1]}:7443" \
 		--heartbeat-timeout 2000 "$T/m$1" || return 1
 	CPID[$1]=$(cat "$T/d$1/fnfs.pid")
-}
-role_of() { stat_of "$T/m$1/stats" cluster_role; }
-leader() {
-	local m
-	for m in a b c; do
-		[ -n "${CPID[$m]:-}" ] && alive "${CPID[$m]}" && [ "$(role_of "$m")" = leader ] && echo "$m" && return
-	done
 }
 start_w() {
 	in_ns "${NS[$1]}" "$FNFS" worker --connect "tls://$LIST" --id "$1" --memory 100000 \

@@ -1,0 +1,38 @@
+# cluster.sh - the controllers of a cluster for the tests of issue 14,
+# sourced after lib.sh and etcd.sh: controller M (a, b, c...) is mounted
+# at $T/mM with data $T/dM by the test's own start_ctl, which records its
+# pid in CPID[M]; they are unmounted and ended by pid on exit.
+#
+#   role_of M        what controller M says it is (stats: cluster_role)
+#   leader           the live controller that leads by its own word, or ""
+#   cluster_cleanup  unmounts every mount, ends every controller by pid
+#
+# The test's trap: trap 'cluster_cleanup; etcd_cleanup; cleanup' EXIT.
+# shellcheck shell=bash
+
+declare -A CPID=()
+CLUSTER_NAMES=${CLUSTER_NAMES:-a b c}
+
+cluster_cleanup() {
+	local m
+	for m in $CLUSTER_NAMES; do
+		fusermount3 -u "$T/m$m" 2>/dev/null || fusermount3 -uz "$T/m$m" 2>/dev/null
+		if [ -n "${CPID[$m]:-}" ] && alive "${CPID[$m]}"; then
+			wait_until 10 eval '! alive "${CPID[$m]}"' || kill -9 "${CPID[$m]}" 2>/dev/null
+		fi
+	done
+}
+
+role_of() {
+	stat_of "$T/m$1/stats" cluster_role
+}
+
+leader() {
+	local m
+	for m in $CLUSTER_NAMES; do
+		if [ -n "${CPID[$m]:-}" ] && alive "${CPID[$m]}" && [ "$(role_of "$m")" = leader ]; then
+			echo "$m"
+			return
+		fi
+	done
+}
