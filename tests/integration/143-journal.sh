@@ -8,17 +8,8 @@
 # etcd's majority is away arrive once it is back.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/etcd.sh"
+. "$(dirname "$0")/cluster.sh"
 
-declare -A CPID
-cluster_cleanup() {
-	local m
-	for m in a b c; do
-		fusermount3 -u "$T/m$m" 2>/dev/null || fusermount3 -uz "$T/m$m" 2>/dev/null
-		if [ -n "${CPID[$m]:-}" ] && alive "${CPID[$m]}"; then
-			wait_until 10 eval '! alive "${CPID[$m]}"' || kill -9 "${CPID[$m]}" 2>/dev/null
-		fi
-	done
-}
 trap 'cluster_cleanup; etcd_cleanup; cleanup' EXIT
 
 if ! command -v "$ETCD_BIN" >/dev/null; then
