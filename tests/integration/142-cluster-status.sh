@@ -11,19 +11,8 @@
 . "$(dirname "$0")/etcd.sh"
 
 TTL=3
-declare -A CPID
-cluster_cleanup() {
-	local m
-	for m in a b c x y; do
-		grep -q " $T/m$m " /proc/mounts || continue
-		fusermount3 -u "$T/m$m" 2>/dev/null || fusermount3 -uz "$T/m$m" 2>/dev/null
-	done
-	for m in a b c x y; do
-		if [ -n "${CPID[$m]:-}" ] && alive "${CPID[$m]}"; then
-			wait_until 10 eval '! alive "${CPID[$m]}"' || kill -9 "${CPID[$m]}" 2>/dev/null
-		fi
-	done
-}
+CLUSTER_NAMES="a b c x y"
+. "$(dirname "$0")/cluster.sh"
 trap 'cluster_cleanup; etcd_cleanup; cleanup' EXIT
 
 if ! command -v "$ETCD_BIN" >/dev/null; then

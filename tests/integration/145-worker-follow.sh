@@ -14,17 +14,8 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/etcd.sh"
 
-declare -A CPID CP
-cluster_cleanup() {
-	local m
-	for m in a b c; do
-		[ -d "$T/m$m" ] || continue
-		fusermount3 -u "$T/m$m" 2>/dev/null || fusermount3 -uz "$T/m$m" 2>/dev/null
-		if [ -n "${CPID[$m]:-}" ] && alive "${CPID[$m]}"; then
-			wait_until 10 eval '! alive "${CPID[$m]}"' || kill -9 "${CPID[$m]}" 2>/dev/null
-		fi
-	done
-}
+. "$(dirname "$0")/cluster.sh"
+declare -A CP
 trap 'cluster_cleanup; etcd_cleanup; cleanup' EXIT
 
 free_port() {
@@ -194,7 +185,6 @@ start_ctl() {
 		--heartbeat-timeout 2000 "$T/m$1" 2>>"$T/ctl-$1.log" || return 1
 	CPID[$1]=$(cat "$T/d$1/fnfs.pid")
 }
-role_of() { stat_of "$T/m$1/stats" cluster_role; }
 
 # a first, so that it leads; then b and c, which follow (b is next).
 check "controller a mounts" start_ctl a
