@@ -139,7 +139,7 @@ check "the moved tree shows on the leader" wait_until 10 eval '[ "$(cat "$(fn_of
 # ---- the leader killed -9: the new one serves the code to a new worker
 # run.sh, big.bin, lib2 and lib2/x: the revision of the last change.
 check "the last revision of code is in etcd (4 entries)" wait_until 10 eval 'etcd_get 0 "/fnfs/$CL/cr/acme/prod/app" | grep -q "\"files\":4"'
-settled_rev=$(cat "$(fn_of "$FOL")/revision")
+settled_rev=$(etcd_get 0 "/fnfs/$CL/fn/acme/prod/app" | sed -n 's/.*"revision":\([0-9]*\).*/\1/p')
 check "every mount shows that revision" wait_until 10 rev_everywhere "$settled_rev"
 kill -9 "${CPID[$L]}"
 fusermount3 -uz "$T/m$L"
