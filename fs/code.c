@@ -64,17 +64,17 @@ enum wait_kind {
 struct code_wait {
 	fuse_req_t req;
 	enum wait_kind kind;
-	uint64_t dir_id; /* ENTRY, CREATE */
-	char *name;	 /* ENTRY, CREATE; owned */
-	uint64_t id;	 /* READ, OPEN */
-	size_t size;	 /* READ */
-	off_t off;	 /* READ */
+	uint64_t dir_id;	  /* ENTRY, CREATE */
+	char *name;		  /* ENTRY, CREATE; owned */
+	uint64_t id;		  /* READ, OPEN */
+	size_t size;		  /* READ */
+	off_t off;		  /* READ */
 	struct fuse_file_info fi; /* CREATE, OPEN */
 	fuse_ino_t ino;		  /* SETATTR */
 	struct stat attr;	  /* SETATTR */
 	int to_set;		  /* SETATTR: what is left to do */
-	int fh_write;		  /* SETATTR: through a descriptor that writes */
-	int fetched;		  /* SETATTR: the content is here */
+	int fh_write; /* SETATTR: through a descriptor that writes */
+	int fetched;  /* SETATTR: the content is here */
 };
 
 static void on_wait(void *arg, int err);
@@ -275,7 +275,8 @@ static int setattr_steps(struct fs *fs, struct code_wait *w)
 	    c->stage != NULL) {
 		/* ftruncate of a descriptor open for writing: part of what
 		 * its close applies. */
-		rc = sched_code_truncate(fs->sched, c, (uint64_t)w->attr.st_size);
+		rc = sched_code_truncate(fs->sched, c,
+					 (uint64_t)w->attr.st_size);
 		w->to_set &= ~FUSE_SET_ATTR_SIZE;
 	}
 	if (rc == 0 && (w->to_set & FUSE_SET_ATTR_SIZE)) {
@@ -294,7 +295,8 @@ static int setattr_steps(struct fs *fs, struct code_wait *w)
 			rc = sched_code_truncate(fs->sched, c,
 						 (uint64_t)w->attr.st_size);
 			if (rc == 0)
-				rc = sched_code_commit(fs->sched, c, on_wait, w);
+				rc = sched_code_commit(fs->sched, c, on_wait,
+						       w);
 			sched_code_close_write(fs->sched, c);
 		}
 		if (rc != 0)
@@ -318,9 +320,9 @@ static int setattr_steps(struct fs *fs, struct code_wait *w)
 	}
 	if (rc == SCHED_CODE_LATER)
 		return rc;
-	if (rc == 0 && (w->to_set & (FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_MODE |
-				     FUSE_SET_ATTR_MTIME |
-				     FUSE_SET_ATTR_MTIME_NOW)))
+	if (rc == 0 &&
+	    (w->to_set & (FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_MODE |
+			  FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW)))
 		return setattr_steps(fs, w);
 	return rc;
 }
@@ -398,8 +400,8 @@ static int make(fuse_req_t req, fuse_ino_t parent, const char *name,
 			rc = -ENOMEM;
 	}
 	if (rc == 0)
-		rc = sched_code_create(req_fs(req)->sched, dir, name, mode,
-				       out, on_wait, w);
+		rc = sched_code_create(req_fs(req)->sched, dir, name, mode, out,
+				       on_wait, w);
 	return rc;
 }
 

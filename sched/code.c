@@ -101,9 +101,9 @@ struct sched_code_state {
 	uv_timer_t timer;     /* revisions, garbage, the sweep */
 	uv_timer_t pump;      /* sending, when a backlog was full */
 	int started;
-	int sweep;    /* the next objects/ prefix to sweep; 256: done */
-	uint64_t seq; /* names of staging and temporary files */
-	int shared;   /* a cluster: the tree and the objects are etcd's */
+	int sweep;	    /* the next objects/ prefix to sweep; 256: done */
+	uint64_t seq;	    /* names of staging and temporary files */
+	int shared;	    /* a cluster: the tree and the objects are etcd's */
 	struct rt_map gets; /* hash -> struct obj_xfer: fetches under way */
 	struct rt_map puts; /* hash -> struct obj_xfer: uploads under way */
 };
@@ -2032,8 +2032,8 @@ static int obj_upload(struct sched *s, const char *h, obj_fn fn, void *arg)
 		rc = code_etcd_upload(store_client(s->store),
 				      store_cluster(s->store), h, p.data,
 				      (uint64_t)sb.st_size, on_xfer, x);
-	if (rc == 0 && (rt_map_put(&c->puts, h, x) < 0 ||
-			obj_wait(x, fn, arg) < 0))
+	if (rc == 0 &&
+	    (rt_map_put(&c->puts, h, x) < 0 || obj_wait(x, fn, arg) < 0))
 		rt_log(RT_LOG_ERROR, "code: out of memory uploading %.12s", h);
 	rt_buf_free(&p);
 	if (rc < 0) {
@@ -2148,12 +2148,12 @@ struct code_req {
 	int64_t mtime_ms;
 	int is_dir;
 	unsigned flags;
-	char hash[65];	/* COMMIT: the new content; PUBLISH: the manifest */
-	char path[16];	/* what the error names: "code" */
-	uint64_t size;	/* COMMIT; PUBLISH: bytes */
-	int files;	/* PUBLISH */
-	unsigned gen;	/* COMMIT: the stage's when it began */
-	int uploaded;	/* `hash` is whole in etcd */
+	char hash[65]; /* COMMIT: the new content; PUBLISH: the manifest */
+	char path[16]; /* what the error names: "code" */
+	uint64_t size; /* COMMIT; PUBLISH: bytes */
+	int files;     /* PUBLISH */
+	unsigned gen;  /* COMMIT: the stage's when it began */
+	int uploaded;  /* `hash` is whole in etcd */
 	int tries;
 	sched_code_done_fn done;
 	void *arg;
@@ -2603,9 +2603,9 @@ static int cl_create(struct sched *s, struct sched_code_node *dir,
 		     void *arg)
 {
 	struct code_req *q;
-	int rc = S_ISREG(mode) ? object_put(st_of(s), st_of(s)->empty, -1,
-					    NULL, 0)
-			       : 0;
+	int rc = S_ISREG(mode)
+			 ? object_put(st_of(s), st_of(s)->empty, -1, NULL, 0)
+			 : 0;
 
 	if (rc < 0)
 		return rc;
@@ -2731,7 +2731,8 @@ static int orphan_xfer(const char *key, void *value, void *arg)
 /* ------------------------------------------------------ changes from etcd */
 
 /* Forgets node `n` of `f` and everything below it. */
-static void forget(struct sched *s, struct code_fn *f, struct sched_code_node *n)
+static void forget(struct sched *s, struct code_fn *f,
+		   struct sched_code_node *n)
 {
 	void **v;
 	size_t i, k;
@@ -3025,7 +3026,7 @@ static void pump(struct sched *s)
 			}
 			if (rc == PUMP_FULL)
 				full = 1;
-			else if (rc != PUMP_WAIT) /* WAIT: on_pump_fetched */
+			else if (rc != PUMP_WAIT)   /* WAIT: on_pump_fetched */
 				o->head = o->n = 0; /* dropped next time */
 			v[i] = NULL;
 		}
@@ -3088,7 +3089,8 @@ void sched__code_on_message(struct sched *s, struct sched_worker *w,
 		uint64_t size;
 
 		if (refs_of(c, hash) == 0 &&
-		    !(c->shared && store_object_known(s->store, hash, &size) == 1))
+		    !(c->shared &&
+		      store_object_known(s->store, hash, &size) == 1))
 			send_error(s, w, hash, hash, ENOENT,
 				   "no such revision of code (it changed "
 				   "since)");

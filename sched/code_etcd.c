@@ -275,7 +275,8 @@ int code_etcd_fetch(struct etcd_client *c, const char *cluster,
 	}
 	x->fd = fd;
 	x->md = EVP_MD_CTX_new();
-	if (x->md == NULL || EVP_DigestInit_ex(x->md, EVP_sha256(), NULL) != 1) {
+	if (x->md == NULL ||
+	    EVP_DigestInit_ex(x->md, EVP_sha256(), NULL) != 1) {
 		if (x->md != NULL)
 			EVP_MD_CTX_free(x->md);
 		free(x->cluster);

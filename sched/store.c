@@ -751,8 +751,8 @@ int store_code_submit(struct store *st, const struct store_row *fn,
 		c.row = *fn;
 		c.own = 1;
 	}
-	return store_etcd_submit_code(st->remote, fn ? &c : NULL, fn ? 1 : 0,
-				      v, n, done, arg);
+	return store_etcd_submit_code(st->remote, fn ? &c : NULL, fn ? 1 : 0, v,
+				      n, done, arg);
 }
 
 int store_object_known(struct store *st, const char *hash, uint64_t *size)
@@ -1340,8 +1340,7 @@ int store_code_revision_load(struct store *st,
 	int step, rc = 0;
 
 	if (st->remote != NULL)
-		return store_etcd_code_each(st->remote,
-					    ETCD_KEYS_CODE_REVISION,
+		return store_etcd_code_each(st->remote, ETCD_KEYS_CODE_REVISION,
 					    code_revision_cb, &x);
 
 	if (sqlite3_prepare_v2(st->db, sql, -1, &q, NULL) != SQLITE_OK)

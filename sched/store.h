@@ -324,7 +324,7 @@ enum store_code_op_kind {
 
 struct store_code_op {
 	enum store_code_op_kind op;
-	struct store_code_file file;   /* PUT, DEL (its key's fields) */
+	struct store_code_file file;	/* PUT, DEL (its key's fields) */
 	struct store_code_revision rev; /* REV_PUT, REV_DEL */
 	int parent_in_txn; /* PUT: its directory is put by the same call,
 			    * so it is not required to exist before */

@@ -104,9 +104,9 @@ struct store_etcd {
  * the leader writes, then code/ (entries, revisions, and which objects
  * are whole: not their chunks). */
 static const enum etcd_keys_kind kinds[NKINDS] = {
-	ETCD_KEYS_TENANT,	 ETCD_KEYS_NAMESPACE,	  ETCD_KEYS_FUNCTION,
-	ETCD_KEYS_INSTANCE,	 ETCD_KEYS_WORKER,	  ETCD_KEYS_SETTING,
-	ETCD_KEYS_REVOKED,	 ETCD_KEYS_CODE_FILE,	  ETCD_KEYS_CODE_REVISION,
+	ETCD_KEYS_TENANT,   ETCD_KEYS_NAMESPACE, ETCD_KEYS_FUNCTION,
+	ETCD_KEYS_INSTANCE, ETCD_KEYS_WORKER,	 ETCD_KEYS_SETTING,
+	ETCD_KEYS_REVOKED,  ETCD_KEYS_CODE_FILE, ETCD_KEYS_CODE_REVISION,
 	ETCD_KEYS_OBJECT
 };
 
@@ -251,7 +251,7 @@ static void hand(struct store_etcd *e, enum store_op op,
 /* Whether `key` is in the range of a kind this store reads. */
 static int row_prefixed(const struct store_etcd *e, const char *key)
 {
-	static const char *const parts[NKINDS] = { "t/",  "ns/", "fn/", "in/",
+	static const char *const parts[NKINDS] = { "t/",  "ns/",  "fn/", "in/",
 						   "w/",  "set/", "rv/", "cf/",
 						   "cr/", "om/" };
 	size_t n = strlen(e->prefix), i;
@@ -1020,11 +1020,10 @@ static int txn_code(struct store_etcd *e, struct txn *t,
 		if (rec.kind == ETCD_KEYS_CODE_REVISION)
 			rec.code.hash = "";
 	}
-	rc = etcd_keys_encode(e->cluster, &rec, &key,
-			      c->op == STORE_CODE_PUT ||
-					      c->op == STORE_CODE_REV_PUT
-				      ? &val
-				      : NULL);
+	rc = etcd_keys_encode(
+		e->cluster, &rec, &key,
+		c->op == STORE_CODE_PUT || c->op == STORE_CODE_REV_PUT ? &val
+								       : NULL);
 	if (rc < 0)
 		goto out;
 	k = rt_map_get(&e->known, key.data);
@@ -1035,8 +1034,8 @@ static int txn_code(struct store_etcd *e, struct txn *t,
 		 * txn makes it), of a function that exists. */
 		rc = k ? cmp_add(t, key.data, NULL, ETCD_MOD, ETCD_EQUAL,
 				 k->mod, 1)
-		       : cmp_add(t, key.data, NULL, ETCD_VERSION, ETCD_EQUAL,
-				 0, 0);
+		       : cmp_add(t, key.data, NULL, ETCD_VERSION, ETCD_EQUAL, 0,
+				 0);
 		if (rc == 0 && !c->parent_in_txn)
 			rc = code_parent_key(e, &c->file, &pk);
 		if (rc == 0 && !c->parent_in_txn && pk.len > 0)
@@ -1122,8 +1121,7 @@ int store_etcd_submit_code(struct store_etcd *e, const struct store_change *v,
 	for (i = 0; i < n && rc == 0; i++)
 		rc = txn_change(e, &t, &v[i]);
 	for (i = 0; i < n && rc == 0; i++)
-		if (v[i].op == STORE_DELETE &&
-		    v[i].row.kind == STORE_FUNCTION)
+		if (v[i].op == STORE_DELETE && v[i].row.kind == STORE_FUNCTION)
 			rc = txn_code_of_fn(e, &t, &v[i].row);
 	if (rc == 0)
 		rc = etcd_txn(e->c, t.cmp, t.ncmp, t.ops, t.nops, t.fail,

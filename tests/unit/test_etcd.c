@@ -905,8 +905,7 @@ TEST(etcd_live_watch_partition)
 /* ------------------------------------------------ code objects (issue 14) */
 
 /* 62 hex digits: with a 2-digit prefix, an object name nobody wrote. */
-#define SHA_ANY                                                                \
-	"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcd"
+#define SHA_ANY "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcd"
 
 struct xfer_got {
 	int done;
