@@ -97,6 +97,7 @@ check_eq "ls -l shows the same mode and size on the leader" \
 	"$(stat -c '%A %s' "$(fn_of "$L")/code/run.sh")" "$(stat -c '%A %s' "$T/v1.sh")"
 check_eq "and on $OTHER" \
 	"$(stat -c '%A %s' "$(fn_of "$OTHER")/code/run.sh")" "$(stat -c '%A %s' "$T/v1.sh")"
+# shellcheck disable=SC2034 # read inside eval
 h1=$(sha256sum "$T/v1.sh" | cut -c1-64)
 check "etcd has the entry (P/cf) naming its object" eval 'etcd_get 0 "/fnfs/$CL/cf/acme/prod/app/run.sh" | grep -q "\"hash\":\"$h1\""'
 check "and the object, whole (P/om)" eval 'etcd_get 0 "/fnfs/$CL/om/$h1" | grep -q "\"chunks\":1"'
@@ -108,6 +109,7 @@ write "$(fn_of "$FOL")/mode" hot
 write "$(fn_of "$FOL")/command" ./run.sh
 check "the instance runs on the worker" wait_until 20 running_all "$(fn_of "$L")" 1
 check_eq "a call runs the script from code/" "$(inv "$L" ping)" "v1 ping"
+# shellcheck disable=SC2034 # read inside eval
 pid1=$(pid_of "$(fn_of "$L")/instances/0")
 
 # ---- replaced on another mount, with a file of several chunks
