@@ -934,7 +934,8 @@ static int change(struct store *st, enum store_op op, int which,
 int store_function_code(struct store *st, const struct store_row *r)
 {
 	if (st->remote != NULL)
-		return -EOPNOTSUPP; /* code/ is not shared yet */
+		return -EOPNOTSUPP; /* a cluster publishes through
+				     * store_code_submit */
 	return run(st, ST_UPD_F, r);
 }
 
