@@ -11,6 +11,11 @@
  * other files do. chown is accepted and changes nothing (the owner is
  * the tenant's); times are kept; symlinks, hard links and special files
  * are refused with EPERM.
+ *
+ * On a cluster a change is stored in etcd before it is answered, and a
+ * file's content may have to come from etcd before it is read: sched
+ * answers SCHED_CODE_LATER, and the request is answered from the
+ * callback (struct code_wait).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -44,6 +49,52 @@ struct code_dir {
 static struct fs *req_fs(fuse_req_t req)
 {
 	return fuse_req_userdata(req);
+}
+
+/* What a request that waits for sched (a cluster) answers. */
+enum wait_kind {
+	WAIT_ENTRY,   /* mkdir, mknod: the entry of `name` in `dir_id` */
+	WAIT_CREATE,  /* create: that entry, opened for writing */
+	WAIT_ERR,     /* unlink, rmdir, rename, flush: the error alone */
+	WAIT_READ,    /* read: `size` bytes at `off` of node `id` */
+	WAIT_OPEN,    /* open of node `id` with `fi`, its content here */
+	WAIT_SETATTR, /* setattr of `ino`: the steps left in `to_set` */
+};
+
+struct code_wait {
+	fuse_req_t req;
+	enum wait_kind kind;
+	uint64_t dir_id;	  /* ENTRY, CREATE */
+	char *name;		  /* ENTRY, CREATE; owned */
+	uint64_t id;		  /* READ, OPEN */
+	size_t size;		  /* READ */
+	off_t off;		  /* READ */
+	struct fuse_file_info fi; /* CREATE, OPEN */
+	fuse_ino_t ino;		  /* SETATTR */
+	struct stat attr;	  /* SETATTR */
+	int to_set;		  /* SETATTR: what is left to do */
+	int fh_write; /* SETATTR: through a descriptor that writes */
+	int fetched;  /* SETATTR: the content is here */
+};
+
+static void on_wait(void *arg, int err);
+
+static struct code_wait *wait_new(fuse_req_t req, enum wait_kind kind)
+{
+	struct code_wait *w = calloc(1, sizeof(*w));
+
+	if (w != NULL) {
+		w->req = req;
+		w->kind = kind;
+	}
+	return w;
+}
+
+static void wait_free(struct code_wait *w)
+{
+	if (w != NULL)
+		free(w->name);
+	free(w);
 }
 
 int fs_code_owns(fuse_ino_t ino)
@@ -211,115 +262,197 @@ static int64_t time_ms(const struct timespec *t)
 	return (int64_t)t->tv_sec * 1000 + t->tv_nsec / 1000000;
 }
 
+/* Carries out the steps of setattr `w` still to do (size, mode, mtime),
+ * each cleared from w->to_set once done. Returns 0 when all are done,
+ * SCHED_CODE_LATER when one waits (on_wait goes on), or -errno. */
+static int setattr_steps(struct fs *fs, struct code_wait *w)
+{
+	struct sched_code_node *c;
+	struct fs_node n;
+	int rc = resolve(fs, w->ino, &n, &c);
+
+	if (rc == 0 && (w->to_set & FUSE_SET_ATTR_SIZE) && w->fh_write &&
+	    c->stage != NULL) {
+		/* ftruncate of a descriptor open for writing: part of what
+		 * its close applies. */
+		rc = sched_code_truncate(fs->sched, c,
+					 (uint64_t)w->attr.st_size);
+		w->to_set &= ~FUSE_SET_ATTR_SIZE;
+	}
+	if (rc == 0 && (w->to_set & FUSE_SET_ATTR_SIZE)) {
+		if (S_ISDIR(c->mode))
+			return -EISDIR;
+		/* A cluster: the content to keep comes from etcd first. */
+		if (!w->fetched) {
+			w->fetched = 1;
+			rc = sched_code_fetch(fs->sched, c, on_wait, w);
+			if (rc != 0)
+				return rc;
+		}
+		w->to_set &= ~FUSE_SET_ATTR_SIZE;
+		rc = sched_code_open_write(fs->sched, c, 0);
+		if (rc == 0) {
+			rc = sched_code_truncate(fs->sched, c,
+						 (uint64_t)w->attr.st_size);
+			if (rc == 0)
+				rc = sched_code_commit(fs->sched, c, on_wait,
+						       w);
+			sched_code_close_write(fs->sched, c);
+		}
+		if (rc != 0)
+			return rc;
+	}
+	/* code/ itself follows the function: its mode is the tenant's. */
+	if (rc == 0 && (w->to_set & FUSE_SET_ATTR_MODE)) {
+		w->to_set &= ~FUSE_SET_ATTR_MODE;
+		rc = sched_code_chmod(fs->sched, c, w->attr.st_mode & 07777,
+				      on_wait, w);
+		if (rc != 0)
+			return rc;
+	}
+	if (rc == 0 && (w->to_set & FUSE_SET_ATTR_MTIME_NOW)) {
+		w->to_set &= ~(FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_MTIME);
+		rc = sched_code_touch(fs->sched, c, rt_now_ms(), on_wait, w);
+	} else if (rc == 0 && (w->to_set & FUSE_SET_ATTR_MTIME)) {
+		w->to_set &= ~FUSE_SET_ATTR_MTIME;
+		rc = sched_code_touch(fs->sched, c, time_ms(&w->attr.st_mtim),
+				      on_wait, w);
+	}
+	if (rc == SCHED_CODE_LATER)
+		return rc;
+	if (rc == 0 &&
+	    (w->to_set & (FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_MODE |
+			  FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW)))
+		return setattr_steps(fs, w);
+	return rc;
+}
+
+/* Answers setattr `w` with the node's attributes now, or `rc`. */
+static void setattr_reply(struct fs *fs, struct code_wait *w, int rc)
+{
+	struct fs_node n;
+	struct stat st;
+
+	if (rc == 0)
+		rc = fs_resolve(fs, w->ino, &n);
+	if (rc < 0) {
+		fuse_reply_err(w->req, -rc);
+		return;
+	}
+	fs_code_stat(fs, &n, &st);
+	fuse_reply_attr(w->req, &st, CODE_TIMEOUT);
+}
+
 void fs_code_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		     int to_set, struct fuse_file_info *fi)
 {
 	struct fs *fs = req_fs(req);
+	struct code_wait *w = wait_new(req, WAIT_SETATTR);
 	struct fs_node n;
 	struct sched_code_node *c;
-	struct stat st;
-	int rc = resolve(fs, ino, &n, &c);
+	int rc = w ? resolve(fs, ino, &n, &c) : -ENOMEM;
 
-	(void)fi;
 	if (rc == 0 &&
 	    (to_set & (FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_MODE |
 		       FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW)) &&
 	    !may_change(req, &n))
 		rc = -EACCES;
-	if (rc == 0 && (to_set & FUSE_SET_ATTR_SIZE) && fi != NULL &&
-	    ((struct code_handle *)(uintptr_t)fi->fh)->write &&
-	    c->stage != NULL) {
-		/* ftruncate of a descriptor open for writing: part of what
-		 * its close applies. */
-		rc = sched_code_truncate(fs->sched, c, (uint64_t)attr->st_size);
-		to_set &= ~FUSE_SET_ATTR_SIZE;
-	}
-	if (rc == 0 && (to_set & FUSE_SET_ATTR_SIZE)) {
-		if (S_ISDIR(c->mode))
-			rc = -EISDIR;
-		else
-			rc = sched_code_open_write(fs->sched, c, 0);
-		if (rc == 0) {
-			rc = sched_code_truncate(fs->sched, c,
-						 (uint64_t)attr->st_size);
-			if (rc == 0)
-				rc = sched_code_commit(fs->sched, c);
-			sched_code_close_write(fs->sched, c);
-		}
-	}
-	/* code/ itself follows the function: its mode is the tenant's. */
-	if (rc == 0 && (to_set & FUSE_SET_ATTR_MODE))
-		rc = sched_code_chmod(fs->sched, c, attr->st_mode & 07777);
-	if (rc == 0 && (to_set & FUSE_SET_ATTR_MTIME_NOW))
-		rc = sched_code_touch(fs->sched, c, rt_now_ms());
-	else if (rc == 0 && (to_set & FUSE_SET_ATTR_MTIME))
-		rc = sched_code_touch(fs->sched, c, time_ms(&attr->st_mtim));
 	/* chown (cp -p, tar as root) is accepted: the owner shown is the
 	 * tenant's, whatever is asked; the kernel let only root or the
 	 * owner ask. */
-	if (rc < 0) {
-		fuse_reply_err(req, -rc);
-		return;
+	if (rc == 0) {
+		w->ino = ino;
+		w->attr = *attr;
+		w->to_set = to_set;
+		w->fh_write = fi != NULL &&
+			      ((struct code_handle *)(uintptr_t)fi->fh)->write;
+		rc = setattr_steps(fs, w);
 	}
-	fs_code_stat(fs, &n, &st);
-	fuse_reply_attr(req, &st, CODE_TIMEOUT);
+	if (rc == SCHED_CODE_LATER)
+		return;
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		setattr_reply(fs, w, 0);
+	wait_free(w);
 }
 
 /* Creates `name` in the directory `parent` with `mode`. */
+/* Creates `name` in the directory `parent` with `mode`. Returns 0 with
+ * the node in `*out`, SCHED_CODE_LATER (a cluster: `w`, filled with the
+ * directory and the name, is answered by on_wait), or -errno. */
 static int make(fuse_req_t req, fuse_ino_t parent, const char *name,
-		mode_t mode, struct sched_code_node **out)
+		mode_t mode, struct sched_code_node **out, struct code_wait *w)
 {
 	struct fs_node n;
 	struct sched_code_node *dir;
-	int rc = resolve(req_fs(req), parent, &n, &dir);
+	int rc = w ? resolve(req_fs(req), parent, &n, &dir) : -ENOMEM;
 
 	*out = NULL;
 	if (rc == 0 && !S_ISDIR(dir->mode))
 		rc = -ENOTDIR;
 	if (rc == 0 && !may_change(req, &n))
 		rc = -EACCES;
+	if (rc == 0) {
+		w->dir_id = dir->id;
+		w->name = strdup(name);
+		if (w->name == NULL)
+			rc = -ENOMEM;
+	}
 	if (rc == 0)
-		rc = sched_code_create(req_fs(req)->sched, dir, name, mode,
-				       out);
+		rc = sched_code_create(req_fs(req)->sched, dir, name, mode, out,
+				       on_wait, w);
 	return rc;
 }
 
 void fs_code_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 		   mode_t mode)
 {
+	struct code_wait *w = wait_new(req, WAIT_ENTRY);
 	struct sched_code_node *c;
-	int rc = make(req, parent, name, S_IFDIR | (mode & 0777), &c);
+	int rc = make(req, parent, name, S_IFDIR | (mode & 0777), &c, w);
 
+	if (rc == SCHED_CODE_LATER)
+		return;
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
 	else
 		reply_entry(req, c);
+	wait_free(w);
 }
 
 void fs_code_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 		   mode_t mode, dev_t rdev)
 {
+	struct code_wait *w = wait_new(req, WAIT_ENTRY);
 	struct sched_code_node *c;
 	int rc;
 
 	(void)rdev;
-	rc = make(req, parent, name, mode, &c);
+	rc = make(req, parent, name, mode, &c, w);
+	if (rc == SCHED_CODE_LATER)
+		return;
 	if (rc < 0)
 		fuse_reply_err(req, -rc);
 	else
 		reply_entry(req, c);
+	wait_free(w);
 }
 
 void fs_code_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
 		     const char *name)
 {
+	struct code_wait *w = wait_new(req, WAIT_ERR);
 	struct sched_code_node *c;
 	int rc;
 
 	(void)link;
 	/* Refused, with the reason in the function's error. */
-	rc = make(req, parent, name, S_IFLNK | 0777, &c);
+	rc = make(req, parent, name, S_IFLNK | 0777, &c, w);
+	if (rc == SCHED_CODE_LATER)
+		return; /* not reached: sched refuses the type at once */
 	fuse_reply_err(req, rc < 0 ? -rc : EPERM);
+	wait_free(w);
 }
 
 static int open_handle(struct sched_code_node *c, struct fuse_file_info *fi,
@@ -339,16 +472,14 @@ static int open_handle(struct sched_code_node *c, struct fuse_file_info *fi,
 	return 0;
 }
 
-void fs_code_create(fuse_req_t req, fuse_ino_t parent, const char *name,
-		    mode_t mode, struct fuse_file_info *fi)
+/* Opens new file `c` for writing and answers create `req`. */
+static void create_open(fuse_req_t req, struct sched_code_node *c,
+			struct fuse_file_info *fi)
 {
 	struct fs *fs = req_fs(req);
-	struct sched_code_node *c;
 	struct fuse_entry_param e;
-	int rc = make(req, parent, name, S_IFREG | (mode & 0777), &c);
+	int rc = sched_code_open_write(fs->sched, c, 1);
 
-	if (rc == 0)
-		rc = sched_code_open_write(fs->sched, c, 1);
 	if (rc == 0) {
 		rc = open_handle(c, fi, 1);
 		if (rc < 0)
@@ -365,18 +496,42 @@ void fs_code_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	}
 }
 
+void fs_code_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+		    mode_t mode, struct fuse_file_info *fi)
+{
+	struct code_wait *w = wait_new(req, WAIT_CREATE);
+	struct sched_code_node *c;
+	int rc;
+
+	if (w != NULL)
+		w->fi = *fi;
+	rc = make(req, parent, name, S_IFREG | (mode & 0777), &c, w);
+	if (rc == SCHED_CODE_LATER)
+		return;
+	wait_free(w);
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		create_open(req, c, fi);
+}
+
 static void remove_common(fuse_req_t req, fuse_ino_t parent, const char *name,
 			  int is_dir)
 {
+	struct code_wait *w = wait_new(req, WAIT_ERR);
 	struct fs_node n;
 	struct sched_code_node *dir;
-	int rc = resolve(req_fs(req), parent, &n, &dir);
+	int rc = w ? resolve(req_fs(req), parent, &n, &dir) : -ENOMEM;
 
 	if (rc == 0 && !may_change(req, &n))
 		rc = -EACCES;
 	if (rc == 0)
-		rc = sched_code_remove(req_fs(req)->sched, dir, name, is_dir);
+		rc = sched_code_remove(req_fs(req)->sched, dir, name, is_dir,
+				       on_wait, w);
+	if (rc == SCHED_CODE_LATER)
+		return;
 	fuse_reply_err(req, -rc);
+	wait_free(w);
 }
 
 void fs_code_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -394,9 +549,10 @@ void fs_code_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		    unsigned int flags)
 {
 	struct fs *fs = req_fs(req);
+	struct code_wait *w = wait_new(req, WAIT_ERR);
 	struct fs_node n, nn;
 	struct sched_code_node *dir, *newdir;
-	int rc = resolve(fs, parent, &n, &dir);
+	int rc = w ? resolve(fs, parent, &n, &dir) : -ENOMEM;
 
 	if (rc == 0 && !fs_code_owns(newparent))
 		rc = -EXDEV;
@@ -406,23 +562,21 @@ void fs_code_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		rc = -EACCES;
 	if (rc == 0)
 		rc = sched_code_rename(fs->sched, dir, name, newdir, newname,
-				       flags);
+				       flags, on_wait, w);
+	if (rc == SCHED_CODE_LATER)
+		return;
 	fuse_reply_err(req, -rc);
+	wait_free(w);
 }
 
-void fs_code_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+/* Opens file `c` (its content here when it is kept) and answers. */
+static void open_now(fuse_req_t req, struct sched_code_node *c,
+		     struct fuse_file_info *fi)
 {
 	struct fs *fs = req_fs(req);
-	struct fs_node n;
-	struct sched_code_node *c;
-	int acc = fi->flags & O_ACCMODE, write = acc != O_RDONLY;
-	int rc = resolve(fs, ino, &n, &c);
+	int acc = fi->flags & O_ACCMODE, write = acc != O_RDONLY, rc = 0;
 
-	if (rc == 0 && S_ISDIR(c->mode))
-		rc = -EISDIR;
-	if (rc == 0 && write && !may_change(req, &n))
-		rc = -EACCES;
-	if (rc == 0 && write)
+	if (write)
 		rc = sched_code_open_write(fs->sched, c,
 					   (fi->flags & O_TRUNC) != 0);
 	if (rc == 0) {
@@ -441,10 +595,46 @@ void fs_code_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 }
 
+void fs_code_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct fs *fs = req_fs(req);
+	struct code_wait *w = NULL;
+	struct fs_node n;
+	struct sched_code_node *c;
+	int acc = fi->flags & O_ACCMODE, write = acc != O_RDONLY;
+	int rc = resolve(fs, ino, &n, &c);
+
+	if (rc == 0 && S_ISDIR(c->mode))
+		rc = -EISDIR;
+	if (rc == 0 && write && !may_change(req, &n))
+		rc = -EACCES;
+	/* A write that keeps the content copies it: on a cluster it may
+	 * have to come from etcd first. */
+	if (rc == 0 && write && !(fi->flags & O_TRUNC)) {
+		w = wait_new(req, WAIT_OPEN);
+		if (w == NULL)
+			rc = -ENOMEM;
+		else {
+			w->id = c->id;
+			w->fi = *fi;
+			rc = sched_code_fetch(fs->sched, c, on_wait, w);
+		}
+	}
+	if (rc == SCHED_CODE_LATER)
+		return;
+	wait_free(w);
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
+	else
+		open_now(req, c, fi);
+}
+
 static struct code_handle *handle_of(struct fuse_file_info *fi)
 {
 	return (struct code_handle *)(uintptr_t)fi->fh;
 }
+
+static void read_now(fuse_req_t req, uint64_t id, size_t size, off_t off);
 
 void fs_code_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		  struct fuse_file_info *fi)
@@ -452,25 +642,24 @@ void fs_code_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	struct fs *fs = req_fs(req);
 	struct sched_code_node *c = sched_code_find(fs->sched,
 						    handle_of(fi)->id);
-	char *buf;
-	long n;
+	struct code_wait *w = wait_new(req, WAIT_READ);
+	int rc = c == NULL ? -ENOENT : w == NULL ? -ENOMEM : 0;
 
 	(void)ino;
-	if (c == NULL) {
-		fuse_reply_err(req, ENOENT);
-		return;
+	/* A cluster: the content may have to come from etcd first. */
+	if (rc == 0) {
+		w->id = c->id;
+		w->size = size;
+		w->off = off;
+		rc = sched_code_fetch(fs->sched, c, on_wait, w);
 	}
-	buf = malloc(size ? size : 1);
-	if (buf == NULL) {
-		fuse_reply_err(req, ENOMEM);
+	if (rc == SCHED_CODE_LATER)
 		return;
-	}
-	n = sched_code_read(fs->sched, c, buf, size, (uint64_t)off);
-	if (n < 0)
-		fuse_reply_err(req, (int)-n);
+	wait_free(w);
+	if (rc < 0)
+		fuse_reply_err(req, -rc);
 	else
-		fuse_reply_buf(req, buf, (size_t)n);
-	free(buf);
+		read_now(req, c->id, size, off);
 }
 
 void fs_code_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size,
@@ -504,9 +693,16 @@ void fs_code_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	(void)ino;
 	/* The close of a descriptor that wrote: the file is what it holds
 	 * now, and close(2) says whether that was stored. */
-	if (c != NULL && h->write)
-		rc = sched_code_commit(fs->sched, c);
+	struct code_wait *w = wait_new(req, WAIT_ERR);
+
+	if (w == NULL)
+		rc = -ENOMEM;
+	else if (c != NULL && h->write)
+		rc = sched_code_commit(fs->sched, c, on_wait, w);
+	if (rc == SCHED_CODE_LATER)
+		return;
 	fuse_reply_err(req, -rc);
+	wait_free(w);
 }
 
 void fs_code_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -655,4 +851,72 @@ void fs_code_releasedir(fuse_req_t req, fuse_ino_t ino,
 	(void)ino;
 	dir_free((struct code_dir *)(uintptr_t)fi->fh);
 	fuse_reply_err(req, 0);
+}
+
+/* ============================================================ waiting */
+
+/* Reads `size` bytes at `off` of node `id` and answers `req`. */
+static void read_now(fuse_req_t req, uint64_t id, size_t size, off_t off)
+{
+	struct fs *fs = req_fs(req);
+	struct sched_code_node *c = sched_code_find(fs->sched, id);
+	char *buf;
+	long n;
+
+	if (c == NULL) {
+		fuse_reply_err(req, ENOENT);
+		return;
+	}
+	buf = malloc(size ? size : 1);
+	if (buf == NULL) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	n = sched_code_read(fs->sched, c, buf, size, (uint64_t)off);
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else
+		fuse_reply_buf(req, buf, (size_t)n);
+	free(buf);
+}
+
+/* sched's answer to a request that waited (a cluster): `err` 0 or
+ * -errno. */
+static void on_wait(void *arg, int err)
+{
+	struct code_wait *w = arg;
+	struct fs *fs = req_fs(w->req);
+	struct sched_code_node *dir = sched_code_find(fs->sched, w->dir_id);
+	struct sched_code_node *c = NULL;
+	int rc = err;
+
+	if (rc == 0 && (w->kind == WAIT_ENTRY || w->kind == WAIT_CREATE)) {
+		c = dir ? sched_code_child(dir, w->name) : NULL;
+		if (c == NULL)
+			rc = -ENOENT; /* gone again since */
+	}
+	if (rc == 0 && (w->kind == WAIT_OPEN || w->kind == WAIT_READ)) {
+		c = sched_code_find(fs->sched, w->id);
+		if (c == NULL)
+			rc = -ENOENT;
+	}
+	if (w->kind == WAIT_SETATTR) {
+		if (rc == 0)
+			rc = setattr_steps(fs, w);
+		if (rc == SCHED_CODE_LATER)
+			return;
+		setattr_reply(fs, w, rc);
+	} else if (rc < 0)
+		fuse_reply_err(w->req, -rc);
+	else if (w->kind == WAIT_ENTRY)
+		reply_entry(w->req, c);
+	else if (w->kind == WAIT_CREATE)
+		create_open(w->req, c, &w->fi);
+	else if (w->kind == WAIT_OPEN)
+		open_now(w->req, c, &w->fi);
+	else if (w->kind == WAIT_READ)
+		read_now(w->req, w->id, w->size, w->off);
+	else
+		fuse_reply_err(w->req, 0);
+	wait_free(w);
 }

@@ -24,11 +24,14 @@
 
 #include "../runtime/code.h"
 #include "code.h"
+#include "code_etcd.h"
 #include "common.h"
 #include "conn.h"
+#include "etcd_keys.h"
 #include "internal.h"
 #include "reconcile.h"
 #include "requests.h"
+#include "write.h"
 
 #define GARBAGE_PER_TURN 256  /* objects unlinked per timer turn */
 #define CODE_GET_MAX	 1024 /* objects one code.get may ask for */
@@ -43,6 +46,8 @@ struct sched_code_stage {
 	int dirty;	  /* written since the last commit */
 	EVP_MD_CTX *seq;  /* hash of writes in order from 0, or NULL */
 	uint64_t seq_off; /* bytes it has hashed */
+	unsigned gen;	  /* changes so far: a commit under way on a cluster
+			   * knows whether more came after it began */
 };
 
 /* The code of one function. */
@@ -61,6 +66,7 @@ struct code_fn {
 	char (*pub_objs)[65]; /* what the revision references (manifest
 			       * included), owned */
 	size_t npub;
+	int publishing; /* a cluster: its revision is being written */
 };
 
 /* One object a worker asked for, for the download of `hash`. */
@@ -95,11 +101,17 @@ struct sched_code_state {
 	uv_timer_t timer;     /* revisions, garbage, the sweep */
 	uv_timer_t pump;      /* sending, when a backlog was full */
 	int started;
-	int sweep;    /* the next objects/ prefix to sweep; 256: done */
-	uint64_t seq; /* names of staging and temporary files */
+	int sweep;	    /* the next objects/ prefix to sweep; 256: done */
+	uint64_t seq;	    /* names of staging and temporary files */
+	int shared;	    /* a cluster: the tree and the objects are etcd's */
+	struct rt_map gets; /* hash -> struct obj_xfer: fetches under way */
+	struct rt_map puts; /* hash -> struct obj_xfer: uploads under way */
 };
 
 static int make_dirs(struct sched_code_state *c);
+static int cl_publish(struct sched *s, struct code_fn *f, const char *hash,
+		      const struct rt_buf *text, uint64_t bytes, int files);
+static void on_remote(void *arg, const struct etcd_keys_rec *r, int deleted);
 
 static struct sched_code_state *st_of(struct sched *s)
 {
@@ -363,16 +375,21 @@ static void changed(struct sched *s, struct code_fn *f)
 		uv_timer_start(&c->timer, on_timer, SCHED_CODE_QUIET_MS, 0);
 }
 
-/* A cluster's controllers do not share code/ yet: a change is refused,
- * with the reason in the function's error and the journal. */
-static int shared_refused(struct sched *s, const struct sched_code_node *n)
-{
-	sched__reject(s, n->fn, "code", EOPNOTSUPP,
-		      "code/ is not shared by the controllers of a cluster "
-		      "yet: deploy the program on the workers and name it "
-		      "in command");
-	return -EOPNOTSUPP;
-}
+/* The changes of a cluster's code/ (below, "a cluster"). */
+static int cl_create(struct sched *s, struct sched_code_node *dir,
+		     const char *name, uint32_t mode, sched_code_done_fn done,
+		     void *arg);
+static int cl_remove(struct sched *s, struct sched_code_node *dir,
+		     const char *name, int want_dir, sched_code_done_fn done,
+		     void *arg);
+static int cl_rename(struct sched *s, struct sched_code_node *dir,
+		     const char *name, struct sched_code_node *newdir,
+		     const char *newname, unsigned flags,
+		     sched_code_done_fn done, void *arg);
+static int cl_put(struct sched *s, struct sched_code_node *n, uint32_t mode,
+		  int64_t mtime_ms, sched_code_done_fn done, void *arg);
+static int cl_commit(struct sched *s, struct sched_code_node *n,
+		     sched_code_done_fn done, void *arg);
 
 /* Records a refusal in the function's error file and the journal. */
 static void refuse(struct sched *s, const struct sched_code_node *dir,
@@ -431,7 +448,8 @@ static int over_bytes(struct sched *s, const struct sched_code_node *n,
 
 int sched_code_create(struct sched *s, struct sched_code_node *dir,
 		      const char *name, uint32_t mode,
-		      struct sched_code_node **out)
+		      struct sched_code_node **out, sched_code_done_fn done,
+		      void *arg)
 {
 	struct code_fn *f = cfn_get(s, dir->fn);
 	struct sched_code_node *n = NULL;
@@ -439,8 +457,6 @@ int sched_code_create(struct sched *s, struct sched_code_node *dir,
 	int rc;
 
 	*out = NULL;
-	if (store_shared(s->store))
-		return shared_refused(s, dir);
 	if (f == NULL || !is_dir(dir))
 		return -ENOTDIR;
 	if (!S_ISREG(mode) && !S_ISDIR(mode)) {
@@ -462,6 +478,10 @@ int sched_code_create(struct sched *s, struct sched_code_node *dir,
 		rc = over_files(s, dir, name, f);
 	if (rc < 0)
 		goto out;
+	if (st_of(s)->shared) {
+		rc = cl_create(s, dir, name, mode, done, arg);
+		goto out;
+	}
 	n = node_new(s, dir->fn, dir, name,
 		     (S_ISDIR(mode) ? S_IFDIR : S_IFREG) | (mode & 0777));
 	if (n == NULL) {
@@ -491,15 +511,14 @@ out:
 }
 
 int sched_code_remove(struct sched *s, struct sched_code_node *dir,
-		      const char *name, int want_dir)
+		      const char *name, int want_dir, sched_code_done_fn done,
+		      void *arg)
 {
 	struct sched_code_node *n = sched_code_child(dir, name);
 	struct code_fn *f = cfn_get(s, dir->fn);
 	struct rt_buf path = { 0 };
 	int rc;
 
-	if (store_shared(s->store))
-		return shared_refused(s, dir);
 	if (n == NULL || f == NULL)
 		return -ENOENT;
 	if (want_dir && !is_dir(n))
@@ -508,6 +527,8 @@ int sched_code_remove(struct sched *s, struct sched_code_node *dir,
 		return -EISDIR;
 	if (is_dir(n) && n->children.count > 0)
 		return -ENOTEMPTY;
+	if (st_of(s)->shared)
+		return cl_remove(s, dir, name, want_dir, done, arg);
 	rc = node_path(n, &path);
 	if (rc == 0)
 		rc = store_begin_derived(s->store);
@@ -548,7 +569,8 @@ static int tree_fits(const struct sched_code_node *n, size_t more)
 
 int sched_code_rename(struct sched *s, struct sched_code_node *dir,
 		      const char *name, struct sched_code_node *newdir,
-		      const char *newname, unsigned flags)
+		      const char *newname, unsigned flags,
+		      sched_code_done_fn done, void *arg)
 {
 	struct sched_code_node *n = sched_code_child(dir, name), *old, *up;
 	struct code_fn *f = cfn_get(s, dir->fn);
@@ -556,8 +578,6 @@ int sched_code_rename(struct sched *s, struct sched_code_node *dir,
 	const char *k[3];
 	int rc;
 
-	if (store_shared(s->store))
-		return shared_refused(s, dir);
 	if (n == NULL || f == NULL)
 		return -ENOENT;
 	if (newdir->fn != dir->fn)
@@ -596,6 +616,10 @@ int sched_code_rename(struct sched *s, struct sched_code_node *dir,
 		refuse(s, newdir, newname, ENAMETOOLONG,
 		       "a path below it would be longer than 1024 bytes");
 		rc = -ENAMETOOLONG;
+	}
+	if (rc == 0 && st_of(s)->shared) {
+		rc = cl_rename(s, dir, name, newdir, newname, flags, done, arg);
+		goto out;
 	}
 	if (rc == 0)
 		rc = store_begin_derived(s->store);
@@ -653,18 +677,20 @@ out:
 	return rc;
 }
 
-int sched_code_chmod(struct sched *s, struct sched_code_node *n, uint32_t perm)
+int sched_code_chmod(struct sched *s, struct sched_code_node *n, uint32_t perm,
+		     sched_code_done_fn done, void *arg)
 {
 	uint32_t was = n->mode;
 	int rc;
 
-	if (store_shared(s->store))
-		return shared_refused(s, n);
 	if (n->parent == NULL)
 		return 0; /* code/ itself follows the function */
-	n->mode = (n->mode & S_IFMT) | (perm & 0777);
-	if (n->mode == was)
+	if (((n->mode & S_IFMT) | (perm & 0777)) == was)
 		return 0;
+	if (st_of(s)->shared)
+		return cl_put(s, n, (n->mode & S_IFMT) | (perm & 0777),
+			      n->mtime_ms, done, arg);
+	n->mode = (n->mode & S_IFMT) | (perm & 0777);
 	rc = store_node(s, n);
 	if (rc < 0) {
 		n->mode = was;
@@ -675,13 +701,13 @@ int sched_code_chmod(struct sched *s, struct sched_code_node *n, uint32_t perm)
 }
 
 int sched_code_touch(struct sched *s, struct sched_code_node *n,
-		     int64_t mtime_ms)
+		     int64_t mtime_ms, sched_code_done_fn done, void *arg)
 {
 	int64_t was = n->mtime_ms;
 	int rc;
 
-	if (store_shared(s->store))
-		return shared_refused(s, n);
+	if (st_of(s)->shared && n->parent != NULL && was != mtime_ms)
+		return cl_put(s, n, n->mode, mtime_ms, done, arg);
 	n->mtime_ms = mtime_ms;
 	if (n->parent == NULL || was == mtime_ms)
 		return 0;
@@ -772,8 +798,6 @@ int sched_code_open_write(struct sched *s, struct sched_code_node *n, int trunc)
 	struct sched_code_stage *g = n->stage;
 	int from, rc = 0;
 
-	if (store_shared(s->store))
-		return shared_refused(s, n);
 	if (f == NULL || is_dir(n))
 		return -EISDIR;
 	if (g == NULL) {
@@ -877,6 +901,7 @@ int sched_code_write(struct sched *s, struct sched_code_node *n,
 		n->size = end;
 	}
 	g->dirty = 1;
+	g->gen++;
 	return 0;
 }
 
@@ -887,8 +912,6 @@ int sched_code_truncate(struct sched *s, struct sched_code_node *n,
 	struct sched_code_stage *g = n->stage;
 	int rc;
 
-	if (store_shared(s->store))
-		return shared_refused(s, n);
 	if (g == NULL || f == NULL)
 		return -EBADF;
 	if (size > RT_CODE_OBJECT_MAX)
@@ -905,6 +928,7 @@ int sched_code_truncate(struct sched *s, struct sched_code_node *n,
 	f->bytes = f->bytes - n->size + size;
 	n->size = size;
 	g->dirty = 1;
+	g->gen++;
 	return 0;
 }
 
@@ -1000,7 +1024,8 @@ done:
 	return rc;
 }
 
-int sched_code_commit(struct sched *s, struct sched_code_node *n)
+int sched_code_commit(struct sched *s, struct sched_code_node *n,
+		      sched_code_done_fn done, void *arg)
 {
 	struct sched_code_state *c = st_of(s);
 	struct sched_code_stage *g = n->stage;
@@ -1011,6 +1036,8 @@ int sched_code_commit(struct sched *s, struct sched_code_node *n)
 
 	if (g == NULL || !g->dirty || f == NULL)
 		return 0;
+	if (st_of(s)->shared)
+		return cl_commit(s, n, done, arg);
 	rc = stage_hash(g, n->size, h);
 	if (rc == 0 && strcmp(h, n->hash) == 0) {
 		g->dirty = 0; /* the same bytes again */
@@ -1023,6 +1050,7 @@ int sched_code_commit(struct sched *s, struct sched_code_node *n)
 	ref_add(c, h); /* before anything drops it */
 	memcpy(was, n->hash, 65);
 	memcpy(n->hash, h, 65);
+	n->stored_size = n->size;
 	n->mtime_ms = rt_now_ms();
 	rc = store_node(s, n);
 	if (rc < 0) {
@@ -1043,9 +1071,13 @@ void sched_code_close_write(struct sched *s, struct sched_code_node *n)
 	struct code_fn *f = cfn_get(s, n->fn);
 	struct sched_code_stage *g = n->stage;
 
+	int rc = 0;
+
 	if (g == NULL)
 		return;
-	if (g->dirty && sched_code_commit(s, n) < 0) {
+	if (g->dirty)
+		rc = sched_code_commit(s, n, NULL, NULL);
+	if (rc < 0) {
 		/* The content reverts to what was last closed. */
 		rt_log(RT_LOG_WARN, "code: a write of %s was lost", n->name);
 	}
@@ -1053,7 +1085,12 @@ void sched_code_close_write(struct sched *s, struct sched_code_node *n)
 		f->writers--;
 	if (--g->writers > 0)
 		return;
-	if (g->dirty) {
+	if (rc == SCHED_CODE_LATER) {
+		/* A cluster: the commit holds its own copy. */
+	} else if (g->dirty && st_of(s)->shared) {
+		f->bytes = f->bytes - n->size + n->stored_size;
+		n->size = n->stored_size;
+	} else if (g->dirty) {
 		/* Not stored: the size is the stored content's again. */
 		struct stat sb;
 		int fd = object_open(st_of(s), n->hash);
@@ -1337,6 +1374,16 @@ static int make_revision(struct sched *s, struct code_fn *f)
 	rc = manifest_of(f, &text, hash, &objs, &nobjs, &bytes, &files);
 	if (rc < 0 || strcmp(hash, f->pub) == 0)
 		goto out;
+	if (c->shared && f->publishing) {
+		f->dirty = 1; /* once the one under way has ended */
+		f->last_mono = rt_mono_ms();
+		goto out;
+	}
+	if (c->shared) {
+		/* The revision comes back through the watch. */
+		rc = cl_publish(s, f, hash, &text, bytes, files);
+		goto out;
+	}
 	if (hash[0])
 		rc = object_put(c, hash, -1, text.data, text.len);
 	if (rc == 0 && hash[0]) /* what an empty file's download reads */
@@ -1547,6 +1594,7 @@ static int load_file(const struct store_code_file *r, void *arg)
 	if (n == NULL)
 		return -ENOMEM;
 	n->size = r->size;
+	n->stored_size = r->size;
 	n->mtime_ms = r->mtime_ms;
 	if (!is_dir(n)) {
 		snprintf(n->hash, sizeof(n->hash), "%s", r->hash);
@@ -1591,6 +1639,11 @@ static int load_revision(const struct store_code_revision *r, void *arg)
 	if (f->pub_objs == NULL)
 		return -ENOMEM;
 	memcpy(f->pub_objs[f->npub++], f->pub, 65);
+	if (c->shared) {
+		/* Its objects are fetched as workers ask for them. */
+		ref_add(c, f->pub);
+		return 0;
+	}
 	object_path(c, f->pub, &p);
 	fd = p.data ? open(p.data, O_RDONLY | O_CLOEXEC) : -1;
 	while (fd >= 0 && (got = read(fd, buf, sizeof(buf))) > 0)
@@ -1691,6 +1744,7 @@ int sched__code_open(struct sched *s)
 	rt_buf_free(&p);
 	if (c->root == NULL || c->objects == NULL || c->tmp == NULL)
 		return -ENOMEM;
+	c->shared = store_shared(s->store);
 	clear_tmp(c->tmp);
 	rc = rt_sha256_hex("", 0, c->empty);
 	if (rc < 0)
@@ -1705,8 +1759,14 @@ int sched__code_open(struct sched *s)
 	for (i = 0; v != NULL && i < n; i++)
 		check_dirty(v[i]);
 	free(v);
+	/* A cluster's tree follows etcd from here on. */
+	if (c->shared)
+		store_code_listen(s->store, on_remote, s);
 	return 0;
 }
+
+/* Leaves transfer `value` to end alone (sched__code_close). */
+static int orphan_xfer(const char *key, void *value, void *arg);
 
 void sched__code_start(struct sched *s)
 {
@@ -1760,6 +1820,12 @@ void sched__code_close(struct sched *s)
 
 	if (c == NULL)
 		return;
+	if (c->shared)
+		store_code_listen(s->store, NULL, NULL);
+	rt_map_each(&c->gets, orphan_xfer, NULL);
+	rt_map_each(&c->puts, orphan_xfer, NULL);
+	rt_map_free(&c->gets);
+	rt_map_free(&c->puts);
 	v = rt_idmap_values(&c->fns, &n);
 	for (i = 0; v != NULL && i < n; i++)
 		cfn_free(s, v[i]);
@@ -1818,6 +1884,966 @@ void sched__code_add_spec(struct sched *s, const struct sched_function *fn,
 				      "files", f->pub_files));
 }
 
+/* ============================================================ a cluster
+ *
+ * The tree is etcd's: a change here is a compare-and-set of P/cf keys
+ * (store_code_submit), and the tree changes when the watch brings it
+ * back (on_remote), for this controller's changes as for the others'.
+ * An object goes to etcd before the entry that names it; one that this
+ * controller lacks is fetched when a read or a worker needs it. */
+
+/* Called when an object transfer ends (`hash`: which one). */
+typedef void (*obj_fn)(void *arg, int err, const char *hash);
+
+struct obj_waiter {
+	obj_fn fn;
+	void *arg;
+	struct obj_waiter *next;
+};
+
+/* A fetch or an upload of one object, with who waits for it. */
+struct obj_xfer {
+	struct sched *s; /* NULL once code/ is closed */
+	int get;	 /* a fetch; else an upload */
+	char hash[65];
+	char *tmp; /* a fetch's temporary file, owned */
+	int fd;
+	struct obj_waiter *waiters;
+};
+
+/* Whether object `h` is in DATA/code/objects. */
+static int obj_local(struct sched_code_state *c, const char *h)
+{
+	struct rt_buf p = { 0 };
+	int ok;
+
+	object_path(c, h, &p);
+	ok = p.data != NULL && access(p.data, F_OK) == 0;
+	rt_buf_free(&p);
+	return ok;
+}
+
+/* Moves the finished temporary file `tmp` (open as `fd`) into place as
+ * object `h`. */
+static int object_install(struct sched_code_state *c, const char *h, int fd,
+			  const char *tmp)
+{
+	struct rt_buf p = { 0 };
+	char *slash;
+	int rc = 0;
+
+	object_path(c, h, &p);
+	if (p.data == NULL)
+		return -ENOMEM;
+	slash = strrchr(p.data, '/');
+	*slash = '\0';
+	if (mkdir(p.data, 0700) < 0 && errno != EEXIST)
+		rc = errno_io();
+	*slash = '/';
+	if (rc == 0 && (fchmod(fd, 0400) < 0 || rename(tmp, p.data) < 0))
+		rc = errno_io();
+	rt_buf_free(&p);
+	return rc;
+}
+
+static int obj_wait(struct obj_xfer *x, obj_fn fn, void *arg)
+{
+	struct obj_waiter *w;
+
+	if (fn == NULL)
+		return 0;
+	w = calloc(1, sizeof(*w));
+	if (w == NULL)
+		return -ENOMEM;
+	w->fn = fn;
+	w->arg = arg;
+	w->next = x->waiters;
+	x->waiters = w;
+	return 0;
+}
+
+static void on_xfer(void *arg, int err, const char *why)
+{
+	struct obj_xfer *x = arg;
+	struct sched *s = x->s;
+	struct obj_waiter *w, *next;
+
+	if (s != NULL) {
+		struct sched_code_state *c = st_of(s);
+
+		rt_map_del(x->get ? &c->gets : &c->puts, x->hash);
+		if (err == 0 && x->get)
+			err = object_install(c, x->hash, x->fd, x->tmp);
+		if (err < 0 && err != -ECANCELED)
+			rt_log(RT_LOG_ERROR, "code: object %.12s %s etcd: %s",
+			       x->hash, x->get ? "from" : "to",
+			       why ? why : strerror(-err));
+	}
+	if (x->fd >= 0)
+		close(x->fd);
+	if (x->tmp != NULL && (err < 0 || s == NULL))
+		unlink(x->tmp);
+	for (w = x->waiters; w != NULL; w = next) {
+		next = w->next;
+		if (s != NULL)
+			w->fn(w->arg, err, x->hash);
+		free(w);
+	}
+	free(x->tmp);
+	free(x);
+}
+
+static struct obj_xfer *xfer_new(struct sched *s, int get, const char *h)
+{
+	struct obj_xfer *x = calloc(1, sizeof(*x));
+
+	if (x == NULL)
+		return NULL;
+	x->s = s;
+	x->get = get;
+	x->fd = -1;
+	memcpy(x->hash, h, 65);
+	return x;
+}
+
+/* Makes object `h` (of this controller's objects) whole in etcd. Returns
+ * 0 when it is, SCHED_CODE_LATER (then `fn`, unless NULL) or -errno. */
+static int obj_upload(struct sched *s, const char *h, obj_fn fn, void *arg)
+{
+	struct sched_code_state *c = st_of(s);
+	struct obj_xfer *x = rt_map_get(&c->puts, h);
+	struct rt_buf p = { 0 };
+	struct stat sb;
+	uint64_t size;
+	int rc;
+
+	if (store_object_known(s->store, h, &size) == 1)
+		return 0;
+	if (x != NULL) {
+		rc = obj_wait(x, fn, arg);
+		return rc < 0 ? rc : SCHED_CODE_LATER;
+	}
+	object_path(c, h, &p);
+	rc = p.data == NULL ? -ENOMEM : stat(p.data, &sb) < 0 ? -EIO : 0;
+	x = rc == 0 ? xfer_new(s, 0, h) : NULL;
+	if (rc == 0 && x == NULL)
+		rc = -ENOMEM;
+	if (rc == 0)
+		rc = code_etcd_upload(store_client(s->store),
+				      store_cluster(s->store), h, p.data,
+				      (uint64_t)sb.st_size, on_xfer, x);
+	if (rc == 0 &&
+	    (rt_map_put(&c->puts, h, x) < 0 || obj_wait(x, fn, arg) < 0))
+		rt_log(RT_LOG_ERROR, "code: out of memory uploading %.12s", h);
+	rt_buf_free(&p);
+	if (rc < 0) {
+		free(x);
+		rt_log(RT_LOG_ERROR, "code: object %.12s to etcd: %s", h,
+		       strerror(-rc));
+		return rc;
+	}
+	return SCHED_CODE_LATER;
+}
+
+/* Makes object `h` one of this controller's objects: there already, the
+ * empty one made, or fetched from etcd. Returns 0 when it is,
+ * SCHED_CODE_LATER (then `fn`, unless NULL) or -errno (-ENOENT: etcd has
+ * no such object). */
+static int obj_fetch(struct sched *s, const char *h, obj_fn fn, void *arg)
+{
+	struct sched_code_state *c = st_of(s);
+	struct obj_xfer *x = rt_map_get(&c->gets, h);
+	uint64_t size = 0;
+	int rc;
+
+	if (obj_local(c, h))
+		return 0;
+	if (strcmp(h, c->empty) == 0)
+		return object_put(c, h, -1, NULL, 0);
+	if (x != NULL) {
+		rc = obj_wait(x, fn, arg);
+		return rc < 0 ? rc : SCHED_CODE_LATER;
+	}
+	if (store_object_known(s->store, h, &size) != 1) {
+		rt_log(RT_LOG_ERROR, "code: object %.12s is not in etcd", h);
+		return -ENOENT;
+	}
+	x = xfer_new(s, 1, h);
+	if (x == NULL)
+		return -ENOMEM;
+	x->fd = tmp_file(c, "fetch", &x->tmp);
+	rc = x->fd < 0 ? x->fd
+		       : code_etcd_fetch(store_client(s->store),
+					 store_cluster(s->store), h, size,
+					 x->fd, on_xfer, x);
+	if (rc < 0) {
+		if (x->fd >= 0)
+			close(x->fd);
+		if (x->tmp != NULL)
+			unlink(x->tmp);
+		free(x->tmp);
+		free(x);
+		return rc;
+	}
+	if (rt_map_put(&c->gets, h, x) < 0 || obj_wait(x, fn, arg) < 0)
+		rt_log(RT_LOG_ERROR, "code: out of memory fetching %.12s", h);
+	return SCHED_CODE_LATER;
+}
+
+/* A sched_code_fetch waiting for its object. */
+struct fetch_wait {
+	sched_code_done_fn done;
+	void *arg;
+};
+
+static void on_fetched(void *arg, int err, const char *hash)
+{
+	struct fetch_wait *w = arg;
+
+	(void)hash;
+	w->done(w->arg, err);
+	free(w);
+}
+
+int sched_code_fetch(struct sched *s, struct sched_code_node *n,
+		     sched_code_done_fn done, void *arg)
+{
+	struct fetch_wait *w;
+	int rc;
+
+	if (is_dir(n))
+		return -EISDIR;
+	if (!st_of(s)->shared || n->stage != NULL || !n->hash[0] ||
+	    obj_local(st_of(s), n->hash))
+		return 0;
+	w = calloc(1, sizeof(*w));
+	if (w == NULL)
+		return -ENOMEM;
+	w->done = done;
+	w->arg = arg;
+	rc = obj_fetch(s, n->hash, on_fetched, w);
+	if (rc != SCHED_CODE_LATER)
+		free(w);
+	return rc == -ENOENT || rc == -EBADMSG ? -EIO : rc;
+}
+
+/* ---------------------------------------------------- changes to etcd */
+
+enum req_kind {
+	REQ_CREATE,  /* child `name` of `dir_id`, of `mode` */
+	REQ_REMOVE,  /* child `name` of `dir_id` */
+	REQ_RENAME,  /* `name` of `dir_id` to `newname` of `newdir_id` */
+	REQ_PUT,     /* node `node_id` with `mode` and `mtime_ms` */
+	REQ_COMMIT,  /* node `node_id` holds object `hash` of `size` */
+	REQ_PUBLISH, /* function `fn_id`'s revision is `hash` */
+};
+
+/* A change of code/ sent to etcd, tried again when it lost a race. */
+struct code_req {
+	struct sched *s;
+	enum req_kind kind;
+	uint64_t fn_id, dir_id, newdir_id, node_id; /* found again each try */
+	char *name, *newname;			    /* owned */
+	uint32_t mode;
+	int64_t mtime_ms;
+	int is_dir;
+	unsigned flags;
+	char hash[65]; /* COMMIT: the new content; PUBLISH: the manifest */
+	char path[16]; /* what the error names: "code" */
+	uint64_t size; /* COMMIT; PUBLISH: bytes */
+	int files;     /* PUBLISH */
+	unsigned gen;  /* COMMIT: the stage's when it began */
+	int uploaded;  /* `hash` is whole in etcd */
+	int tries;
+	sched_code_done_fn done;
+	void *arg;
+};
+
+static void req_free(struct code_req *q)
+{
+	free(q->name);
+	free(q->newname);
+	free(q);
+}
+
+static struct code_req *req_new(struct sched *s, enum req_kind kind,
+				const struct sched_function *fn,
+				sched_code_done_fn done, void *arg)
+{
+	struct code_req *q = calloc(1, sizeof(*q));
+
+	if (q == NULL)
+		return NULL;
+	q->s = s;
+	q->kind = kind;
+	q->fn_id = fn->obj.id;
+	q->done = done;
+	q->arg = arg;
+	return q;
+}
+
+static struct sched_function *req_fn(const struct code_req *q)
+{
+	struct sched_obj *o = sched_find(q->s, q->fn_id);
+
+	return o != NULL && o->type == SCHED_FUNCTION
+		       ? (struct sched_function *)o
+		       : NULL;
+}
+
+/* Ops of one submit, with the paths they borrow. */
+struct req_ops {
+	struct store_code_op *v;
+	struct rt_buf *paths;
+	size_t n, cap;
+};
+
+static void ops_free(struct req_ops *o)
+{
+	size_t i;
+
+	for (i = 0; i < o->n; i++)
+		rt_buf_free(&o->paths[i]);
+	free(o->v);
+	free(o->paths);
+	memset(o, 0, sizeof(*o));
+}
+
+/* Adds an op on the entry of `fn` at `path` (a copy is kept). */
+static struct store_code_op *ops_add(struct req_ops *o,
+				     const struct sched_function *fn,
+				     enum store_code_op_kind kind,
+				     const char *path)
+{
+	const char *k[3];
+	struct store_code_op *op;
+
+	if (o->n == o->cap) {
+		size_t cap = o->cap ? o->cap * 2 : 8, i;
+		struct store_code_op *v = realloc(o->v, cap * sizeof(*v));
+		struct rt_buf *p;
+
+		if (v == NULL)
+			return NULL;
+		o->v = v;
+		p = realloc(o->paths, cap * sizeof(*p));
+		if (p == NULL)
+			return NULL;
+		o->paths = p;
+		for (i = o->cap; i < cap; i++)
+			memset(&o->paths[i], 0, sizeof(o->paths[i]));
+		o->cap = cap;
+	}
+	if (rt_buf_puts(&o->paths[o->n], path) < 0)
+		return NULL;
+	op = &o->v[o->n];
+	memset(op, 0, sizeof(*op));
+	fn_key(fn, k);
+	op->op = kind;
+	op->file.tenant = op->rev.tenant = k[0];
+	op->file.ns = op->rev.ns = k[1];
+	op->file.fn = op->rev.fn = k[2];
+	op->file.path = o->paths[o->n].data;
+	op->file.hash = "";
+	o->n++;
+	return op;
+}
+
+/* Adds a put of node `n` at `path`. */
+static int ops_put(struct req_ops *o, const struct sched_code_node *n,
+		   const char *path, int parent_in_txn)
+{
+	struct store_code_op *op = ops_add(o, n->fn, STORE_CODE_PUT, path);
+
+	if (op == NULL)
+		return -ENOMEM;
+	op->file.mode = n->mode;
+	op->file.size = is_dir(n) ? 0 : n->stored_size;
+	op->file.hash = is_dir(n) ? "" : n->hash;
+	op->file.mtime_ms = n->mtime_ms;
+	op->parent_in_txn = parent_in_txn;
+	return 0;
+}
+
+/* The moves of a rename: a put of each entry below `n` (itself first)
+ * at its path under `to`, then a delete at its path under `from`. */
+static int ops_move(struct req_ops *o, const struct sched_code_node *n,
+		    const char *from, const char *to, int top, int del)
+{
+	void **v;
+	size_t i, k;
+	int rc;
+
+	rc = del ? (ops_add(o, n->fn, STORE_CODE_DEL, from) ? 0 : -ENOMEM)
+		 : ops_put(o, n, to, !top);
+	v = rt_map_values(&n->children, &k);
+	for (i = 0; rc == 0 && v != NULL && i < k; i++) {
+		const struct sched_code_node *m = v[i];
+		struct rt_buf a = { 0 }, b = { 0 };
+
+		rc = rt_buf_printf(&a, "%s/%s", from, m->name);
+		if (rc == 0)
+			rc = rt_buf_printf(&b, "%s/%s", to, m->name);
+		if (rc == 0)
+			rc = ops_move(o, m, a.data, b.data, 0, del);
+		rt_buf_free(&a);
+		rt_buf_free(&b);
+	}
+	free(v);
+	return rc;
+}
+
+static size_t subtree_size(const struct sched_code_node *n)
+{
+	void **v;
+	size_t i, k, total = 1;
+
+	v = rt_map_values(&n->children, &k);
+	for (i = 0; v != NULL && i < k; i++)
+		total += subtree_size(v[i]);
+	free(v);
+	return total;
+}
+
+static void on_req_stored(void *arg, int err);
+static void on_req_uploaded(void *arg, int err, const char *hash);
+
+/* The row of `fn` with its next revision, which runs `f`'s new code. */
+static int publish_row(struct sched_function *fn, struct rt_buf *dump,
+		       struct store_row *r)
+{
+	const struct sched_obj *ns = fn->obj.parent, *t = ns->parent;
+	int rc = sched_spec_dump(&fn->spec, dump);
+
+	memset(r, 0, sizeof(*r));
+	r->kind = STORE_FUNCTION;
+	r->tenant = t->name;
+	r->ns = ns->name;
+	r->name = fn->obj.name;
+	r->created_ms = fn->obj.created_ms;
+	r->updated_ms = rt_now_ms();
+	r->spec = dump->data;
+	r->revision = fn->revision + 1;
+	r->run_revision = r->revision;
+	return rc;
+}
+
+/* Sends `q` (again): its object to etcd first, then its change. Returns
+ * SCHED_CODE_LATER, or 0 / -errno when it ends here. */
+static int req_run(struct code_req *q)
+{
+	struct sched *s = q->s;
+	struct sched_code_state *c = st_of(s);
+	struct sched_function *fn = req_fn(q);
+	struct code_fn *f = fn ? cfn_get(s, fn) : NULL;
+	struct sched_code_node *dir = sched_code_find(s, q->dir_id), *n = NULL;
+	struct sched_code_node *newdir = sched_code_find(s, q->newdir_id);
+	struct rt_buf path = { 0 }, to = { 0 }, dump = { 0 };
+	struct req_ops ops = { 0 };
+	struct store_code_op *op;
+	struct store_row row;
+	const char *obj = NULL;
+	int rc = 0, with_row = 0;
+
+	if (fn == NULL || f == NULL)
+		return -ENOENT;
+	if (q->kind == REQ_COMMIT)
+		obj = q->hash;
+	else if (q->kind == REQ_PUBLISH && q->hash[0])
+		obj = q->hash;
+	else if (q->kind == REQ_CREATE && S_ISREG(q->mode))
+		obj = c->empty;
+	if (obj != NULL && !q->uploaded) {
+		rc = obj_upload(s, obj, on_req_uploaded, q);
+		if (rc != 0)
+			return rc;
+		q->uploaded = 1;
+	}
+	switch (q->kind) {
+	case REQ_CREATE:
+		if (dir == NULL || !is_dir(dir)) {
+			rc = -ENOENT;
+			break;
+		}
+		if (sched_code_child(dir, q->name) != NULL) {
+			rc = -EEXIST;
+			break;
+		}
+		rc = child_path(dir, q->name, &path);
+		op = rc == 0 ? ops_add(&ops, fn, STORE_CODE_PUT, path.data)
+			     : NULL;
+		if (op == NULL) {
+			rc = rc < 0 ? rc : -ENOMEM;
+			break;
+		}
+		op->file.mode = q->mode;
+		op->file.hash = S_ISREG(q->mode) ? c->empty : "";
+		op->file.mtime_ms = rt_now_ms();
+		break;
+	case REQ_REMOVE:
+		n = dir ? sched_code_child(dir, q->name) : NULL;
+		if (n == NULL)
+			rc = -ENOENT;
+		else if (q->is_dir && !is_dir(n))
+			rc = -ENOTDIR;
+		else if (!q->is_dir && is_dir(n))
+			rc = -EISDIR;
+		else if (is_dir(n) && n->children.count > 0)
+			rc = -ENOTEMPTY;
+		if (rc == 0)
+			rc = node_path(n, &path);
+		op = rc == 0 ? ops_add(&ops, fn, STORE_CODE_DEL, path.data)
+			     : NULL;
+		if (rc == 0 && op == NULL)
+			rc = -ENOMEM;
+		if (rc == 0)
+			op->empty_dir = is_dir(n);
+		break;
+	case REQ_RENAME:
+		n = dir ? sched_code_child(dir, q->name) : NULL;
+		if (n == NULL || newdir == NULL) {
+			rc = -ENOENT;
+			break;
+		}
+		if (sched_code_child(newdir, q->newname) == n)
+			break; /* already */
+		rc = node_path(n, &path);
+		if (rc == 0)
+			rc = child_path(newdir, q->newname, &to);
+		if (rc == 0)
+			rc = ops_move(&ops, n, path.data, to.data, 1, 0);
+		if (rc == 0)
+			rc = ops_move(&ops, n, path.data, to.data, 1, 1);
+		break;
+	case REQ_PUT:
+		n = sched_code_find(s, q->node_id);
+		if (n == NULL || n->parent == NULL) {
+			rc = -ENOENT;
+			break;
+		}
+		rc = node_path(n, &path);
+		if (rc == 0)
+			rc = ops_put(&ops, n, path.data, 0);
+		if (rc == 0) {
+			ops.v[0].file.mode = q->mode;
+			ops.v[0].file.mtime_ms = q->mtime_ms;
+		}
+		break;
+	case REQ_COMMIT:
+		n = sched_code_find(s, q->node_id);
+		if (n == NULL) {
+			rc = -ENOENT;
+			break;
+		}
+		rc = node_path(n, &path);
+		if (rc == 0)
+			rc = ops_put(&ops, n, path.data, 0);
+		if (rc == 0) {
+			ops.v[0].file.size = q->size;
+			ops.v[0].file.hash = q->hash;
+			ops.v[0].file.mtime_ms = rt_now_ms();
+		}
+		break;
+	case REQ_PUBLISH:
+		op = ops_add(&ops, fn,
+			     q->hash[0] ? STORE_CODE_REV_PUT
+					: STORE_CODE_REV_DEL,
+			     "-");
+		if (op == NULL) {
+			rc = -ENOMEM;
+			break;
+		}
+		op->rev.hash = q->hash;
+		op->rev.bytes = q->size;
+		op->rev.files = q->files;
+		rc = publish_row(fn, &dump, &row);
+		with_row = 1;
+		break;
+	}
+	if (rc == 0 && ops.n > 0) {
+		rc = store_code_submit(s->store, with_row ? &row : NULL, ops.v,
+				       ops.n, on_req_stored, q);
+		if (rc == STORE_LATER)
+			rc = SCHED_CODE_LATER;
+		else if (rc == 0)
+			rc = -EIO; /* a shared store answers later */
+		else
+			rt_log(RT_LOG_ERROR, "code: %s: not sent to etcd: %s",
+			       fn->obj.name, strerror(-rc));
+	}
+	ops_free(&ops);
+	rt_buf_free(&path);
+	rt_buf_free(&to);
+	rt_buf_free(&dump);
+	return rc;
+}
+
+/* What follows a change that ended (`err`), before its caller hears. */
+static void req_after(struct code_req *q, int err)
+{
+	struct sched *s = q->s;
+	struct sched_function *fn = s->code ? req_fn(q) : NULL;
+	struct code_fn *f = fn ? cfn_get(s, fn) : NULL;
+	struct sched_code_node *n;
+	const char *ep = NULL, *why = NULL;
+	struct rt_buf reason = { 0 }, file = { 0 };
+	int64_t rev;
+	int64_t since;
+	int watching;
+
+	if (q->kind == REQ_COMMIT && s->code != NULL)
+		ref_drop(st_of(s), q->hash); /* its pin (cl_commit) */
+	if (f == NULL)
+		return;
+	if (q->kind == REQ_PUBLISH) {
+		f->publishing = 0;
+		if (err < 0) {
+			f->dirty = 1; /* again after the quiet time */
+			f->last_mono = rt_mono_ms();
+			if (st_of(s)->started)
+				uv_timer_start(&st_of(s)->timer, on_timer,
+					       SCHED_CODE_QUIET_MS, 0);
+		}
+	} else if (err == 0) {
+		n = sched_code_find(s, q->node_id);
+		if (q->kind == REQ_COMMIT && n != NULL && n->stage != NULL &&
+		    n->stage->gen == q->gen)
+			n->stage->dirty = 0;
+		changed(s, f);
+	}
+	if (err != -EIO)
+		return;
+	store_shared_state(s->store, &rev, &watching, &since, &ep, &why);
+	n = sched_code_find(s, q->node_id ? q->node_id : q->dir_id);
+	rt_buf_puts(&file, "code/");
+	if (n != NULL) {
+		struct rt_buf p = { 0 };
+
+		if (q->name != NULL && q->kind != REQ_PUT &&
+		    q->kind != REQ_COMMIT)
+			child_path(n, q->name, &p);
+		else
+			node_path(n, &p);
+		rt_buf_puts(&file, p.data ? p.data : "");
+		rt_buf_free(&p);
+	}
+	rt_buf_printf(&reason, "%s: not stored: etcd cannot be reached%s%s",
+		      q->kind == REQ_PUBLISH ? "code" : file.data,
+		      why ? ": " : "", why ? why : "");
+	sched__reject(s, fn, q->kind == REQ_PUBLISH ? "code" : file.data, EIO,
+		      reason.data ? reason.data : "etcd cannot be reached");
+	rt_buf_free(&reason);
+	rt_buf_free(&file);
+}
+
+static void req_finish(struct code_req *q, int err)
+{
+	req_after(q, err);
+	if (q->done != NULL)
+		q->done(q->arg, err);
+	req_free(q);
+}
+
+static void on_req_stored(void *arg, int err)
+{
+	struct code_req *q = arg;
+	int rc = err;
+
+	/* Lost a race: the tree now has the winner's change, and the
+	 * change is checked against it again. */
+	while (rc == -EAGAIN && q->s->code != NULL &&
+	       ++q->tries < SCHED_OP_TRIES) {
+		rc = req_run(q);
+		if (rc == SCHED_CODE_LATER)
+			return;
+	}
+	req_finish(q, rc == -ECANCELED ? -EIO : rc);
+}
+
+static void on_req_uploaded(void *arg, int err, const char *hash)
+{
+	struct code_req *q = arg;
+	int rc = err;
+
+	(void)hash;
+	if (rc == 0) {
+		q->uploaded = 1;
+		rc = req_run(q);
+		if (rc == SCHED_CODE_LATER)
+			return;
+	}
+	req_finish(q, rc == -EBADMSG || rc == -ECANCELED ? -EIO : rc);
+}
+
+/* Runs a new request: SCHED_CODE_LATER, or what it ended with at once
+ * (then `done` is not called). */
+static int req_start(struct code_req *q)
+{
+	int rc = req_run(q);
+
+	if (rc == SCHED_CODE_LATER)
+		return rc;
+	req_after(q, rc);
+	req_free(q);
+	return rc;
+}
+
+static int req_named(struct code_req *q, const char *name, const char *newname)
+{
+	if ((name != NULL && (q->name = strdup(name)) == NULL) ||
+	    (newname != NULL && (q->newname = strdup(newname)) == NULL)) {
+		req_free(q);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static int cl_create(struct sched *s, struct sched_code_node *dir,
+		     const char *name, uint32_t mode, sched_code_done_fn done,
+		     void *arg)
+{
+	struct code_req *q;
+	int rc = S_ISREG(mode)
+			 ? object_put(st_of(s), st_of(s)->empty, -1, NULL, 0)
+			 : 0;
+
+	if (rc < 0)
+		return rc;
+	q = req_new(s, REQ_CREATE, dir->fn, done, arg);
+	if (q == NULL || req_named(q, name, NULL) < 0)
+		return -ENOMEM;
+	q->dir_id = dir->id;
+	q->mode = (S_ISDIR(mode) ? S_IFDIR : S_IFREG) | (mode & 0777);
+	return req_start(q);
+}
+
+static int cl_remove(struct sched *s, struct sched_code_node *dir,
+		     const char *name, int want_dir, sched_code_done_fn done,
+		     void *arg)
+{
+	struct code_req *q = req_new(s, REQ_REMOVE, dir->fn, done, arg);
+
+	if (q == NULL || req_named(q, name, NULL) < 0)
+		return -ENOMEM;
+	q->dir_id = dir->id;
+	q->is_dir = want_dir;
+	return req_start(q);
+}
+
+static int cl_rename(struct sched *s, struct sched_code_node *dir,
+		     const char *name, struct sched_code_node *newdir,
+		     const char *newname, unsigned flags,
+		     sched_code_done_fn done, void *arg)
+{
+	struct sched_code_node *n = sched_code_child(dir, name);
+	struct code_req *q;
+
+	if (n == NULL)
+		return -ENOENT;
+	if (subtree_size(n) > SCHED_CODE_RENAME_MAX)
+		return -EXDEV; /* mv copies, then removes */
+	q = req_new(s, REQ_RENAME, dir->fn, done, arg);
+	if (q == NULL || req_named(q, name, newname) < 0)
+		return -ENOMEM;
+	q->dir_id = dir->id;
+	q->newdir_id = newdir->id;
+	q->flags = flags;
+	return req_start(q);
+}
+
+static int cl_put(struct sched *s, struct sched_code_node *n, uint32_t mode,
+		  int64_t mtime_ms, sched_code_done_fn done, void *arg)
+{
+	struct code_req *q = req_new(s, REQ_PUT, n->fn, done, arg);
+
+	if (q == NULL)
+		return -ENOMEM;
+	q->node_id = n->id;
+	q->mode = mode;
+	q->mtime_ms = mtime_ms;
+	return req_start(q);
+}
+
+static int cl_commit(struct sched *s, struct sched_code_node *n,
+		     sched_code_done_fn done, void *arg)
+{
+	struct sched_code_state *c = st_of(s);
+	struct sched_code_stage *g = n->stage;
+	struct code_req *q;
+	char h[65];
+	int rc = stage_hash(g, n->size, h);
+
+	if (rc == 0 && strcmp(h, n->hash) == 0 && n->size == n->stored_size) {
+		g->dirty = 0; /* the same bytes again */
+		return 0;
+	}
+	if (rc == 0)
+		rc = object_put(c, h, g->fd, NULL, 0);
+	if (rc < 0)
+		return rc;
+	q = req_new(s, REQ_COMMIT, n->fn, done, arg);
+	if (q == NULL)
+		return -ENOMEM;
+	q->node_id = n->id;
+	memcpy(q->hash, h, 65);
+	q->size = n->size;
+	q->gen = g->gen;
+	ref_add(c, h); /* kept until etcd has it (req_after) */
+	return req_start(q);
+}
+
+/* Makes `f`'s tree, whose manifest is `text` (`hash`, "" for none), its
+ * revision in etcd: the manifest goes up, then P/cr and the function's
+ * next revision in one txn. The watch then brings both to every
+ * controller (on_remote, the store's listener). */
+static int cl_publish(struct sched *s, struct code_fn *f, const char *hash,
+		      const struct rt_buf *text, uint64_t bytes, int files)
+{
+	struct sched_code_state *c = st_of(s);
+	struct code_req *q;
+	int rc = 0;
+
+	if (hash[0])
+		rc = object_put(c, hash, -1, text->data, text->len);
+	if (rc < 0)
+		return rc;
+	q = req_new(s, REQ_PUBLISH, f->fn, NULL, NULL);
+	if (q == NULL)
+		return -ENOMEM;
+	memcpy(q->hash, hash, 65);
+	q->size = bytes;
+	q->files = files;
+	f->publishing = 1;
+	rc = req_start(q);
+	return rc == SCHED_CODE_LATER ? 0 : rc;
+}
+
+static int orphan_xfer(const char *key, void *value, void *arg)
+{
+	struct obj_xfer *x = value;
+
+	(void)key;
+	(void)arg;
+	x->s = NULL; /* its end frees it */
+	return 0;
+}
+
+/* ------------------------------------------------------ changes from etcd */
+
+/* Forgets node `n` of `f` and everything below it. */
+static void forget(struct sched *s, struct code_fn *f,
+		   struct sched_code_node *n)
+{
+	void **v;
+	size_t i, k;
+
+	v = rt_map_values(&n->children, &k);
+	for (i = 0; v != NULL && i < k; i++)
+		forget(s, f, v[i]);
+	free(v);
+	if (n->stage != NULL)
+		f->writers -= n->stage->writers;
+	f->entries--;
+	f->bytes -= is_dir(n) ? 0 : n->size;
+	rt_map_del(&n->parent->children, n->name);
+	n->parent->mtime_ms = rt_now_ms();
+	node_free(s, n);
+}
+
+static int load_file(const struct store_code_file *r, void *arg);
+
+/* Entry `r` of a function's code/ came, changed or went in etcd. */
+static void remote_file(struct sched *s, const struct store_code_file *r,
+			int deleted)
+{
+	struct sched_function *fn = fn_named(s, r->tenant, r->ns, r->fn);
+	struct code_fn *f = fn ? cfn_make(s, fn) : NULL;
+	struct sched_code_node *n = f ? node_at(f, r->path) : NULL;
+
+	if (f == NULL)
+		return;
+	if (n == f->root)
+		return;
+	if (n != NULL && (deleted || is_dir(n) != S_ISDIR(r->mode))) {
+		forget(s, f, n);
+		n = NULL;
+	}
+	if (deleted)
+		return;
+	if (n == NULL) {
+		load_file(r, s);
+		n = node_at(f, r->path);
+		if (n != NULL && n->parent != NULL)
+			n->parent->mtime_ms = rt_now_ms();
+		return;
+	}
+	n->mode = r->mode;
+	n->mtime_ms = r->mtime_ms;
+	if (is_dir(n))
+		return;
+	if (strcmp(n->hash, r->hash) != 0 && rt_code_hash_valid(r->hash)) {
+		ref_add(st_of(s), r->hash);
+		if (n->hash[0])
+			ref_drop(st_of(s), n->hash);
+		snprintf(n->hash, sizeof(n->hash), "%s", r->hash);
+	}
+	if (n->stage == NULL) {
+		f->bytes = f->bytes - n->size + r->size;
+		n->size = r->size;
+	}
+	n->stored_size = r->size;
+}
+
+/* A function's revision of code came, changed or went in etcd. */
+static void remote_revision(struct sched *s,
+			    const struct store_code_revision *r, int deleted)
+{
+	struct sched_code_state *c = st_of(s);
+	struct sched_function *fn = fn_named(s, r->tenant, r->ns, r->fn);
+	struct code_fn *f = fn ? cfn_make(s, fn) : NULL;
+	const char *hash = deleted ? "" : r->hash;
+	size_t i;
+
+	if (f == NULL || (hash[0] && !rt_code_hash_valid(hash)))
+		return;
+	if (strcmp(f->pub, hash) != 0) {
+		for (i = 0; i < f->npub; i++)
+			ref_drop(c, f->pub_objs[i]);
+		free(f->pub_objs);
+		f->pub_objs = NULL;
+		f->npub = 0;
+		/* The manifest alone: the objects it names are fetched as
+		 * workers ask for them. */
+		if (hash[0] && (f->pub_objs = calloc(1, 65)) != NULL) {
+			memcpy(f->pub_objs[0], hash, 65);
+			f->npub = 1;
+			ref_add(c, hash);
+		}
+	}
+	snprintf(f->pub, sizeof(f->pub), "%s", hash);
+	f->pub_bytes = deleted ? 0 : r->bytes;
+	f->pub_files = deleted ? 0 : r->files;
+	if (s->leading && hash[0]) {
+		/* The function's next revision follows in the same txn:
+		 * workers start downloading before their starts. */
+		prefetch(s, fn, hash, f->pub_bytes);
+		obj_fetch(s, hash, NULL, NULL);
+	}
+}
+
+/* The store's code listener. */
+static void on_remote(void *arg, const struct etcd_keys_rec *r, int deleted)
+{
+	struct sched *s = arg;
+
+	if (s->code == NULL)
+		return;
+	if (r->kind == ETCD_KEYS_CODE_FILE)
+		remote_file(s, &r->file, deleted);
+	else if (r->kind == ETCD_KEYS_CODE_REVISION)
+		remote_revision(s, &r->code, deleted);
+}
+
 /* ============================================================= sending */
 
 static void pump(struct sched *s);
@@ -1838,7 +2864,36 @@ static void send_error(struct sched *s, struct sched_worker *w,
 }
 
 /* What pump_one did. */
-enum { PUMP_DONE, PUMP_FULL, PUMP_SENT };
+enum { PUMP_DONE, PUMP_FULL, PUMP_SENT, PUMP_WAIT };
+
+/* A cluster: an object the pump waits for has come from etcd, or not. */
+static void on_pump_fetched(void *arg, int err, const char *hash)
+{
+	struct sched *s = arg;
+	struct sched_code_state *c = st_of(s);
+	void **v;
+	size_t i, n;
+
+	v = err < 0 ? rt_idmap_values(&c->outs, &n) : NULL;
+	for (i = 0; v != NULL && i < n; i++) {
+		struct code_out *o = v[i];
+		struct sched_obj *wo = sched_find(s, o->worker_id);
+		struct code_item *it = o->head < o->n ? &o->items[o->head]
+						      : NULL;
+
+		if (o->fd >= 0 || it == NULL || strcmp(it->object, hash) != 0)
+			continue;
+		if (wo != NULL && wo->type == SCHED_WORKER &&
+		    ((struct sched_worker *)wo)->online &&
+		    ((struct sched_worker *)wo)->conn == o->conn)
+			send_error(s, (struct sched_worker *)wo, it->hash,
+				   it->object, EIO,
+				   "the object cannot be read from etcd");
+		o->head++;
+	}
+	free(v);
+	pump(s);
+}
 
 /* Sends the next chunk of what `o` holds, unless the connection's
  * backlog is full. Returns PUMP_DONE when everything is sent, PUMP_FULL
@@ -1856,8 +2911,22 @@ static int pump_one(struct sched *s, struct sched_worker *w, struct code_out *o)
 
 		if (sched__conn_backlog(w->conn) >= SCHED_CODE_BACKLOG)
 			return PUMP_FULL;
+		if (o->fd < 0 && c->shared) {
+			/* A cluster: what this controller lacks comes from
+			 * etcd first. */
+			int rc = obj_fetch(s, it->object, on_pump_fetched, s);
+
+			if (rc == SCHED_CODE_LATER)
+				return PUMP_WAIT;
+			if (rc < 0) {
+				send_error(s, w, it->hash, it->object, -rc,
+					   "the object is not in etcd");
+				o->head++;
+				continue;
+			}
+		}
 		if (o->fd < 0) {
-			o->fd = refs_of(c, it->object) > 0
+			o->fd = refs_of(c, it->object) > 0 || c->shared
 					? object_open(c, it->object)
 					: -ENOENT;
 			if (o->fd >= 0 && fstat(o->fd, &sb) < 0) {
@@ -1957,7 +3026,7 @@ static void pump(struct sched *s)
 			}
 			if (rc == PUMP_FULL)
 				full = 1;
-			else
+			else if (rc != PUMP_WAIT)   /* WAIT: on_pump_fetched */
 				o->head = o->n = 0; /* dropped next time */
 			v[i] = NULL;
 		}
@@ -2017,7 +3086,11 @@ void sched__code_on_message(struct sched *s, struct sched_worker *w,
 		return;
 	}
 	if (strcmp(m->type, "code.want") == 0) {
-		if (refs_of(c, hash) == 0)
+		uint64_t size;
+
+		if (refs_of(c, hash) == 0 &&
+		    !(c->shared &&
+		      store_object_known(s->store, hash, &size) == 1))
 			send_error(s, w, hash, hash, ENOENT,
 				   "no such revision of code (it changed "
 				   "since)");

@@ -9,6 +9,14 @@
  * part is for the rest of sched/. Every call runs on the loop thread.
  * Disk work is bounded: one file's staging, hashing or copy (at most the
  * function's limit), one chunk per send.
+ *
+ * On a cluster (a shared store) the tree is etcd's (P/cf, P/cr; objects
+ * P/om and P/oc): every controller follows it through its watch, and a
+ * change is a compare-and-set there. The calls that change the tree then
+ * return SCHED_CODE_LATER and call `done` once this controller's tree
+ * has the change (or with the error), and objects this controller does
+ * not hold are fetched from etcd when a read or a worker needs them
+ * (sched_code_fetch).
  */
 #ifndef FNFS_SCHED_CODE_H
 #define FNFS_SCHED_CODE_H
@@ -30,6 +38,16 @@ struct sched;
 struct sched_function;
 struct sched_code_stage;
 
+/* Called once when a change of code/ that returned SCHED_CODE_LATER has
+ * reached this controller's tree (`err` 0) or failed (-errno: -EIO when
+ * etcd cannot be reached, with the reason in the function's error, or
+ * the errors the call lists, found when it was tried again after
+ * another controller's change won a race). */
+typedef void (*sched_code_done_fn)(void *arg, int err);
+
+/* Returned by the calls below that take a `done` (a cluster). */
+#define SCHED_CODE_LATER 1
+
 /* A file or directory of a function's code/ (the directory itself is its
  * root). fs/ reads the fields and never writes them; a node lives until
  * it is removed, so fs/ keeps ids across requests, not pointers. */
@@ -42,6 +60,7 @@ struct sched_code_node {
 	uint64_t size;		/* a file's bytes, open writes included */
 	int64_t mtime_ms;	/* epoch ms */
 	char hash[65];		/* a file's object as last closed */
+	uint64_t stored_size;	/* its bytes (size less open writes) */
 	struct rt_map children; /* a directory's: name -> node */
 	struct sched_code_stage *stage; /* open writes, or NULL */
 };
@@ -62,44 +81,65 @@ struct sched_code_node *sched_code_child(const struct sched_code_node *dir,
  * or a directory (S_IFDIR). Returns 0 and the node in `*out`, or -EEXIST,
  * -EINVAL (a bad name: see rt_code_name_valid; a path too long), -EPERM
  * (another type: symlinks, devices, fifos), -EDQUOT (over the files
- * limit; the reason in the function's error), -ENOMEM or -EIO. */
+ * limit; the reason in the function's error), -ENOMEM or -EIO. On a
+ * cluster, SCHED_CODE_LATER (`*out` NULL): once `done` says 0, the node
+ * is the child `name` of `dir`. */
 int sched_code_create(struct sched *s, struct sched_code_node *dir,
 		      const char *name, uint32_t mode,
-		      struct sched_code_node **out);
+		      struct sched_code_node **out, sched_code_done_fn done,
+		      void *arg);
 
 /* Removes `name` from `dir`: a file (`is_dir` 0; -EISDIR otherwise) or
  * an empty directory (-ENOTDIR, -ENOTEMPTY). Returns 0, -ENOENT or
- * -EIO. */
+ * -EIO; on a cluster SCHED_CODE_LATER. */
 int sched_code_remove(struct sched *s, struct sched_code_node *dir,
-		      const char *name, int is_dir);
+		      const char *name, int is_dir, sched_code_done_fn done,
+		      void *arg);
 
 /* Renames `name` of `dir` to `newname` of `newdir`, within one function's
  * code, replacing a file or an empty directory of that name as rename(2)
  * does. `flags`: RENAME_NOREPLACE is honoured, RENAME_EXCHANGE is
  * -EINVAL. Returns 0, -ENOENT, -EXDEV (another function's code), -EINVAL
  * (into itself, a bad name), -EEXIST, -ENOTEMPTY, -EISDIR, -ENOTDIR or
- * -EIO. */
+ * -EIO; on a cluster SCHED_CODE_LATER, or -EXDEV for a directory of
+ * more than SCHED_CODE_RENAME_MAX entries (mv copies it then). The
+ * nodes that moved have new ids on a cluster. */
 int sched_code_rename(struct sched *s, struct sched_code_node *dir,
 		      const char *name, struct sched_code_node *newdir,
-		      const char *newname, unsigned flags);
+		      const char *newname, unsigned flags,
+		      sched_code_done_fn done, void *arg);
+
+/* Entries a rename moves at most on a cluster (one etcd txn). */
+#define SCHED_CODE_RENAME_MAX 60
 
 /* Sets the permission bits (& 0777; other bits are ignored) of `n`.
- * Returns 0 or -EIO. */
-int sched_code_chmod(struct sched *s, struct sched_code_node *n, uint32_t perm);
+ * Returns 0 or -EIO; on a cluster SCHED_CODE_LATER. */
+int sched_code_chmod(struct sched *s, struct sched_code_node *n, uint32_t perm,
+		     sched_code_done_fn done, void *arg);
 
-/* Sets the mtime of `n`. Returns 0 or -EIO. */
+/* Sets the mtime of `n`. Returns 0 or -EIO; on a cluster
+ * SCHED_CODE_LATER. */
 int sched_code_touch(struct sched *s, struct sched_code_node *n,
-		     int64_t mtime_ms);
+		     int64_t mtime_ms, sched_code_done_fn done, void *arg);
+
+/* Makes sure the content of file `n` can be read here (its object is in
+ * DATA/code/objects, or it has open writes). Returns 0 when it can,
+ * SCHED_CODE_LATER on a cluster while its object is fetched from etcd
+ * (then `done`), or -EIO. */
+int sched_code_fetch(struct sched *s, struct sched_code_node *n,
+		     sched_code_done_fn done, void *arg);
 
 /* Opens file `n` for writing (`trunc`: at size 0): its writes go to a
- * staging copy until closed. Returns 0, -EDQUOT, -ENOSPC or -EIO. Each
- * successful open is paired with sched_code_close_write. */
+ * staging copy until closed (without `trunc`, a copy of its content:
+ * on a cluster, sched_code_fetch it first). Returns 0, -EDQUOT, -ENOSPC
+ * or -EIO. Each successful open is paired with sched_code_close_write. */
 int sched_code_open_write(struct sched *s, struct sched_code_node *n,
 			  int trunc);
 
 /* Reads up to `size` bytes of file `n` at `off` into `buf` (what open
  * writes hold included). Returns the bytes read (0 at the end) or
- * -EIO. */
+ * -EIO (on a cluster, also when the object was not fetched first:
+ * sched_code_fetch). */
 long sched_code_read(struct sched *s, struct sched_code_node *n, char *buf,
 		     size_t size, uint64_t off);
 
@@ -117,8 +157,10 @@ int sched_code_truncate(struct sched *s, struct sched_code_node *n,
 /* A close of a descriptor that wrote: what open writes hold becomes the
  * file's content (stored as an object, the tree updated), if it
  * changed. The revision follows SCHED_CODE_QUIET_MS after the last
- * change. Returns 0, -ENOSPC or -EIO. */
-int sched_code_commit(struct sched *s, struct sched_code_node *n);
+ * change. Returns 0, -ENOSPC or -EIO; on a cluster SCHED_CODE_LATER
+ * when there is something to store (the object goes to etcd first). */
+int sched_code_commit(struct sched *s, struct sched_code_node *n,
+		      sched_code_done_fn done, void *arg);
 
 /* The last close of one open for writing (commits what it holds). */
 void sched_code_close_write(struct sched *s, struct sched_code_node *n);

@@ -567,6 +567,9 @@ static void apply_spec(struct sched *s, struct sched_function *fn,
 		goto out; /* nothing new */
 	if (sched_spec_diff(&fn->spec, &next, &changed) < 0)
 		goto out;
+	/* The same spec at a new revision: a cluster's revision of code. */
+	if (changed.len == 0 && rt_buf_puts(&changed, "code") < 0)
+		goto out;
 	sched_spec_free(&fn->spec);
 	fn->spec = next;
 	sched_spec_init(&next); /* moved */

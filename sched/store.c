@@ -179,6 +179,8 @@ struct store {
 	size_t mmarks[STORE_DEPTH_MAX];
 	store_derived_fn derived;
 	void *derived_arg;
+	store_code_fn code; /* shared: code/'s changes */
+	void *code_arg;
 	int loading; /* store_open_shared reads the cluster */
 };
 
@@ -678,6 +680,13 @@ static void from_remote_derived(void *arg, const struct etcd_keys_rec *r,
 	const struct store_instance *in = &r->instance;
 	int rc = 0;
 
+	/* code/ is etcd's alone, and every controller writes it. */
+	if (r->kind == ETCD_KEYS_CODE_FILE ||
+	    r->kind == ETCD_KEYS_CODE_REVISION || r->kind == ETCD_KEYS_OBJECT) {
+		if (st->code != NULL)
+			st->code(st->code_arg, r, deleted);
+		return;
+	}
 	if (store_etcd_mirroring(st->remote))
 		return;
 	/* After the load, instances and workers live in the model alone
@@ -720,6 +729,37 @@ static void from_remote_derived(void *arg, const struct etcd_keys_rec *r,
 tell:
 	if (st->derived != NULL)
 		st->derived(st->derived_arg, r, deleted);
+}
+
+void store_code_listen(struct store *st, store_code_fn fn, void *arg)
+{
+	st->code = fn;
+	st->code_arg = arg;
+}
+
+int store_code_submit(struct store *st, const struct store_row *fn,
+		      const struct store_code_op *v, size_t n,
+		      store_done_fn done, void *arg)
+{
+	struct store_change c;
+
+	if (st->remote == NULL)
+		return -ENOTSUP;
+	if (fn != NULL) {
+		memset(&c, 0, sizeof(c));
+		c.op = STORE_UPDATE;
+		c.row = *fn;
+		c.own = 1;
+	}
+	return store_etcd_submit_code(st->remote, fn ? &c : NULL, fn ? 1 : 0, v,
+				      n, done, arg);
+}
+
+int store_object_known(struct store *st, const char *hash, uint64_t *size)
+{
+	if (st->remote == NULL)
+		return -ENOTSUP;
+	return store_etcd_object_known(st->remote, hash, size);
 }
 
 int store_open_shared(struct store **out, const char *path,
@@ -894,7 +934,8 @@ static int change(struct store *st, enum store_op op, int which,
 int store_function_code(struct store *st, const struct store_row *r)
 {
 	if (st->remote != NULL)
-		return -EOPNOTSUPP; /* code/ is not shared yet */
+		return -EOPNOTSUPP; /* a cluster publishes through
+				     * store_code_submit */
 	return run(st, ST_UPD_F, r);
 }
 
@@ -1206,6 +1247,27 @@ int store_code_files_delete(struct store *st, const char *tenant,
 		       3, text, 0, NULL);
 }
 
+/* A shared store's code/ as the load callbacks want it. */
+struct code_load {
+	int (*file)(const struct store_code_file *, void *);
+	int (*rev)(const struct store_code_revision *, void *);
+	void *arg;
+};
+
+static int code_file_cb(const struct etcd_keys_rec *r, void *arg)
+{
+	struct code_load *x = arg;
+
+	return x->file(&r->file, x->arg);
+}
+
+static int code_revision_cb(const struct etcd_keys_rec *r, void *arg)
+{
+	struct code_load *x = arg;
+
+	return x->rev(&r->code, x->arg);
+}
+
 int store_code_file_load(struct store *st,
 			 int (*fn)(const struct store_code_file *, void *),
 			 void *arg)
@@ -1214,8 +1276,13 @@ int store_code_file_load(struct store *st,
 		"SELECT tenant, namespace, function, path, mode, size, hash, "
 		"mtime_ms FROM code_files ORDER BY tenant, namespace, "
 		"function, path";
+	struct code_load x = { fn, NULL, arg };
 	sqlite3_stmt *q = NULL;
 	int step, rc = 0;
+
+	if (st->remote != NULL)
+		return store_etcd_code_each(st->remote, ETCD_KEYS_CODE_FILE,
+					    code_file_cb, &x);
 
 	if (sqlite3_prepare_v2(st->db, sql, -1, &q, NULL) != SQLITE_OK)
 		return db_fail(st, sql);
@@ -1269,8 +1336,13 @@ int store_code_revision_load(struct store *st,
 {
 	static const char sql[] = "SELECT tenant, namespace, function, hash, "
 				  "bytes, files FROM code_revisions";
+	struct code_load x = { NULL, fn, arg };
 	sqlite3_stmt *q = NULL;
 	int step, rc = 0;
+
+	if (st->remote != NULL)
+		return store_etcd_code_each(st->remote, ETCD_KEYS_CODE_REVISION,
+					    code_revision_cb, &x);
 
 	if (sqlite3_prepare_v2(st->db, sql, -1, &q, NULL) != SQLITE_OK)
 		return db_fail(st, sql);

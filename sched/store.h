@@ -292,7 +292,8 @@ int store_code_files_delete(struct store *st, const char *tenant,
 
 /* Calls `fn` for every entry of every function's code/, in order of
  * tenant, namespace, function and path (a directory before what it
- * holds). Stops at and returns fn's first non-zero result. */
+ * holds); a shared store's entries are etcd's, as this controller knows
+ * them now. Stops at and returns fn's first non-zero result. */
 int store_code_file_load(struct store *st,
 			 int (*fn)(const struct store_code_file *, void *),
 			 void *arg);
@@ -306,11 +307,58 @@ int store_code_revision_put(struct store *st,
 int store_code_revision_delete(struct store *st, const char *tenant,
 			       const char *ns, const char *fn);
 
-/* Calls `fn` for every function's revision of code. */
+/* Calls `fn` for every function's revision of code (a shared store:
+ * etcd's). */
 int store_code_revision_load(struct store *st,
 			     int (*fn)(const struct store_code_revision *,
 				       void *),
 			     void *arg);
+
+/* One change of code/ in a shared store (store_code_submit). */
+enum store_code_op_kind {
+	STORE_CODE_PUT,	    /* entry `file` as it is */
+	STORE_CODE_DEL,	    /* entry at file.path */
+	STORE_CODE_REV_PUT, /* revision `rev` */
+	STORE_CODE_REV_DEL  /* the function of `rev` has no code */
+};
+
+struct store_code_op {
+	enum store_code_op_kind op;
+	struct store_code_file file;	/* PUT, DEL (its key's fields) */
+	struct store_code_revision rev; /* REV_PUT, REV_DEL */
+	int parent_in_txn; /* PUT: its directory is put by the same call,
+			    * so it is not required to exist before */
+	int empty_dir;	   /* DEL: a directory, deleted only when nothing
+			    * is below it */
+};
+
+/* A shared store: sends the `n` changes of `v`, and with `fn` (or NULL)
+ * an update of that function's row, as one compare-and-set: an entry is
+ * put over the version this controller has seen (or where there is
+ * none), under a directory and a function that exist, deleted at the
+ * version seen. Returns STORE_LATER (`done` as store_commit_then says:
+ * 0 once this controller's code listener has the changes, -EAGAIN when
+ * another controller changed one first, -EIO) or -errno; -ENOTSUP with
+ * SQLite. */
+int store_code_submit(struct store *st, const struct store_row *fn,
+		      const struct store_code_op *v, size_t n,
+		      store_done_fn done, void *arg);
+
+struct etcd_keys_rec;
+
+/* Called, on a shared store, for each change of code/ that etcd brings
+ * (an entry, a revision, an object made whole), this controller's own
+ * included: `r` as decoded, `deleted` 1 when its key went. */
+typedef void (*store_code_fn)(void *arg, const struct etcd_keys_rec *r,
+			      int deleted);
+
+/* Sets that listener (one; NULL: none). */
+void store_code_listen(struct store *st, store_code_fn fn, void *arg);
+
+/* A shared store: whether object `hash` is whole in etcd (its P/om seen
+ * by this controller), with its size in `*size`. Returns 1, 0, or
+ * -ENOTSUP with SQLite. */
+int store_object_known(struct store *st, const char *hash, uint64_t *size);
 
 /* For tests: the write statement after the next `after` ones (commits
  * included) fails with `err` (a negative errno), once; -1 turns it off. */

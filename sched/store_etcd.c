@@ -17,7 +17,7 @@
 /* How soon a broken watch is set up again. */
 #define REWATCH_MS 500
 /* The kinds of key a resync reads (kinds[] below). */
-#define NKINDS 7
+#define NKINDS 10
 /* The most operations of one txn of the leader's writes (etcd takes 128;
  * one is the fence). */
 #define MIRROR_OPS 127
@@ -101,11 +101,13 @@ struct store_etcd {
 };
 
 /* What a resync reads, parents first: the rows, then the derived state
- * the leader writes. */
+ * the leader writes, then code/ (entries, revisions, and which objects
+ * are whole: not their chunks). */
 static const enum etcd_keys_kind kinds[NKINDS] = {
 	ETCD_KEYS_TENANT,   ETCD_KEYS_NAMESPACE, ETCD_KEYS_FUNCTION,
 	ETCD_KEYS_INSTANCE, ETCD_KEYS_WORKER,	 ETCD_KEYS_SETTING,
-	ETCD_KEYS_REVOKED
+	ETCD_KEYS_REVOKED,  ETCD_KEYS_CODE_FILE, ETCD_KEYS_CODE_REVISION,
+	ETCD_KEYS_OBJECT
 };
 
 static int is_row(enum etcd_keys_kind k)
@@ -114,10 +116,14 @@ static int is_row(enum etcd_keys_kind k)
 	       k == ETCD_KEYS_FUNCTION;
 }
 
+/* Kinds told to the `derived` callback: the leader's state, and code/
+ * (which any controller writes). */
 static int is_derived(enum etcd_keys_kind k)
 {
 	return k == ETCD_KEYS_INSTANCE || k == ETCD_KEYS_WORKER ||
-	       k == ETCD_KEYS_SETTING || k == ETCD_KEYS_REVOKED;
+	       k == ETCD_KEYS_SETTING || k == ETCD_KEYS_REVOKED ||
+	       k == ETCD_KEYS_CODE_FILE || k == ETCD_KEYS_CODE_REVISION ||
+	       k == ETCD_KEYS_OBJECT;
 }
 
 static void mirror_send(uv_timer_t *tm);
@@ -245,8 +251,9 @@ static void hand(struct store_etcd *e, enum store_op op,
 /* Whether `key` is in the range of a kind this store reads. */
 static int row_prefixed(const struct store_etcd *e, const char *key)
 {
-	static const char *const parts[NKINDS] = { "t/", "ns/",	 "fn/", "in/",
-						   "w/", "set/", "rv/" };
+	static const char *const parts[NKINDS] = { "t/",  "ns/",  "fn/", "in/",
+						   "w/",  "set/", "rv/", "cf/",
+						   "cr/", "om/" };
 	size_t n = strlen(e->prefix), i;
 
 	if (strncmp(key, e->prefix, n) != 0)
@@ -285,7 +292,8 @@ static int learn_put(struct store_etcd *e, const struct etcd_kv *kv)
 	}
 	if (rc < 0 || !is_row(rec.kind)) {
 		/* The journal, the election, the controllers' presence and
-		 * code/ have keys of their own here, read by others. */
+		 * the objects' chunks have keys of their own here, read by
+		 * others. */
 		if (rc < 0 && row_prefixed(e, kv->key))
 			rt_log(RT_LOG_WARN, "etcd: %.*s: not a row: skipped",
 			       (int)kv->key_len, kv->key);
@@ -936,8 +944,161 @@ static void on_txn(void *arg, const struct etcd_answer *a)
 	check_waiters(e, 0, 0);
 }
 
+/* A function's code/ goes with it: its entries and revision are deleted
+ * in the txn that deletes its row. */
+static int txn_code_of_fn(struct store_etcd *e, struct txn *t,
+			  const struct store_row *r)
+{
+	struct rt_buf p = { 0 }, k = { 0 };
+	struct etcd_keys_rec rec = { .kind = ETCD_KEYS_CODE_REVISION };
+	char *end = NULL;
+	int rc;
+
+	rc = etcd_keys_code_prefix(e->cluster, r->tenant, r->ns, r->name, &p);
+	if (rc == 0) {
+		end = malloc(p.len + 2);
+		rc = end ? 0 : -ENOMEM;
+	}
+	if (rc == 0) {
+		etcd_prefix_end(p.data, end);
+		rc = op_add(t, ETCD_OP_DELETE, p.data, end, NULL, 0);
+	}
+	rec.code.tenant = r->tenant;
+	rec.code.ns = r->ns;
+	rec.code.fn = r->name;
+	rec.code.hash = "";
+	if (rc == 0)
+		rc = etcd_keys_encode(e->cluster, &rec, &k, NULL);
+	if (rc == 0)
+		rc = op_add(t, ETCD_OP_DELETE, k.data, NULL, NULL, 0);
+	free(end);
+	rt_buf_free(&p);
+	rt_buf_free(&k);
+	return rc;
+}
+
+/* The key of the directory that holds entry `f` of code/ ("": code/
+ * itself, which has none). */
+static int code_parent_key(const struct store_etcd *e,
+			   const struct store_code_file *f, struct rt_buf *out)
+{
+	const char *slash = strrchr(f->path, '/');
+	int rc;
+
+	rt_buf_reset(out);
+	if (slash == NULL)
+		return rt_buf_puts(out, "");
+	rc = etcd_keys_code_prefix(e->cluster, f->tenant, f->ns, f->fn, out);
+	if (rc == 0)
+		rc = etcd_keys_path(f->path, (size_t)(slash - f->path), out);
+	return rc;
+}
+
+/* The compares and operations of one change of code/. */
+static int txn_code(struct store_etcd *e, struct txn *t,
+		    const struct store_code_op *c)
+{
+	struct rt_buf key = { 0 }, val = { 0 }, pk = { 0 };
+	struct etcd_keys_rec rec;
+	struct store_row fr;
+	struct known *k;
+	char *end = NULL;
+	int rc;
+
+	memset(&rec, 0, sizeof(rec));
+	if (c->op == STORE_CODE_PUT || c->op == STORE_CODE_DEL) {
+		rec.kind = ETCD_KEYS_CODE_FILE;
+		rec.file = c->file;
+	} else {
+		rec.kind = ETCD_KEYS_CODE_REVISION;
+		rec.code = c->rev;
+	}
+	if (c->op == STORE_CODE_DEL || c->op == STORE_CODE_REV_DEL) {
+		/* Only the key is made: a value need not be valid. */
+		if (rec.kind == ETCD_KEYS_CODE_FILE && rec.file.hash == NULL)
+			rec.file.hash = "";
+		if (rec.kind == ETCD_KEYS_CODE_REVISION)
+			rec.code.hash = "";
+	}
+	rc = etcd_keys_encode(
+		e->cluster, &rec, &key,
+		c->op == STORE_CODE_PUT || c->op == STORE_CODE_REV_PUT ? &val
+								       : NULL);
+	if (rc < 0)
+		goto out;
+	k = rt_map_get(&e->known, key.data);
+	switch (c->op) {
+	case STORE_CODE_PUT:
+		/* Over what this controller has seen there, or where there
+		 * is nothing; under a directory that exists (unless the same
+		 * txn makes it), of a function that exists. */
+		rc = k ? cmp_add(t, key.data, NULL, ETCD_MOD, ETCD_EQUAL,
+				 k->mod, 1)
+		       : cmp_add(t, key.data, NULL, ETCD_VERSION, ETCD_EQUAL, 0,
+				 0);
+		if (rc == 0 && !c->parent_in_txn)
+			rc = code_parent_key(e, &c->file, &pk);
+		if (rc == 0 && !c->parent_in_txn && pk.len > 0)
+			rc = cmp_add(t, pk.data, NULL, ETCD_VERSION,
+				     ETCD_GREATER, 0, 1);
+		memset(&fr, 0, sizeof(fr));
+		fr.kind = STORE_FUNCTION;
+		fr.tenant = c->file.tenant;
+		fr.ns = c->file.ns;
+		fr.name = c->file.fn;
+		if (rc == 0)
+			rc = etcd_keys_row(e->cluster, &fr, &pk, NULL);
+		if (rc == 0)
+			rc = cmp_add(t, pk.data, NULL, ETCD_VERSION,
+				     ETCD_GREATER, 0, 1);
+		if (rc == 0)
+			rc = op_add(t, ETCD_OP_PUT, key.data, NULL, val.data,
+				    val.len);
+		break;
+	case STORE_CODE_DEL:
+		rc = cmp_add(t, key.data, NULL, ETCD_MOD, ETCD_EQUAL,
+			     k ? k->mod : 0, 1);
+		if (rc == 0 && c->empty_dir) {
+			/* rmdir: nothing below it. */
+			rc = rt_buf_puts(&key, "/");
+			end = rc == 0 ? malloc(key.len + 2) : NULL;
+			if (rc == 0 && end == NULL)
+				rc = -ENOMEM;
+			if (rc == 0) {
+				etcd_prefix_end(key.data, end);
+				rc = cmp_add(t, key.data, end, ETCD_VERSION,
+					     ETCD_EQUAL, 0, 0);
+			}
+			if (rc == 0)
+				key.data[--key.len] = '\0';
+		}
+		if (rc == 0)
+			rc = op_add(t, ETCD_OP_DELETE, key.data, NULL, NULL, 0);
+		break;
+	case STORE_CODE_REV_PUT:
+		rc = op_add(t, ETCD_OP_PUT, key.data, NULL, val.data, val.len);
+		break;
+	case STORE_CODE_REV_DEL:
+		rc = op_add(t, ETCD_OP_DELETE, key.data, NULL, NULL, 0);
+		break;
+	}
+out:
+	free(end);
+	rt_buf_free(&key);
+	rt_buf_free(&val);
+	rt_buf_free(&pk);
+	return rc;
+}
+
 int store_etcd_submit(struct store_etcd *e, const struct store_change *v,
 		      size_t n, store_done_fn done, void *arg)
+{
+	return store_etcd_submit_code(e, v, n, NULL, 0, done, arg);
+}
+
+int store_etcd_submit_code(struct store_etcd *e, const struct store_change *v,
+			   size_t n, const struct store_code_op *cv, size_t cn,
+			   store_done_fn done, void *arg)
 {
 	struct txn t;
 	size_t i;
@@ -953,8 +1114,15 @@ int store_etcd_submit(struct store_etcd *e, const struct store_change *v,
 	t.w->done = done;
 	t.w->arg = arg;
 	t.w->deadline = rt_mono_ms() + WAIT_MS;
+	/* Code first: a revision of code is known before the function's
+	 * new revision that runs it. */
+	for (i = 0; i < cn && rc == 0; i++)
+		rc = txn_code(e, &t, &cv[i]);
 	for (i = 0; i < n && rc == 0; i++)
 		rc = txn_change(e, &t, &v[i]);
+	for (i = 0; i < n && rc == 0; i++)
+		if (v[i].op == STORE_DELETE && v[i].row.kind == STORE_FUNCTION)
+			rc = txn_code_of_fn(e, &t, &v[i].row);
 	if (rc == 0)
 		rc = etcd_txn(e->c, t.cmp, t.ncmp, t.ops, t.nops, t.fail,
 			      t.nfail, on_txn, t.w);
@@ -1296,6 +1464,88 @@ void store_etcd_replay(struct store_etcd *e, store_etcd_derived_fn fn,
 	struct replay r = { e, fn, arg };
 
 	rt_map_each(&e->known, replay_cb, &r);
+}
+
+struct code_each {
+	enum etcd_keys_kind kind;
+	const char **keys;
+	size_t n, cap;
+	int rc;
+};
+
+static int code_key_cb(const char *key, void *value, void *arg)
+{
+	struct code_each *x = arg;
+	struct known *k = value;
+
+	if (k->kind != x->kind || k->value == NULL)
+		return 0;
+	if (x->n == x->cap) {
+		size_t cap = x->cap ? x->cap * 2 : 64;
+		const char **v = realloc(x->keys, cap * sizeof(*v));
+
+		if (v == NULL) {
+			x->rc = -ENOMEM;
+			return 1;
+		}
+		x->keys = v;
+		x->cap = cap;
+	}
+	x->keys[x->n++] = key;
+	return 0;
+}
+
+static int strp_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+int store_etcd_code_each(struct store_etcd *e, enum etcd_keys_kind kind,
+			 int (*fn)(const struct etcd_keys_rec *r, void *arg),
+			 void *arg)
+{
+	struct code_each x = { kind, NULL, 0, 0, 0 };
+	struct etcd_keys_rec rec;
+	size_t i;
+	int rc;
+
+	rt_map_each(&e->known, code_key_cb, &x);
+	rc = x.rc;
+	/* A key is a prefix of the keys below it: sorted, a directory
+	 * comes before what it holds. */
+	if (x.n > 0)
+		qsort(x.keys, x.n, sizeof(*x.keys), strp_cmp);
+	for (i = 0; rc == 0 && i < x.n; i++) {
+		struct known *k = rt_map_get(&e->known, x.keys[i]);
+
+		if (etcd_keys_decode(e->cluster, x.keys[i], strlen(x.keys[i]),
+				     k->value, k->len, &rec) == 0)
+			rc = fn(&rec, arg);
+		etcd_keys_rec_free(&rec);
+	}
+	free(x.keys);
+	return rc;
+}
+
+int store_etcd_object_known(struct store_etcd *e, const char *hash,
+			    uint64_t *size)
+{
+	struct etcd_keys_rec rec = { .kind = ETCD_KEYS_OBJECT, .hash = hash };
+	struct rt_buf key = { 0 };
+	struct known *k = NULL;
+	int rc = etcd_keys_encode(e->cluster, &rec, &key, NULL), found = 0;
+
+	if (rc == 0)
+		k = rt_map_get(&e->known, key.data);
+	if (k != NULL && k->value != NULL &&
+	    etcd_keys_decode(e->cluster, key.data, key.len, k->value, k->len,
+			     &rec) == 0) {
+		*size = rec.size;
+		found = 1;
+	}
+	etcd_keys_rec_free(&rec);
+	rt_buf_free(&key);
+	return found;
 }
 
 struct etcd_client *store_etcd_client(struct store_etcd *e)

@@ -21,6 +21,7 @@
 #include <uv.h>
 
 #include "etcd.h"
+#include "etcd_keys.h"
 #include "store.h"
 
 struct store_etcd;
@@ -28,11 +29,10 @@ struct store_etcd;
 /* Called for each change that comes from etcd after the load, in order. */
 typedef void (*store_etcd_deliver_fn)(void *arg, const struct store_change *c);
 
-struct etcd_keys_rec;
-
 /* Called for each change of the derived state the leader writes
- * (instances, workers, settings, revocations), at the load too, in
- * order: `r` as decoded (valid during the call), `deleted` 1 when its key
+ * (instances, workers, settings, revocations) and of code/ (entries,
+ * revisions, objects made whole), at the load too, in order: `r` as
+ * decoded (valid during the call), `deleted` 1 when its key
  * went (r holds the last value this controller saw). */
 typedef void (*store_etcd_derived_fn)(void *arg, const struct etcd_keys_rec *r,
 				      int deleted);
@@ -110,6 +110,25 @@ int store_etcd_load(struct store_etcd *e,
  * outside the layout, -ENOMEM, or the client's refusal). */
 int store_etcd_submit(struct store_etcd *e, const struct store_change *v,
 		      size_t n, store_done_fn done, void *arg);
+
+/* store_etcd_submit, with the changes of code/ `cv` (`cn`: store.h,
+ * store_code_submit) first in the same txn. A deleted function's code/
+ * entries and revision are deleted with it. */
+int store_etcd_submit_code(struct store_etcd *e, const struct store_change *v,
+			   size_t n, const struct store_code_op *cv, size_t cn,
+			   store_done_fn done, void *arg);
+
+/* Calls `fn` for each key of `kind` (CODE_FILE, CODE_REVISION or OBJECT)
+ * this controller knows, in the order of their keys (a directory of
+ * code/ before what it holds), decoded (valid during the call); stops at
+ * fn's first non-zero result and returns it. */
+int store_etcd_code_each(struct store_etcd *e, enum etcd_keys_kind kind,
+			 int (*fn)(const struct etcd_keys_rec *r, void *arg),
+			 void *arg);
+
+/* Whether P/om/`hash` is known (1, with its size; 0: not). */
+int store_etcd_object_known(struct store_etcd *e, const char *hash,
+			    uint64_t *size);
 
 /* What this controller knows of etcd, for status files. */
 struct store_etcd_state {

@@ -6,7 +6,8 @@
 # the loser's errno; a controller killed -9 comes back with the cluster's
 # tree; with one etcd member lost everything works, with a majority lost
 # writes fail with EIO in bounded time and reads go on, and once etcd is
-# back writes work again; the three trees are compared file by file.
+# back writes work again; code/ is shared; the three trees are compared
+# file by file.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/etcd.sh"
 . "$(dirname "$0")/cluster.sh"
@@ -61,8 +62,24 @@ check_fails_with "a bad value on c is refused" "Invalid argument" \
 check "the refusal is in c's error" grep -q "timeout" "$C/acme/prod/thumb/error"
 check_fails_with "rmdir of a namespace with a function, on b" \
 	"Directory not empty" rmdir "$B/acme/prod"
-check_fails_with "code/ is not shared yet: refused" "Operation not supported" \
-	touch "$A/acme/prod/thumb/code/main.sh"
+
+# ---- code/ is the cluster's (149-cluster-code runs it)
+K=acme/prod/thumb/code
+check "touch of a file in code/ on a" touch "$A/$K/main.sh"
+check "b and c show it" wait_until 5 eval 'test -f "$B/$K/main.sh" && test -f "$C/$K/main.sh"'
+check "rm of it on c" rm "$C/$K/main.sh"
+check "a and b no longer show it" wait_until 5 eval '! test -e "$A/$K/main.sh" && ! test -e "$B/$K/main.sh"'
+mkdir "$A/$K/d" 2>"$T/ka" &
+p1=$!
+mkdir "$B/$K/d" 2>"$T/kb" &
+p2=$!
+wait "$p1"
+k1=$?
+wait "$p2"
+k2=$?
+check_eq "mkdir of one directory in code/ on a and b at once: one wins" "$((k1 + k2))" 1
+check "the other gets File exists" grep -q "File exists" "$T/ka" "$T/kb"
+check "c shows the directory" wait_until 5 test -d "$C/$K/d"
 
 # ---- races between mounts
 rc_of() { "$@" 2>/dev/null && echo 0 || echo 1; }

@@ -298,18 +298,23 @@ TEST(code_limits_accounting)
 		sched_close(s);
 		return;
 	}
-	CHECK(sched_code_create(s, root, "a", S_IFREG | 0644, &a) == 0);
-	CHECK(sched_code_create(s, root, "d", S_IFDIR | 0755, &d) == 0);
-	CHECK(sched_code_create(s, root, "a", S_IFREG | 0644, &x) == -EEXIST);
-	CHECK(sched_code_create(s, root, "..", S_IFREG | 0644, &x) == -EINVAL);
-	CHECK(sched_code_create(s, root, "l", S_IFLNK | 0777, &x) == -EPERM);
+	CHECK(sched_code_create(s, root, "a", S_IFREG | 0644, &a, NULL, NULL) ==
+	      0);
+	CHECK(sched_code_create(s, root, "d", S_IFDIR | 0755, &d, NULL, NULL) ==
+	      0);
+	CHECK(sched_code_create(s, root, "a", S_IFREG | 0644, &x, NULL, NULL) ==
+	      -EEXIST);
+	CHECK(sched_code_create(s, root, "..", S_IFREG | 0644, &x, NULL,
+				NULL) == -EINVAL);
+	CHECK(sched_code_create(s, root, "l", S_IFLNK | 0777, &x, NULL, NULL) ==
+	      -EPERM);
 	sched_code_usage(s, fn, &entries, &bytes);
 	CHECK(entries == 2 && bytes == 0);
 
 	/* Bytes: writes, truncation, the 64 MiB limit. */
 	CHECK(sched_code_open_write(s, a, 0) == 0);
 	CHECK(sched_code_write(s, a, "hello", 5, 0) == 0);
-	CHECK(sched_code_commit(s, a) == 0);
+	CHECK(sched_code_commit(s, a, NULL, NULL) == 0);
 	sched_code_usage(s, fn, &entries, &bytes);
 	CHECK(bytes == 5);
 	CHECK(sched_code_truncate(s, a, SCHED_CODE_MAX_BYTES + 1) == -EDQUOT);
@@ -318,7 +323,7 @@ TEST(code_limits_accounting)
 	CHECK(sched_code_write(s, a, "x", 1, SCHED_CODE_MAX_BYTES) == -EDQUOT);
 	CHECK(sched_code_write(s, a, "x", 1, UINT64_MAX - 1) == -EDQUOT);
 	CHECK(sched_code_truncate(s, a, 3) == 0);
-	CHECK(sched_code_commit(s, a) == 0);
+	CHECK(sched_code_commit(s, a, NULL, NULL) == 0);
 	sched_code_close_write(s, a);
 	sched_code_usage(s, fn, &entries, &bytes);
 	CHECK(bytes == 3 && a->size == 3);
@@ -332,29 +337,33 @@ TEST(code_limits_accounting)
 		CHECK_STR(a->hash, h); /* stored by its content's hash */
 	}
 	/* Renaming moves, removing gives back. */
-	CHECK(sched_code_rename(s, root, "a", d, "b", 0) == 0);
+	CHECK(sched_code_rename(s, root, "a", d, "b", 0, NULL, NULL) == 0);
 	CHECK(sched_code_child(d, "b") == a &&
 	      sched_code_child(root, "a") == NULL);
-	CHECK(sched_code_rename(s, root, "d", d, "e", 0) == -EINVAL);
-	CHECK(sched_code_remove(s, root, "d", 1) == -ENOTEMPTY);
-	CHECK(sched_code_remove(s, d, "b", 0) == 0);
+	CHECK(sched_code_rename(s, root, "d", d, "e", 0, NULL, NULL) ==
+	      -EINVAL);
+	CHECK(sched_code_remove(s, root, "d", 1, NULL, NULL) == -ENOTEMPTY);
+	CHECK(sched_code_remove(s, d, "b", 0, NULL, NULL) == 0);
 	sched_code_usage(s, fn, &entries, &bytes);
 	CHECK(entries == 1 && bytes == 0);
 
 	/* Entries: 10,000 files and directories. */
 	for (i = 1; i < SCHED_CODE_MAX_FILES && rc == 0; i++) {
 		snprintf(name, sizeof(name), "f%d", i);
-		rc = sched_code_create(s, d, name, S_IFREG | 0644, &x);
+		rc = sched_code_create(s, d, name, S_IFREG | 0644, &x, NULL,
+				       NULL);
 	}
 	CHECK(rc == 0);
 	sched_code_usage(s, fn, &entries, &bytes);
 	CHECK(entries == SCHED_CODE_MAX_FILES);
-	CHECK(sched_code_create(s, d, "one-more", S_IFREG | 0644, &x) ==
-	      -EDQUOT);
-	CHECK(sched_code_create(s, root, "dir", S_IFDIR | 0755, &x) == -EDQUOT);
+	CHECK(sched_code_create(s, d, "one-more", S_IFREG | 0644, &x, NULL,
+				NULL) == -EDQUOT);
+	CHECK(sched_code_create(s, root, "dir", S_IFDIR | 0755, &x, NULL,
+				NULL) == -EDQUOT);
 	CHECK(fn->error != NULL && strstr(fn->error, "10000 files") != NULL);
-	CHECK(sched_code_remove(s, d, "f1", 0) == 0);
-	CHECK(sched_code_create(s, d, "one-more", S_IFREG | 0644, &x) == 0);
+	CHECK(sched_code_remove(s, d, "f1", 0, NULL, NULL) == 0);
+	CHECK(sched_code_create(s, d, "one-more", S_IFREG | 0644, &x, NULL,
+				NULL) == 0);
 	sched_close(s);
 
 	/* The tree comes back from the store. */

@@ -18,7 +18,10 @@
 
 #include <curl/curl.h>
 
+#include "../../runtime/code.h"
+#include "../../sched/code_etcd.h"
 #include "../../sched/etcd.h"
+#include "../../sched/etcd_keys.h"
 #include "unit.h"
 
 /* ------------------------------------------------------------ a member */
@@ -896,5 +899,114 @@ TEST(etcd_live_watch_partition)
 	CHECK(wait_for(&l, &t.events, 5000) == 0);
 	CHECK_STR(t.text, "+/p=2 ");
 	etcd_watch_free(t.w);
+	live_stop(&l);
+}
+
+/* ------------------------------------------------ code objects (issue 14) */
+
+/* 62 hex digits: with a 2-digit prefix, an object name nobody wrote. */
+#define SHA_ANY "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcd"
+
+struct xfer_got {
+	int done;
+	int err;
+};
+
+static void xfer_cb(void *arg, int err, const char *why)
+{
+	struct xfer_got *g = arg;
+
+	(void)why;
+	wake();
+	g->done = 1;
+	g->err = err;
+}
+
+/* A temporary file holding `n` bytes of `data` (or empty), open as *fd. */
+static int temp_with(const char *data, size_t n, char *path, int *fd)
+{
+	snprintf(path, 64, "/var/tmp/fnfs-unit-obj.XXXXXX");
+	*fd = mkstemp(path);
+	if (*fd < 0)
+		return -errno;
+	return n == 0 || write(*fd, data, n) == (ssize_t)n ? 0 : -EIO;
+}
+
+TEST(etcd_live_code_objects)
+{
+	struct live l;
+	struct xfer_got up = { 0 }, down = { 0 }, bad = { 0 }, none = { 0 };
+	struct got g = { 0 };
+	size_t n = 2621440 + 7, i; /* 3 chunks, the last one short */
+	char *data = malloc(n), *back = malloc(n), h[65], om[128], oc[160];
+	char src[64], dst[64], dst2[64], dst3[64];
+	int sfd = -1, dfd = -1, d2 = -1, d3 = -1;
+
+	if (live_start(&l, 3000) < 0) {
+		CHECK(!"etcd runs (scripts/install-deps installs it)");
+		live_stop(&l);
+		free(data);
+		free(back);
+		return;
+	}
+	for (i = 0; i < n; i++)
+		data[i] = (char)(i * 7919 >> 3);
+	CHECK(rt_sha256_hex(data, n, h) == 0);
+	CHECK(temp_with(data, n, src, &sfd) == 0);
+
+	/* Up: three chunks, then P/om. */
+	CHECK(code_etcd_upload(l.c, "u1", h, src, n, xfer_cb, &up) == 0);
+	CHECK(wait_for(&l, &up.done, 8000) == 0);
+	CHECK(up.err == 0);
+	snprintf(om, sizeof(om), "/fnfs/u1/om/%s", h);
+	CHECK(await(&l, etcd_range(l.c, om, NULL, 0, 0, got_cb, &g), &g) == 0);
+	CHECK(g.nkvs == 1);
+	CHECK_STR(g.value, "{\"size\":2621447,\"chunks\":3}");
+
+	/* Down: the same bytes. */
+	CHECK(temp_with(NULL, 0, dst, &dfd) == 0);
+	CHECK(code_etcd_fetch(l.c, "u1", h, n, dfd, xfer_cb, &down) == 0);
+	CHECK(wait_for(&l, &down.done, 8000) == 0);
+	CHECK(down.err == 0);
+	CHECK(pread(dfd, back, n, 0) == (ssize_t)n);
+	CHECK(memcmp(back, data, n) == 0);
+
+	/* A chunk changed in etcd: the fetch says the bytes are not the
+	 * object's. */
+	snprintf(oc, sizeof(oc), "/fnfs/u1/oc/%s/000001", h);
+	data[ETCD_KEYS_CHUNK_BYTES + 5] ^= 1;
+	got_reset(&g);
+	CHECK(await(&l,
+		    etcd_put(l.c, oc, data + ETCD_KEYS_CHUNK_BYTES,
+			     ETCD_KEYS_CHUNK_BYTES, 0, got_cb, &g),
+		    &g) == 0);
+	CHECK(temp_with(NULL, 0, dst2, &d2) == 0);
+	CHECK(code_etcd_fetch(l.c, "u1", h, n, d2, xfer_cb, &bad) == 0);
+	CHECK(wait_for(&l, &bad.done, 8000) == 0);
+	CHECK(bad.err == -EBADMSG);
+
+	/* An object etcd does not have: its first chunk is missing. */
+	CHECK(temp_with(NULL, 0, dst3, &d3) == 0);
+	CHECK(code_etcd_fetch(l.c, "u1", "ab" SHA_ANY, 10, d3, xfer_cb,
+			      &none) == 0);
+	CHECK(wait_for(&l, &none.done, 8000) == 0);
+	CHECK(none.err == -EBADMSG);
+	/* Refused at once: a bad name, the empty object. */
+	CHECK(code_etcd_fetch(l.c, "u1", "nope", 10, d3, xfer_cb, &none) ==
+	      -EINVAL);
+	CHECK(code_etcd_fetch(l.c, "u1", h, 0, d3, xfer_cb, &none) == -EINVAL);
+	CHECK(code_etcd_upload(l.c, "u1", h, "/nonexistent/x", n, xfer_cb,
+			       &none) == -EIO);
+
+	close(sfd);
+	close(dfd);
+	close(d2);
+	close(d3);
+	unlink(src);
+	unlink(dst);
+	unlink(dst2);
+	unlink(dst3);
+	free(data);
+	free(back);
 	live_stop(&l);
 }
