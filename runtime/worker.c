@@ -65,6 +65,7 @@ static json_t *describe(const struct rt_instance *in)
 			      "restarts", (json_int_t)in->restarts, "reason",
 			      in->reason, "epoch", (json_int_t)in->epoch);
 	json_t *exits = json_array();
+	struct stat st;
 	char what[64];
 	int i;
 
@@ -88,9 +89,17 @@ static json_t *describe(const struct rt_instance *in)
 		    ((iso != NULL && strcmp(iso, "none") == 0) || net == NULL ||
 		     strcmp(net, "none") != 0))
 			json_object_set_new(o, "port", json_integer(in->port));
-		if (in->listener != NULL)
+		if (in->listener != NULL && in->listen_dir != NULL &&
+		    stat(in->listen_dir, &st) == 0) {
+			/* With its directory's identity: a controller in
+			 * another mount namespace sees another file there. */
 			json_object_set_new(o, "listener",
 					    json_string(in->listener));
+			json_object_set_new(o, "listen_dir_dev",
+					    json_integer((json_int_t)st.st_dev));
+			json_object_set_new(o, "listen_dir_ino",
+					    json_integer((json_int_t)st.st_ino));
+		}
 	}
 	return o;
 }

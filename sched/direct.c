@@ -33,6 +33,7 @@ struct sched_direct {
 	int pid;			/* the process its endpoint is of */
 	int port;			/* 127.0.0.1:port, or 0 */
 	char *listener;			/* FN_LISTENER's path, owned, or NULL */
+	int listener_ok;		/* ... and we see the worker's file */
 	int failed;			/* a connect failed: the worker's way */
 	struct sched_direct_conn *idle; /* idle connections, a list */
 	struct sched_direct_conn *all;	/* every open connection, a list */
@@ -76,8 +77,27 @@ static int same_ns(int pid, const char *name)
 
 void sched__direct_worker(struct sched *s, struct sched_worker *w, int pid)
 {
-	w->direct_ok = !s->no_direct && pid > 0 && same_ns(pid, "net") &&
-		       same_ns(pid, "mnt");
+	/* 127.0.0.1 must be the same; a FN_LISTENER path is checked by its
+	 * directory's identity (sched__direct_endpoint). */
+	w->direct_ok = !s->no_direct && pid > 0 && same_ns(pid, "net");
+}
+
+/* Whether directory `dir` of socket `path` is, in our mount namespace,
+ * the one of identity `dev`, `ino` the worker reported. */
+static int same_dir(const char *path, long long dev, long long ino)
+{
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char *slash;
+	struct stat st;
+
+	if (snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir))
+		return 0;
+	slash = strrchr(dir, '/');
+	if (slash == NULL || slash == dir)
+		return 0;
+	*slash = '\0';
+	return stat(dir, &st) == 0 && (long long)st.st_dev == dev &&
+	       (long long)st.st_ino == ino;
 }
 
 /* ======================================================== connections */
@@ -152,7 +172,7 @@ static int dial(struct sched_direct *d, struct sched_direct_conn **out)
 	int fd = -1, rc = 0, one = 1, unix_socket;
 
 	*out = NULL;
-	unix_socket = d->listener != NULL && stat(d->listener, &st) == 0 &&
+	unix_socket = d->listener_ok && stat(d->listener, &st) == 0 &&
 		      S_ISSOCK(st.st_mode);
 	if (!unix_socket && d->port <= 0)
 		return -ENOENT;
@@ -438,6 +458,9 @@ void sched__direct_endpoint(struct sched *s, struct sched_instance *in,
 	d->port = port;
 	free(d->listener);
 	d->listener = listener != NULL ? strdup(listener) : NULL;
+	d->listener_ok = listener != NULL &&
+			 same_dir(listener, rt_msg_int(m, "listen_dir_dev", -1),
+				  rt_msg_int(m, "listen_dir_ino", -1));
 	d->failed = 0;
 }
 
@@ -451,7 +474,7 @@ int sched__direct_send(struct sched *s, struct sched_call *c,
 	int rc, head_request = 0;
 
 	if (s->no_direct || d == NULL || d->failed || d->pid <= 0 ||
-	    (d->port <= 0 && d->listener == NULL) || in->worker == NULL ||
+	    (d->port <= 0 && !d->listener_ok) || in->worker == NULL ||
 	    !in->worker->direct_ok || fn->spec.mode != SCHED_MODE_HOT ||
 	    fn->spec.format != SCHED_FORMAT_HTTP || in->pid != d->pid)
 		return 0;
