@@ -373,11 +373,12 @@ static void on_poll(uv_poll_t *h, int status, int events)
 		socklen_t len = sizeof(err);
 		struct sched_call *c = k->call;
 
-		if (status < 0)
-			err = -status;
-		else if (getsockopt(k->fd, SOL_SOCKET, SO_ERROR, &err, &len) <
-			 0)
+		/* libuv reports a failed connect (POLLERR) as UV_EBADF: the
+		 * socket says what it was. */
+		if (getsockopt(k->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
 			err = errno;
+		if (err == 0 && status < 0)
+			err = -status;
 		if (err == 0 && !(events & UV_WRITABLE))
 			return;
 		k->connecting = 0;

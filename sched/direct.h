@@ -2,11 +2,12 @@
  * direct.h - direct calls: the controller sends a call of a hot `http`
  * instance itself, over a kept-alive connection to the instance's server,
  * when the instance's worker runs on this machine in the controller's own
- * network and mount namespaces (it connected over DATA/ctl.sock). One hop
+ * network namespace (it connected over DATA/ctl.sock). One hop
  * fewer than through the worker (docs/architecture.md, "Direct calls").
  *
  * The worker reports each http instance's endpoint (PORT on 127.0.0.1,
- * FN_LISTENER's socket) in its `instance` messages. Each instance keeps
+ * FN_LISTENER's socket, with its directory's identity: used only when the
+ * controller sees the same directory there) in its `instance` messages. Each instance keeps
  * its idle connections (at most one per slot, since each call in flight
  * has one of its own); a connection is watched by one uv_poll for its
  * whole life. A call ends as the worker's would (runtime/http.c): the
@@ -26,13 +27,14 @@ struct sched_direct;
 struct sched_direct_conn;
 
 /* Worker `w` registered over a Unix socket from process `pid` (0: not a
- * Unix socket): sets w->direct_ok when that process shares our network and
- * mount namespaces (and direct calls are on). */
+ * Unix socket): sets w->direct_ok when that process shares our network
+ * namespace (and direct calls are on). */
 void sched__direct_worker(struct sched *s, struct sched_worker *w, int pid);
 
 /* Records the endpoint in `m`, an `instance` report of `in`'s worker (its
- * "port" and "listener", its process's "pid"). A new endpoint closes the
- * idle connections to the old one and allows direct calls again. */
+ * "port", "listener" with "listen_dir_dev" and "listen_dir_ino", its
+ * process's "pid"). A new endpoint closes the idle connections to the old
+ * one and allows direct calls again. */
 void sched__direct_endpoint(struct sched *s, struct sched_instance *in,
 			    const struct rt_msg *m);
 
