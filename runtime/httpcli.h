@@ -45,16 +45,16 @@ enum rt_httpcli_state {
 /* One response being read. Released with rt_httpcli_resp_free. */
 struct rt_httpcli_resp {
 	http_parser p;
-	int head_request;	   /* the request was HEAD: no body */
-	enum rt_httpcli_state st;  /* where it stands */
-	int in_body;		   /* the final head is whole */
-	int bol;		   /* head scan: at the start of a line */
-	int complete;		   /* http-parser said message complete */
-	int keep_alive;		   /* the connection may carry another */
-	size_t received;	   /* bytes fed so far */
-	size_t extra;		   /* bytes after the response: not reusable */
-	struct rt_buf head;	   /* the final response's head as received */
-	struct rt_buf body;	   /* its body, de-chunked */
+	int head_request;	  /* the request was HEAD: no body */
+	enum rt_httpcli_state st; /* where it stands */
+	int in_body;		  /* the final head is whole */
+	int bol;		  /* head scan: at the start of a line */
+	int complete;		  /* http-parser said message complete */
+	int keep_alive;		  /* the connection may carry another */
+	size_t received;	  /* bytes fed so far */
+	size_t extra;		  /* bytes after the response: not reusable */
+	struct rt_buf head;	  /* the final response's head as received */
+	struct rt_buf body;	  /* its body, de-chunked */
 };
 
 /* Starts reading the response to a request (`head_request`: a HEAD). */

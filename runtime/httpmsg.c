@@ -428,9 +428,9 @@ static void status_text(const char *head, size_t len, char *out, size_t size)
 	snprintf(out, size, "%.*s", (int)n, sp);
 }
 
-void rt_httpmsg_result(struct rt_httpmsg_result *r, long code,
-		       const char *head, size_t head_len, char *body,
-		       size_t body_len, int message, int head_request)
+void rt_httpmsg_result(struct rt_httpmsg_result *r, long code, const char *head,
+		       size_t head_len, char *body, size_t body_len,
+		       int message, int head_request)
 {
 	memset(r, 0, sizeof(*r));
 	r->status = rt_httpmsg_status_word(code);
@@ -439,8 +439,8 @@ void rt_httpmsg_result(struct rt_httpmsg_result *r, long code,
 		 * last newline dropped). */
 		status_text(head, head_len, r->words, sizeof(r->words));
 		r->reason = r->words;
-		while (body_len > 0 &&
-		       (body[body_len - 1] == '\n' || body[body_len - 1] == '\r'))
+		while (body_len > 0 && (body[body_len - 1] == '\n' ||
+					body[body_len - 1] == '\r'))
 			body_len--;
 		if (body_len > 0) {
 			r->body = body;

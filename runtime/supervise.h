@@ -27,12 +27,12 @@
 #define RT_START_LIMIT	    5	       /* more exits than this ... */
 #define RT_START_WINDOW_MS  10000      /* ... within this window: failed */
 #define RT_STOP_GRACE_MS    5000       /* SIGTERM, then SIGKILL after this */
-/* How long past their deadline the controller's direct calls are waited
- * for by a graceful stop (the controller ends them at their deadline). */
-#define RT_DIRECT_GRACE_MS 2000
 #define RT_EXITS_KEPT	    5	       /* exits listed in status */
 #define RT_LOG_ROTATE_BYTES (1u << 20) /* a log file rotates past this */
 #define RT_LOG_KEEP	    3	       /* rotated files kept: .1 .. .3 */
+/* How long past their deadline the controller's direct calls are waited
+ * for by a graceful stop (the controller ends them at their deadline). */
+#define RT_DIRECT_GRACE_MS 2000
 
 enum rt_state {
 	RT_STARTING,
@@ -123,11 +123,6 @@ struct rt_instance {
 	int ncalls;	       /* how many */
 	int nsent;	       /* of them, handed to a process */
 	int draining;	       /* a stop or restart waits for its calls */
-	int direct;	       /* calls the controller sent its server itself
-				* and still has in flight, as it last said
-				* (a `direct` message): a graceful stop waits
-				* for them too, until direct_until_mono */
-	int64_t direct_until_mono;
 	int slots;	       /* calls at once, as the controller's latest
 				* call said (0: its spec's concurrency) */
 	long long cold_spawns; /* cold: processes forked for calls */
@@ -149,6 +144,12 @@ struct rt_instance {
 				 * until it is ready, or NULL */
 	char unready[200];	/* why its process was stopped unready, or
 				 * "" (cleared at each spawn) */
+
+	/* Calls the controller sent its server itself and still has in
+	 * flight, as it last said (a `direct` message): a graceful stop
+	 * waits for them too, until direct_until_mono (monotonic ms). */
+	int direct;
+	int64_t direct_until_mono;
 };
 
 /* What the supervisor reports to its owner. Each may be NULL. They are

@@ -95,10 +95,12 @@ static json_t *describe(const struct rt_instance *in)
 			 * another mount namespace sees another file there. */
 			json_object_set_new(o, "listener",
 					    json_string(in->listener));
-			json_object_set_new(o, "listen_dir_dev",
-					    json_integer((json_int_t)st.st_dev));
-			json_object_set_new(o, "listen_dir_ino",
-					    json_integer((json_int_t)st.st_ino));
+			json_object_set_new(
+				o, "listen_dir_dev",
+				json_integer((json_int_t)st.st_dev));
+			json_object_set_new(
+				o, "listen_dir_ino",
+				json_integer((json_int_t)st.st_ino));
 		}
 	}
 	return o;

@@ -318,7 +318,8 @@ static void read_some(struct sched_direct_conn *k)
 	ssize_t n = read(k->fd, buf, sizeof(buf));
 	const char *why = NULL;
 
-	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+	if (n < 0 &&
+	    (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
 		return;
 	if (k->call == NULL) {
 		conn_close(k); /* closed, or talking out of turn */

@@ -7,9 +7,9 @@
  *
  * The worker reports each http instance's endpoint (PORT on 127.0.0.1,
  * FN_LISTENER's socket, with its directory's identity: used only when the
- * controller sees the same directory there) in its `instance` messages. Each instance keeps
- * its idle connections (at most one per slot, since each call in flight
- * has one of its own); a connection is watched by one uv_poll for its
+ * controller sees the same directory there) in its `instance` messages. Each
+ * instance keeps its idle connections (at most one per slot, since each call in
+ * flight has one of its own); a connection is watched by one uv_poll for its
  * whole life. A call ends as the worker's would (runtime/http.c): the
  * same statuses, errnos and results. A connect that fails sends the call
  * through the worker, and the instance's calls keep going that way until

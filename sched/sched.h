@@ -384,9 +384,9 @@ struct sched_worker {
 	void *conn;		   /* private to the controller */
 	double rtt_ms;		   /* smoothed ping round trip; < 0: none */
 	long long fenced;	   /* reports the epoch fence dropped */
-	int fencing; /* stopping stale copies: takes no new work (fence.c) */
-	void *fence; /* the wait for those stops (fence.c), or NULL */
-	int pongs;   /* it answers `ping` (said so in `register`) */
+	int fencing;   /* stopping stale copies: takes no new work (fence.c) */
+	void *fence;   /* the wait for those stops (fence.c), or NULL */
+	int pongs;     /* it answers `ping` (said so in `register`) */
 	int direct_ok; /* on this machine, in our network and mount
 			* namespaces: the controller may call its http
 			* instances itself (direct.c) */

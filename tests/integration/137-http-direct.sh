@@ -146,7 +146,7 @@ inv roll -X GET --path /sleep/2000 </dev/null >"$T/b" 2>&1 &
 pb=$!
 BGPIDS+=("$pb")
 check "a 2 s call runs on instance 1" wait_until 5 busy_on 1 1
-check "sent directly" eval '[ "$(direct_of roll 1)" -gt "$n1" ]'
+check "sent directly (it had $n1)" eval '[ "$(direct_of roll 1)" -gt "$n1" ]'
 pid1=$(pid_of "$T0/roll/instances/1")
 write "$T0/roll/parallelism" 1
 check "parallelism 1: instance 1 is stopping while its call runs" wait_until 3 state_is "$T0/roll/instances/1/state" stopping

@@ -75,8 +75,8 @@ TEST(httpcli_message_form)
 	/* The caller's Host takes the place of ours, in its position; GET
 	 * has no body and no Content-Length. */
 	rt_buf_reset(&b);
-	CHECK(build("GET / HTTP/1.1\r\nX-B: 2\r\nHost: h\r\n\r\n", &b,
-		    &head) == 0);
+	CHECK(build("GET / HTTP/1.1\r\nX-B: 2\r\nHost: h\r\n\r\n", &b, &head) ==
+	      0);
 	snprintf(want, sizeof(want),
 		 "GET / HTTP/1.1\r\nX-B: 2\r\nHost: h\r\n%s\r\n", fnh);
 	CHECK(b.len == strlen(want) && memcmp(b.data, want, b.len) == 0);
@@ -96,8 +96,8 @@ TEST(httpcli_message_form)
 	CHECK(strstr(b.data, "Content-Length: 0\r\n\r\n") != NULL);
 	/* A malformed message is refused with its reason. */
 	rt_buf_reset(&b);
-	CHECK(rt_httpcli_request("FROB / HTTP/1.1\r\n\r\n", 19, "h", "1", 0,
-				 &b, &head, &why) == -EINVAL);
+	CHECK(rt_httpcli_request("FROB / HTTP/1.1\r\n\r\n", 19, "h", "1", 0, &b,
+				 &head, &why) == -EINVAL);
 	CHECK(why.len > 0);
 	rt_buf_free(&why);
 	rt_buf_free(&b);
@@ -136,7 +136,8 @@ TEST(httpcli_reads_responses_in_pieces)
 	}
 	/* Chunked, in pieces; LF line ends. */
 	rt_httpcli_resp_init(&r, 0);
-	CHECK(feed(&r, "HTTP/1.1 200 OK\nTransfer-Encoding: chunked\n\n3\r\nabc",
+	CHECK(feed(&r,
+		   "HTTP/1.1 200 OK\nTransfer-Encoding: chunked\n\n3\r\nabc",
 		   1) == RT_HTTPCLI_MORE);
 	CHECK(feed(&r, "\r\n2\r\nde\r\n0\r\n\r\n", 0) == RT_HTTPCLI_DONE);
 	CHECK(r.body.len == 5 && memcmp(r.body.data, "abcde", 5) == 0);
@@ -148,17 +149,20 @@ TEST(httpcli_reads_responses_in_pieces)
 		   "HTTP/1.1 503 Busy\r\nContent-Length: 0\r\n\r\n",
 		   1) == RT_HTTPCLI_DONE);
 	CHECK(r.p.status_code == 503);
-	CHECK(r.head.len > 17 && memcmp(r.head.data, "HTTP/1.1 503 Busy", 17) == 0);
+	CHECK(r.head.len > 17 &&
+	      memcmp(r.head.data, "HTTP/1.1 503 Busy", 17) == 0);
 	rt_httpcli_resp_free(&r);
 	/* Bytes after the response: the connection is not reused. */
 	rt_httpcli_resp_init(&r, 0);
-	CHECK(feed(&r, "HTTP/1.1 204 No\r\n\r\nHTTP/1.1", 0) == RT_HTTPCLI_DONE);
+	CHECK(feed(&r, "HTTP/1.1 204 No\r\n\r\nHTTP/1.1", 0) ==
+	      RT_HTTPCLI_DONE);
 	CHECK(r.extra == 8 && r.body.len == 0);
 	rt_httpcli_resp_free(&r);
 	/* Connection: close. */
 	rt_httpcli_resp_init(&r, 0);
-	CHECK(feed(&r, "HTTP/1.1 200 OK\r\nConnection: close\r\n"
-		       "Content-Length: 1\r\n\r\nx",
+	CHECK(feed(&r,
+		   "HTTP/1.1 200 OK\r\nConnection: close\r\n"
+		   "Content-Length: 1\r\n\r\nx",
 		   0) == RT_HTTPCLI_DONE);
 	CHECK(r.keep_alive == 0);
 	rt_httpcli_resp_free(&r);
@@ -262,7 +266,8 @@ TEST(httpmsg_result_ends_calls_as_the_worker)
 	rt_httpmsg_result(&r, 200, "HTTP/1.1 200 OK\r\nConnection: x\r\n\r\n",
 			  35, body, 4, 1, 0);
 	CHECK_STR(r.status, "ok");
-	CHECK(r.len == strlen("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nnope"));
+	CHECK(r.len ==
+	      strlen("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nnope"));
 	CHECK(memcmp(r.body, "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nnope",
 		     r.len) == 0);
 	rt_httpmsg_result_free(&r);
