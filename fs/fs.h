@@ -317,8 +317,9 @@ struct fs_options {
 	const char *etcd;
 	const char *cluster; /* --cluster NAME */
 	const char *etcd_ca, *etcd_cert, *etcd_key;
-	const char *name; /* --name: this controller in the cluster */
-	int leader_ttl;	  /* --leader-ttl seconds, or 0 (the default) */
+	const char *name;    /* --name: this controller in the cluster */
+	int leader_ttl;	     /* --leader-ttl seconds, or 0 (the default) */
+	int no_direct_calls; /* --no-direct-calls */
 };
 
 /* Runs `fnfs mount`: mounts, serves until unmounted or signalled, unmounts.

@@ -22,7 +22,7 @@ static const char usage_text[] =
 	"  fnfs mount [-f] [--data DIR] [--workers N] [--worker-memory MB]\n"
 	"             [--heartbeat-timeout MS] [--worker-starts N]\n"
 	"             [--run-as USER] [--allow-root-functions]\n"
-	"             [--listen IP:PORT [--insecure]]\n"
+	"             [--listen IP:PORT [--insecure]] [--no-direct-calls]\n"
 	"             [--store etcd://HOST:PORT[,...] --cluster NAME\n"
 	"              [--name ID] [--leader-ttl S]\n"
 	"              [--etcd-ca CA --etcd-cert CERT --etcd-key KEY]] "
@@ -56,7 +56,8 @@ static const char help_text[] =
 	"  fnfs mount [-f] [--data DIR] [--workers N] [--worker-memory MB]\n"
 	"             [--heartbeat-timeout MS] [--worker-starts N]\n"
 	"             [--run-as USER] [--allow-root-functions]\n"
-	"             [--listen IP:PORT [--insecure]] MOUNTPOINT\n"
+	"             [--listen IP:PORT [--insecure]] [--no-direct-calls]\n"
+	"             MOUNTPOINT\n"
 	"      Mounts the control tree at MOUNTPOINT (created when missing)\n"
 	"      and returns once it is ready; -f stays in the foreground, logs\n"
 	"      to stderr and exits 0 on Ctrl-C. State lives in DIR/fnfs.db\n"
@@ -76,6 +77,10 @@ static const char help_text[] =
 	"      TCP with TLS 1.3 and certificates of the cluster CA (fnfs ca\n"
 	"      init first). --insecure admits plain TCP too, with no\n"
 	"      authentication: for tests and loopback only.\n"
+	"      A hot http function's calls go from fnfs straight to its\n"
+	"      server when its worker runs on this machine in fnfs's own\n"
+	"      network and mount namespaces (one hop fewer);\n"
+	"      --no-direct-calls sends every call through its worker.\n"
 	"      --store etcd://HOST:PORT,... --cluster NAME: one of a cluster\n"
 	"      of controllers whose tenants, namespaces and functions are in\n"
 	"      that etcd (every mount shows and writes the same tree; a write\n"
@@ -397,6 +402,7 @@ static int cmd_mount(int argc, char **argv)
 		{ "etcd-key", required_argument, NULL, 'K' },
 		{ "name", required_argument, NULL, 'N' },
 		{ "leader-ttl", required_argument, NULL, 'T' },
+		{ "no-direct-calls", no_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -458,6 +464,7 @@ static int cmd_mount(int argc, char **argv)
 		case 'E': opt.etcd_cert = optarg; break;
 		case 'K': opt.etcd_key = optarg; break;
 		case 'N': opt.name = optarg; break;
+		case 'D': opt.no_direct_calls = 1; break;
 		case 'T':
 			v = strtol(optarg, &end, 10);
 			if (*optarg == '\0' || *end != '\0' || v < 2 ||

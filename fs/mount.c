@@ -635,7 +635,8 @@ static int serve(const char *mp, const char *datadir, int ready,
 				    opt->listen,
 				    opt->insecure,
 				    opt->name,
-				    opt->leader_ttl };
+				    opt->leader_ttl,
+				    opt->no_direct_calls };
 	char self[PATH_MAX];
 	ssize_t n;
 	int i, fd, rc, loop_ok = 0, started = 0;

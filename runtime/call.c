@@ -383,6 +383,9 @@ int rt_call_busy(const struct rt_instance *in)
 {
 	if (in->nsent > 0)
 		return 1;
+	/* The controller's direct calls, each bounded by its deadline. */
+	if (in->direct > 0 && rt_mono_ms() < in->direct_until_mono)
+		return 1;
 	/* Stopping for good: the waiting ones are served if they can be. */
 	return !in->desired_run && in->ncalls > 0 &&
 	       (rt_instance_mode_is(in, "cold") || takes_calls(in));

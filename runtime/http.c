@@ -120,28 +120,12 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
 	return n;
 }
 
-/* The words after the version in the status line: "503 Busy". */
-static void status_text(const struct rt_buf *head, char *out, size_t size)
-{
-	const char *sp = head->data ? memchr(head->data, ' ', head->len) : NULL;
-	size_t n = 0;
-
-	out[0] = '\0';
-	if (sp == NULL)
-		return;
-	sp++;
-	while (sp + n < head->data + head->len && sp[n] != '\r' &&
-	       sp[n] != '\n')
-		n++;
-	snprintf(out, size, "%.*s", (int)n, sp);
-}
-
 static void on_done(struct rt_curl_xfer *x, CURLcode rc)
 {
 	struct http_call *h = x->arg;
 	struct rt_call *c = h->c;
 	struct rt_worker *w = rt_worker_of(c->in);
-	struct rt_buf out = { 0 };
+	struct rt_httpmsg_result res;
 	const char *status, *why;
 	char words[384];
 	long code = 0;
@@ -154,32 +138,14 @@ static void on_done(struct rt_curl_xfer *x, CURLcode rc)
 		snprintf(words, sizeof(words), "%s%s%s", why,
 			 h->err[0] ? ": " : "", h->err);
 		rt_call_finish(c, status, words, NULL, 0);
-	} else if (strcmp(status, "error") == 0) {
-		/* A 5xx: its body is the function's message (one line, its
-		 * last newline dropped). */
-		status_text(&h->head, words, sizeof(words));
-		while (h->body.len > 0 &&
-		       (h->body.data[h->body.len - 1] == '\n' ||
-			h->body.data[h->body.len - 1] == '\r'))
-			h->body.len--;
-		if (h->body.len > 0)
-			rt_call_finish(c, status, words, h->body.data,
-				       h->body.len);
-		else
-			rt_call_finish(c, status, words, words, strlen(words));
-	} else if (!h->message) {
-		rt_call_finish(c, status, NULL, h->body.data, h->body.len);
-	} else if (rt_httpmsg_response(h->head.data ? h->head.data : "",
-				       h->head.len, h->body.data, h->body.len,
-				       h->head_request, &out) < 0) {
-		rt_call_finish(c, "error", "malformed response", NULL, 0);
-	} else if (out.len > RT_WIRE_BODY_MAX) {
-		rt_call_finish(c, "failed", "the response is too large", NULL,
-			       0);
 	} else {
-		rt_call_finish(c, status, NULL, out.data, out.len);
+		/* The same ending as the controller's direct calls. */
+		rt_httpmsg_result(&res, code, h->head.data, h->head.len,
+				  h->body.data, h->body.len, h->message,
+				  h->head_request);
+		rt_call_finish(c, res.status, res.reason, res.body, res.len);
+		rt_httpmsg_result_free(&res);
 	}
-	rt_buf_free(&out);
 	http_free(h, w->curl);
 }
 

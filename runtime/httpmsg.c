@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "httpmsg.h"
+#include "wire.h"
 
 int rt_httpmsg_is_request(const char *data, size_t len)
 {
@@ -410,4 +411,61 @@ int rt_httpmsg_response(const char *head, size_t head_len, const char *body,
 	if (rc == 0 && body_len > 0)
 		rc = rt_buf_append(out, body, body_len);
 	return rc;
+}
+
+/* The words after the version in the status line of `head`: "503 Busy". */
+static void status_text(const char *head, size_t len, char *out, size_t size)
+{
+	const char *sp = head ? memchr(head, ' ', len) : NULL;
+	size_t n = 0;
+
+	out[0] = '\0';
+	if (sp == NULL)
+		return;
+	sp++;
+	while (sp + n < head + len && sp[n] != '\r' && sp[n] != '\n')
+		n++;
+	snprintf(out, size, "%.*s", (int)n, sp);
+}
+
+void rt_httpmsg_result(struct rt_httpmsg_result *r, long code, const char *head,
+		       size_t head_len, char *body, size_t body_len,
+		       int message, int head_request)
+{
+	memset(r, 0, sizeof(*r));
+	r->status = rt_httpmsg_status_word(code);
+	if (strcmp(r->status, "error") == 0) {
+		/* A 5xx: its body is the function's message (one line, its
+		 * last newline dropped). */
+		status_text(head, head_len, r->words, sizeof(r->words));
+		r->reason = r->words;
+		while (body_len > 0 && (body[body_len - 1] == '\n' ||
+					body[body_len - 1] == '\r'))
+			body_len--;
+		if (body_len > 0) {
+			r->body = body;
+			r->len = body_len;
+		} else {
+			r->body = r->words;
+			r->len = strlen(r->words);
+		}
+	} else if (!message) {
+		r->body = body;
+		r->len = body_len;
+	} else if (rt_httpmsg_response(head ? head : "", head_len, body,
+				       body_len, head_request, &r->out) < 0) {
+		r->status = "error";
+		r->reason = "malformed response";
+	} else if (r->out.len > RT_WIRE_BODY_MAX) {
+		r->status = "failed";
+		r->reason = "the response is too large";
+	} else {
+		r->body = r->out.data;
+		r->len = r->out.len;
+	}
+}
+
+void rt_httpmsg_result_free(struct rt_httpmsg_result *r)
+{
+	rt_buf_free(&r->out);
 }

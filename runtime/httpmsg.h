@@ -82,4 +82,30 @@ const char *rt_httpmsg_status_word(long code);
 int rt_httpmsg_response(const char *head, size_t head_len, const char *body,
 			size_t body_len, int head_request, struct rt_buf *out);
 
+/* How a call ends once the response to its request is whole: the call's
+ * status, its reason and its result. */
+struct rt_httpmsg_result {
+	const char *status; /* "ok", "error" (a 5xx, or malformed), "failed" */
+	const char *reason; /* NULL, a static string, or `words` */
+	const char *body;   /* the result: into the inputs, or `out` */
+	size_t len;
+	char words[384];    /* a 5xx's status words: "503 Busy" */
+	struct rt_buf out;  /* the message form, owned */
+};
+
+/* Fills `r` for a response of status `code` whose head is `head` (as
+ * received, rt_httpmsg_response) and body `body`, to a call that was a
+ * request message (`message`: its result is the response in message
+ * form) or a plain body (its result is the body), with `head_request`
+ * for a HEAD: a 5xx is "error" with its body (a last newline dropped), or
+ * its status words when it has none, as the message; a 4xx and the rest
+ * are "ok". `body` may be modified (its last newlines). Free `r` with
+ * rt_httpmsg_result_free. Pure. */
+void rt_httpmsg_result(struct rt_httpmsg_result *r, long code,
+		       const char *head, size_t head_len, char *body,
+		       size_t body_len, int message, int head_request);
+
+/* Frees what `r` holds. */
+void rt_httpmsg_result_free(struct rt_httpmsg_result *r);
+
 #endif

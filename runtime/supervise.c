@@ -1159,7 +1159,8 @@ static int drain_first(struct rt_instance *in)
 		return 0;
 	in->draining = 1;
 	set_state(in, RT_STOPPING, "stopping: %d calls in flight end first",
-		  in->nsent > 0 ? in->nsent : in->ncalls);
+		  in->nsent + in->direct > 0 ? in->nsent + in->direct
+					     : in->ncalls);
 	return 1;
 }
 

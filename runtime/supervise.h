@@ -30,6 +30,9 @@
 #define RT_EXITS_KEPT	    5	       /* exits listed in status */
 #define RT_LOG_ROTATE_BYTES (1u << 20) /* a log file rotates past this */
 #define RT_LOG_KEEP	    3	       /* rotated files kept: .1 .. .3 */
+/* How long past their deadline the controller's direct calls are waited
+ * for by a graceful stop (the controller ends them at their deadline). */
+#define RT_DIRECT_GRACE_MS 2000
 
 enum rt_state {
 	RT_STARTING,
@@ -141,6 +144,12 @@ struct rt_instance {
 				 * until it is ready, or NULL */
 	char unready[200];	/* why its process was stopped unready, or
 				 * "" (cleared at each spawn) */
+
+	/* Calls the controller sent its server itself and still has in
+	 * flight, as it last said (a `direct` message): a graceful stop
+	 * waits for them too, until direct_until_mono (monotonic ms). */
+	int direct;
+	int64_t direct_until_mono;
 };
 
 /* What the supervisor reports to its owner. Each may be NULL. They are

@@ -65,6 +65,7 @@ static json_t *describe(const struct rt_instance *in)
 			      "restarts", (json_int_t)in->restarts, "reason",
 			      in->reason, "epoch", (json_int_t)in->epoch);
 	json_t *exits = json_array();
+	struct stat st;
 	char what[64];
 	int i;
 
@@ -76,6 +77,32 @@ static json_t *describe(const struct rt_instance *in)
 						"exit", what));
 	}
 	json_object_set_new(o, "exits", exits);
+	/* Where its server listens, for the controller's direct calls:
+	 * PORT only when the server shares our network namespace. */
+	if (rt_http_is(in)) {
+		const char *net = json_string_value(
+				   json_object_get(in->spec, "network")),
+			   *iso = json_string_value(
+				   json_object_get(in->spec, "isolation"));
+
+		if (in->port > 0 &&
+		    ((iso != NULL && strcmp(iso, "none") == 0) || net == NULL ||
+		     strcmp(net, "none") != 0))
+			json_object_set_new(o, "port", json_integer(in->port));
+		if (in->listener != NULL && in->listen_dir != NULL &&
+		    stat(in->listen_dir, &st) == 0) {
+			/* With its directory's identity: a controller in
+			 * another mount namespace sees another file there. */
+			json_object_set_new(o, "listener",
+					    json_string(in->listener));
+			json_object_set_new(
+				o, "listen_dir_dev",
+				json_integer((json_int_t)st.st_dev));
+			json_object_set_new(
+				o, "listen_dir_ino",
+				json_integer((json_int_t)st.st_ino));
+		}
+	}
 	return o;
 }
 
@@ -555,6 +582,49 @@ static void refused_for_now(struct rt_worker *w, const struct rt_msg *m)
 	conn_lost(w, "redirected to the leader");
 }
 
+/* Sets how many calls the controller sent `in`'s server itself are in
+ * flight (its `direct` message): a graceful stop waits for them, each up
+ * to its deadline (the latest is `until_ms`) and a grace, or until the
+ * controller says they ended. */
+static void set_direct(struct rt_instance *in, int calls, int64_t until_ms)
+{
+	int64_t left = until_ms - rt_now_ms();
+
+	in->direct = calls > 0 ? calls : 0;
+	in->direct_until_mono = rt_mono_ms() + (left > 0 ? left : 0) +
+				RT_DIRECT_GRACE_MS;
+	if (in->direct == 0 && !in->freeing)
+		rt_instance_drained(in);
+}
+
+static void direct_calls(struct rt_instance *in, const struct rt_msg *m)
+{
+	long long epoch = rt_msg_int(m, "epoch", 0);
+
+	if (epoch > 0 && in->epoch > epoch)
+		return; /* about an older assignment */
+	set_direct(in, (int)rt_msg_int(m, "calls", 0),
+		   rt_msg_int(m, "until_ms", 0));
+}
+
+/* Without the controller, or past their bound, direct calls are no
+ * longer waited for. */
+static int direct_expire_cb(const char *key, void *value, void *arg)
+{
+	struct rt_instance *in = value;
+	int all = *(int *)arg;
+
+	(void)key;
+	if (in->direct > 0 && (all || rt_mono_ms() >= in->direct_until_mono))
+		set_direct(in, 0, 0);
+	return 0;
+}
+
+static void direct_expire(struct rt_worker *w, int all)
+{
+	rt_map_each(&w->sup.instances, direct_expire_cb, &all);
+}
+
 static void handle(struct rt_worker *w, const struct rt_msg *m)
 {
 	long long seq = rt_msg_int(m, "seq", 0);
@@ -669,6 +739,9 @@ static void handle(struct rt_worker *w, const struct rt_msg *m)
 		rt_buf_free(&tail);
 	} else if (strcmp(m->type, "call") == 0) {
 		rt_call_start(w, in, m);
+	} else if (strcmp(m->type, "direct") == 0) {
+		if (in != NULL)
+			direct_calls(in, m);
 	} else if (strncmp(m->type, "code.", 5) == 0) {
 		rt_code_on_message(w, m);
 	} else if (strcmp(m->type, "shutdown") == 0) {
@@ -986,6 +1059,7 @@ static void on_tick(uv_timer_t *t)
 
 	rt_sup_collect(&w->sup);
 	rt_code_tick(w);
+	direct_expire(w, !w->connected);
 	answer_late(w);
 	if (w->connected)
 		send_heartbeat(w, samples);

@@ -14,6 +14,7 @@
 #include "../runtime/frame.h"
 #include "../runtime/httpmsg.h"
 #include "common.h"
+#include "direct.h"
 #include "fence.h"
 #include "internal.h"
 #include "pool.h"
@@ -163,6 +164,8 @@ static void finish(struct sched *s, struct sched_call *c, int err,
 	int timeout = err == ETIMEDOUT;
 	sched_call_fn done = c->done;
 
+	if (c->via_direct)
+		sched__direct_call_over(s, c);
 	sched_stats_done(&fn->calls->stats, now, o, timeout, us);
 	sched_stats_done(s->stats, now, o, timeout, us);
 	if (in != NULL) {
@@ -234,6 +237,16 @@ static void on_deadline(uv_timer_t *t)
 			 "waited in the queue past the timeout of %d ms",
 			 c->fn->spec.timeout);
 		finish(s, c, ETIMEDOUT, NULL, 0, why);
+	} else if (c->via_direct) {
+		/* Sent by the controller itself: no worker to wait for. */
+		struct sched_instance *in = c->in;
+		struct sched_function *fn = c->fn;
+
+		snprintf(why, sizeof(why), "no response within %d ms",
+			 fn->spec.timeout);
+		finish(s, c, ETIMEDOUT, NULL, 0, why);
+		call_ended(s, fn, in);
+		sched__dispatch(s, fn);
 	} else if (!c->late) {
 		/* The worker times it out itself; give its answer time. */
 		c->late = 1;
@@ -256,9 +269,6 @@ void sched__on_result(struct sched *s, struct sched_worker *w,
 				      : NULL;
 	const char *st = rt_msg_str(m, "status"),
 		   *reason = rt_msg_str(m, "reason");
-	struct sched_function *fn;
-	struct sched_instance *in;
-	int err;
 
 	if (c == NULL || c->in == NULL || c->in->worker != w || st == NULL)
 		return;
@@ -269,8 +279,16 @@ void sched__on_result(struct sched *s, struct sched_worker *w,
 			      c->in->epoch, "result");
 		return;
 	}
-	fn = c->fn;
-	in = c->in;
+	sched__call_result(s, c, st, reason, m->body, m->body_len);
+}
+
+void sched__call_result(struct sched *s, struct sched_call *c, const char *st,
+			const char *reason, const char *body, size_t len)
+{
+	struct sched_function *fn = c->fn;
+	struct sched_instance *in = c->in;
+	int err;
+
 	if (strcmp(st, "ok") == 0)
 		err = 0;
 	else if (strcmp(st, "error") == 0)
@@ -286,9 +304,9 @@ void sched__on_result(struct sched *s, struct sched_worker *w,
 
 		snprintf(why, sizeof(why), "no response within %d ms",
 			 fn->spec.timeout);
-		finish(s, c, err, m->body, m->body_len, why);
+		finish(s, c, err, body, len, why);
 	} else {
-		finish(s, c, err, m->body, m->body_len, reason);
+		finish(s, c, err, body, len, reason);
 	}
 	call_ended(s, fn, in);
 	sched__dispatch(s, fn);
@@ -325,7 +343,6 @@ static void send_call(struct sched *s, struct sched_call *c,
 		      struct sched_instance *in)
 {
 	struct sched_function *fn = c->fn;
-	struct rt_buf id = { 0 };
 	struct sched_stats *st = inst_stats(in);
 	int64_t now = rt_now_ms();
 
@@ -349,6 +366,17 @@ static void send_call(struct sched *s, struct sched_call *c,
 		if (st != NULL)
 			st->cold_starts++;
 	}
+	if (sched__direct_send(s, c, in))
+		return; /* its body is direct.c's now */
+	sched__send_to_worker(s, c);
+}
+
+void sched__send_to_worker(struct sched *s, struct sched_call *c)
+{
+	struct sched_function *fn = c->fn;
+	struct sched_instance *in = c->in;
+	struct rt_buf id = { 0 };
+
 	sched_obj_path(&in->obj, &id);
 	sched__send_body(s, in->worker,
 			 json_pack("{s:s, s:s, s:I, s:I, s:i}", "type", "call",

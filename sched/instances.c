@@ -57,13 +57,15 @@ static int render_instance(struct sched_instance *in, enum sched_file f,
 		return rt_buf_printf(
 			out,
 			"pid %d\nuptime_ms %lld\ncpu_seconds %.3f\n"
-			"rss_bytes %lld\nrestarts_total %lld\n",
+			"rss_bytes %lld\nrestarts_total %lld\n"
+			"direct_calls_total %lld\n",
 			in->pid,
 			in->pid > 0 && in->started_ms > 0
 				? (long long)(now - in->started_ms)
 				: 0LL,
 			in->pid > 0 ? in->cpu_seconds : 0.0,
-			in->pid > 0 ? in->rss_bytes : 0LL, in->restarts_total);
+			in->pid > 0 ? in->rss_bytes : 0LL, in->restarts_total,
+			in->direct_calls);
 	default: return -EINVAL;
 	}
 }

@@ -108,6 +108,7 @@ struct sched {
 	struct rt_idmap scaled;	     /* functions scaled above parallelism */
 	struct rt_idmap failing;     /* functions with unreported summaries */
 	int shutting_down;
+	int no_direct;	     /* --no-direct-calls (direct.h) */
 	int reconciling_all; /* inside sched__reconcile_all */
 	void (*shutdown_done)(void *arg);
 	void *shutdown_arg;
@@ -147,6 +148,10 @@ struct sched_call {
 	struct sched_call *on_next, *on_prev; /* in its instance's calls */
 	int late; /* past the deadline, waiting for the worker */
 	int cold; /* a cold function's call */
+	/* direct.c: the connection it is under way on, when the controller
+	 * sent it itself, or NULL */
+	struct sched_direct_conn *direct;
+	int via_direct; /* sent directly: counted in its instance's */
 };
 
 /* Like events of a function, in the journal at most once a second: the
@@ -247,6 +252,18 @@ void sched__dispatch(struct sched *s, struct sched_function *fn);
 /* A worker's `result` message. */
 void sched__on_result(struct sched *s, struct sched_worker *w,
 		      const struct rt_msg *m);
+
+/* Ends call `c`, under way on its instance, with the worker's words for
+ * it: `status` ("ok", "error", "timeout", "reset", anything else a
+ * failure) and `reason`, and its result `body` (`len` bytes); then the
+ * instance's queue moves. A worker's `result` and a direct call's
+ * response (direct.c) end here alike. */
+void sched__call_result(struct sched *s, struct sched_call *c, const char *st,
+			const char *reason, const char *body, size_t len);
+
+/* Sends call `c`, just put on its instance, to the instance's worker (a
+ * `call` frame), and frees its body. */
+void sched__send_to_worker(struct sched *s, struct sched_call *c);
 
 /* Whether instance `in` takes new calls now: running what it was last
  * sent, on a usable worker, not being stopped or removed. Calls go to its

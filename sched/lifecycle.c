@@ -93,6 +93,7 @@ int sched_start(struct sched *s, struct uv_loop_s *loop,
 
 	s->loop = loop;
 	s->conn_ops = &ops;
+	s->no_direct = opt->no_direct_calls;
 	s->next_seq = 1;
 	s->heartbeat_timeout = opt->heartbeat_timeout > 0
 				       ? opt->heartbeat_timeout

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "direct.h"
 #include "orders.h"
 #include "requests.h"
 
@@ -94,6 +95,8 @@ int sched__send_start(struct sched *s, struct sched_instance *in,
 	json_t *spec = run_spec(s, in);
 	int rc;
 
+	/* Its graceful replacement waits for the direct calls too. */
+	sched__direct_tell(s, in);
 	sched__code_add_spec(s, sched__fn_of(in), spec);
 	in->sent_revision = sched__fn_of(in)->run_revision;
 	in->sent_stop = 0;
@@ -115,6 +118,8 @@ int sched__send_simple(struct sched *s, struct sched_instance *in,
 	json_t *h = json_pack("{s:s, s:s}", "type", type, "instance", id);
 	int rc;
 
+	/* Its graceful stop waits for the direct calls too. */
+	sched__direct_tell(s, in);
 	if (forget)
 		json_object_set_new(h, "forget", json_true());
 	/* A stop is about this assignment: a worker that holds a newer

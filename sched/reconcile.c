@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "direct.h"
 #include "orders.h"
 #include "leader.h"
 #include "reconcile.h"
@@ -236,6 +237,7 @@ struct sched_instance *sched__instance_new(struct sched *s,
 
 void sched__instance_free(struct sched_instance *in)
 {
+	sched__direct_free(in);
 	free(in->exits);
 	free(in->stats);
 }

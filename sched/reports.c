@@ -11,6 +11,7 @@
 
 #include "assign.h"
 #include "common.h"
+#include "direct.h"
 #include "fence.h"
 #include "reconcile.h"
 #include "reports.h"
@@ -140,6 +141,7 @@ void sched__on_instance(struct sched *s, struct sched_worker *w,
 	in->pid = (int)rt_msg_int(m, "pid", 0);
 	in->revision = (uint64_t)rt_msg_int(m, "revision", 0);
 	in->started_ms = rt_msg_int(m, "started_ms", 0);
+	sched__direct_endpoint(s, in, m);
 	if (restarts > in->worker_restarts)
 		in->restarts_total += restarts - in->worker_restarts;
 	in->worker_restarts = restarts;

@@ -357,6 +357,10 @@ struct sched_instance {
 	int on_demand;		   /* launched for waiting calls */
 	struct sched_stats *stats; /* owned: its calls, or NULL */
 	uint64_t epoch; /* of its current or last assignment (persisted) */
+	/* direct.c: the endpoint its worker reported and the connections
+	 * of the calls the controller sends it itself, owned, or NULL */
+	struct sched_direct *direct;
+	long long direct_calls; /* calls sent to it directly, in all */
 };
 
 /* A worker, local (started by the pool) or started by hand. */
@@ -380,9 +384,12 @@ struct sched_worker {
 	void *conn;		   /* private to the controller */
 	double rtt_ms;		   /* smoothed ping round trip; < 0: none */
 	long long fenced;	   /* reports the epoch fence dropped */
-	int fencing; /* stopping stale copies: takes no new work (fence.c) */
-	void *fence; /* the wait for those stops (fence.c), or NULL */
-	int pongs;   /* it answers `ping` (said so in `register`) */
+	int fencing;   /* stopping stale copies: takes no new work (fence.c) */
+	void *fence;   /* the wait for those stops (fence.c), or NULL */
+	int pongs;     /* it answers `ping` (said so in `register`) */
+	int direct_ok; /* on this machine, in our network and mount
+			* namespaces: the controller may call its http
+			* instances itself (direct.c) */
 };
 
 /* Opens the controller state in `datadir` (created if missing): the store
@@ -598,6 +605,8 @@ struct sched_options {
 	const char *name;      /* a cluster's controller: its --name, or
 				  NULL (the host's name) */
 	int leader_ttl;	       /* a cluster's leader lease, s (0: 5) */
+	int no_direct_calls;   /* --no-direct-calls: every call goes
+				  through its worker (direct.h) */
 };
 
 /* This controller's role: "single" (no shared store), "leader",

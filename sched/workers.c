@@ -11,6 +11,7 @@
 
 #include "admit.h"
 #include "common.h"
+#include "direct.h"
 #include "drain.h"
 #include "fence.h"
 #include "pool.h"
@@ -149,6 +150,8 @@ void sched__on_register(struct sched *s, struct conn *c, const struct rt_msg *m)
 	w->cgroups = json_is_true(json_object_get(m->header, "cgroups"));
 	w->pongs = json_is_true(json_object_get(m->header, "pong"));
 	w->local = sched__local_of(s, id) != NULL || w->local;
+	sched__direct_worker(
+		s, w, peer->transport == SCHED_UNIX ? (int)peer->proc.pid : 0);
 	/* A drain is kept by id, across every kind of restart. */
 	w->draining = w->draining || sched__drained(s, id);
 	w->online = 1;
