@@ -199,6 +199,11 @@ static void on_change(void *arg, enum elect_state state,
 		begin_taking(s);
 	else if (state == ELECT_LOST)
 		stop_leading(s, "etcd cannot be reached", 0);
+	else if (state == ELECT_CAMPAIGNING)
+		/* Its lease lapsed and nobody is known to lead: it holds
+		 * its workers, which a win takes back at once, and lets them
+		 * go when another controller is known to lead. */
+		stop_leading(s, "its lease lapsed: campaigning again", 0);
 	else
 		step_down(s, elect_state_name(state));
 }
