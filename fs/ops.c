@@ -1059,8 +1059,7 @@ static void read_streamed(fuse_req_t req, struct handle *h, size_t size,
 		fuse_reply_buf(req, p, n);
 }
 
-static void on_fwd_read_done(void *arg, int err, const char *body,
-			     size_t len)
+static void on_fwd_read_done(void *arg, int err, const char *body, size_t len)
 {
 	struct pending *p = arg;
 

@@ -306,16 +306,13 @@ static int last_exit_ok(const char *s)
 		return 1;
 	if (n > 31)
 		return 0;
-	if (strncmp(s, "status:", 7) == 0)
-		from = 7;
-	else if (strncmp(s, "signal:", 7) == 0)
-		from = 7;
-	else
+	if (strncmp(s, "status:", 7) != 0 && strncmp(s, "signal:", 7) != 0)
 		return 0;
+	from = 7 + (s[7] == '-');
 	if (n == from)
 		return 0;
 	for (i = from; i < n; i++)
-		if (!(s[i] >= '0' && s[i] <= '9') && !(i == from && s[i] == '-'))
+		if (s[i] < '0' || s[i] > '9')
 			return 0;
 	return 1;
 }

@@ -14,9 +14,9 @@
  * one `fwd.reply {seq, err, error}` with the response in the body (op
  * "write", "call" or "read": a log's content). A timer checks every
  * FWD_WATCH_MS while anything is in flight that the leader is still the
- * one linked to: a change of leader or a lost link
- * ends what is in flight with EAGAIN and the reason (in the function's
- * `error`), and the next request opens a link to the new leader.
+ * one linked to: a change of leader or a lost link ends what is in
+ * flight with EAGAIN and the reason (in the function's `error`), and the
+ * next request opens a link to the new leader.
  *
  * The leader's side: conn.c hands `peer` and the messages of a peer to
  * the callbacks below (struct sched_peer_ops), which pass each request
@@ -774,8 +774,8 @@ int sched_fwd_call(struct sched *s, const char *path, const char *body,
 }
 
 int sched_fwd_read(struct sched *s, const char *path,
-		   const struct sched_caller *who, sched_fwd_fn done,
-		   void *arg, struct sched_fwd **out)
+		   const struct sched_caller *who, sched_fwd_fn done, void *arg,
+		   struct sched_fwd **out)
 {
 	return fwd_start(s, "read", path, NULL, 0, who, 0,
 			 SCHED_LOG_WAIT_MS + FWD_MARGIN_MS, done, arg, out);

@@ -102,23 +102,10 @@ start_w() {
 }
 snapshot() {
 	local d
-	for d in "$1"/$F/instances/*; do
+	for d in "$1/$F"/instances/*; do
 		echo "${d##*/} $(where "$d") $(pid_of "$d")"
 	done | sort -n
 }
-# inst_view MOUNT: every instance as the mount shows it: state, pid,
-# worker, and its status and stats but for the lines that are each
-# mount's own (reason, busy_slots, exit_N; calls' counters, cpu, rss,
-# uptime).
-inst_view() {
-	local d
-	for d in "$1"/$F/instances/*; do
-		echo "== ${d##*/} $(cat "$d/state") $(pid_of "$d") $(where "$d")"
-		grep -Ev '^(reason|busy_slots|exit_[0-9]+) ' "$d/status"
-		grep -E '^(pid|restarts_total) ' "$d/stats"
-	done
-}
-
 for m in a b c; do check "controller $m mounts in its namespace" start_ctl "$m"; done
 check "one leads within $((TTL + 2)) s" wait_until $((TTL + 2)) eval '[ -n "$(leader)" ]'
 L=$(leader)
@@ -145,12 +132,12 @@ check_eq "and its last exit" "$(stat_of "$T/m$L/$F/instances/1/status" last_exit
 for m in a b c; do
 	[ "$m" = "$L" ] && continue
 	check "follower $m shows every instance as the leader does (status and stats)" \
-		wait_until 10 eval 'diff <(inst_view "$T/m$m") <(inst_view "$T/m$L") >/dev/null'
+		wait_until 10 eval 'diff <(inst_view "$T/m$m/$F") <(inst_view "$T/m$L/$F") >/dev/null'
 	check_eq "its instance 0 runs revision $rev" "$(stat_of "$T/m$m/$F/instances/0/status" revision)" "$rev"
 	check_eq "its instance 1 restarted once" "$(stat_of "$T/m$m/$F/instances/1/status" restarts)" 1
 	check_eq "after a signal 9" "$(stat_of "$T/m$m/$F/instances/1/status" last_exit)" signal:9
 done
-if ! diff <(inst_view "$T/m$FOL") <(inst_view "$T/m$L") >"$T/view.diff"; then
+if ! diff <(inst_view "$T/m$FOL/$F") <(inst_view "$T/m$L/$F") >"$T/view.diff"; then
 	sed 's/^/   # /' "$T/view.diff" | head -20
 fi
 
@@ -183,6 +170,7 @@ check "all $N taken over, same workers and pids" wait_until 20 eval 'diff <(snap
 L2_TERM=$(stat_of "$T/m$L2/stats" cluster_term)
 # Its key may be older than the cut: it campaigned, and waited.
 check "$L2 says its term ($L2_TERM)" test "${L2_TERM:-0}" -gt 0 -a "${L2_TERM:-0}" != "$L_TERM"
+# shellcheck disable=SC2034 # read in an eval
 old2=$(pid_of "$T/m$L2/$F/instances/2")
 check "a restart on $L2 (a write of the new leader)" write "$T/m$L2/$F/instances/2/restart" 1
 check "instance 2 has a new pid" wait_until 10 eval 'p=$(pid_of "$T/m$L2/$F/instances/2"); [ -n "$p" ] && [ "$p" != "$old2" ]'
@@ -198,6 +186,12 @@ check "parallelism $((N - 1)) written on $L (the leader deletes an instance)" wr
 check "$L2 has $((N - 1))" wait_until 20 running_all "$T/m$L2/$F" $((N - 1))
 
 # ---- the proof, from etcd's history
+while read -r line; do
+	case "$line" in
+	"ok "*) ok "${line#ok }" ;;
+	*) not_ok "${line#not ok }" ;;
+	esac
+done < <(python3 "$(dirname "$0")/one-leader.py" --self-test 2>&1)
 "${ETCD_WRAP[@]}" python3 "$(dirname "$0")/one-leader.py" "${ETCD_CLIENT[0]}" it9 \
 	"$L" "$L2" "$CUT_REV" "$L_TERM" "$L2_TERM" >"$T/proof" 2>&1
 while read -r line; do

@@ -4,6 +4,7 @@ election and of its instances' assignments, and checks that exactly one
 leader acts at any time (issue 14's partitioned-leader acceptance).
 
     one-leader.py ENDPOINT CLUSTER OLD NEW CUT_REV OLD_TERM NEW_TERM
+    one-leader.py --self-test   (the checks on made-up histories)
 
 ENDPOINT is an etcd member's client URL (its v3 JSON gateway); CLUSTER
 the fnfs cluster; OLD the controller that led until it was cut off and
@@ -108,21 +109,14 @@ def history(ep, start_key, end_key, until_rev, bound_s=30):
                        % (until_rev, bound_s))
 
 
-def main():
-    ep, cluster, old, new = sys.argv[1:5]
-    cut_rev, old_term, new_term = (int(x) for x in sys.argv[5:8])
+def analyse(events, cluster, old, new, cut_rev, old_term, new_term):
+    """The checks over `events` (history()'s): a list of (description,
+    passed, why)."""
     prefix = "/fnfs/%s/" % cluster
-    sentinel = "/fnfs/%s~end" % cluster
     results = []
 
     def check(desc, ok, why=""):
-        results.append((desc, ok, why))
-
-    put = post(ep, "/v3/kv/put", {"key": b64(sentinel), "value": b64("x")})
-    end_rev = int(put["header"]["revision"])
-    events = history(ep, prefix, sentinel + "\0", end_rev)
-    check("etcd's history read whole, revisions 1 to %d (%d events)"
-          % (end_rev, len(events)), events and events[-1]["key"] == sentinel)
+        results.append((desc, bool(ok), why))
 
     # ---- the election: keys, their creation and their end
     keys = {}  # key -> {"create", "end", "name"}
@@ -216,19 +210,81 @@ def main():
           not [e for e in old_puts if e["rev"] >= cut_rev],
           show([e for e in old_puts if e["rev"] >= cut_rev]))
     check("its key went (revision %s) after the cut, before %s led "
-          "(revision %d)" % (ot["end"], new, nt["start"]),
+          "(revision %s)" % (ot["end"], new, nt["start"]),
           cut_rev <= ot["end"] <= nt["start"])
     check("none of its writes lands after %s's election" % new,
           last_old < nt["start"], "last at %d" % last_old)
-    check("%s wrote %d, all in its tenure (from revision %d)"
+    check("%s wrote %d, all in its tenure (from revision %s)"
           % (new, len(new_puts), nt["start"]),
           new_puts and min(e["rev"] for e in new_puts) >= nt["start"])
     return results
 
 
+def main():
+    ep, cluster, old, new = sys.argv[1:5]
+    cut_rev, old_term, new_term = (int(x) for x in sys.argv[5:8])
+    sentinel = "/fnfs/%s~end" % cluster
+    put = post(ep, "/v3/kv/put", {"key": b64(sentinel), "value": b64("x")})
+    end_rev = int(put["header"]["revision"])
+    events = history(ep, "/fnfs/%s/" % cluster, sentinel + "\0", end_rev)
+    return [("etcd's history read whole, revisions 1 to %d (%d events)"
+             % (end_rev, len(events)),
+             bool(events) and events[-1]["key"] == sentinel, "")] + \
+        analyse(events, cluster, old, new, cut_rev, old_term, new_term)
+
+
+def self_test():
+    """The checks pass on a good history and fail on each way of
+    breaking it: a checker that cannot fail proves nothing."""
+    P = "/fnfs/x/"
+
+    def ev(rev, key, typ="PUT", create=0, value=""):
+        return {"type": typ, "key": P + key, "rev": rev,
+                "create": create or rev, "lease": "1", "value": value,
+                "prev": ""}
+
+    def put(rev, n, term):
+        return ev(rev, "in/t/n/f/%d" % n, value=json.dumps(
+            {"desired": 1, "worker": "w", "epoch": rev, "term": term}))
+
+    good = [ev(2, "leader/a1", value='{"name":"a"}'),
+            ev(3, "leader/b1", value='{"name":"b"}'),
+            put(4, 0, 2), put(5, 1, 2),
+            # the cut at 6; a's key goes at 7: b leads
+            ev(7, "leader/a1", "DELETE", create=2),
+            put(8, 0, 3), ev(9, "in/t/n/f/1", "DELETE")]
+    bad = {
+        "a write of a after its key went":
+            good + [put(10, 1, 2)],
+        "a write of b before it led":
+            good[:3] + [put(4, 1, 3)] + good[4:],
+        "a write without a term":
+            good + [ev(10, "in/t/n/f/0", value='{"desired":1,'
+                       '"worker":"w","epoch":1}')],
+        "a write of a candidate that never led":
+            good + [ev(10, "leader/c1", value='{"name":"c"}'),
+                    put(11, 0, 10)],
+        "a write of a after the cut, in its tenure":
+            good[:4] + [put(6, 1, 2)] + good[4:],
+        "a delete when nobody led":
+            good + [ev(10, "leader/b1", "DELETE", create=3),
+                    ev(11, "in/t/n/f/0", "DELETE")],
+    }
+    out = []
+    res = analyse(good, "x", "a", "b", 6, 2, 3)
+    fails = [r for r in res if not r[1]]
+    out.append(("the checker passes a good history", not fails,
+                "; ".join("%s: %s" % (d, w) for d, _, w in fails)))
+    for what, events in bad.items():
+        res = analyse(events, "x", "a", "b", 6, 2, 3)
+        out.append(("the checker fails %s" % what,
+                    any(not r[1] for r in res), "all passed"))
+    return out
+
+
 if __name__ == "__main__":
     try:
-        res = main()
+        res = self_test() if sys.argv[1:] == ["--self-test"] else main()
     except Exception as ex:  # the history could not be read: one failure
         res = [("etcd's history read", False, repr(ex))]
     for desc, ok, why in res:

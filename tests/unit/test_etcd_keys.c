@@ -198,7 +198,8 @@ TEST(etcd_keys_instances_workers_round_trip)
 	}
 	round_trip(&r, "/fnfs/prod/in/a/b/c/0", &o);
 	CHECK_STR(o.instance.state, "backoff");
-	CHECK(o.instance.revision == 7 && o.instance.started_ms == 1700000000123 &&
+	CHECK(o.instance.revision == 7 &&
+	      o.instance.started_ms == 1700000000123 &&
 	      o.instance.restarts == 3 && o.instance.term == 4021);
 	CHECK_STR(o.instance.last_exit, "signal:9");
 	etcd_keys_rec_free(&o);
@@ -233,9 +234,10 @@ TEST(etcd_keys_instances_workers_round_trip)
 			  "\"state\":\"running\",\"pid\":3}"));
 	CHECK(0 == decode("/fnfs/prod/in/a/b/c/0",
 			  "{\"desired\":1,\"worker\":\"w\",\"epoch\":1}"));
-	CHECK(0 == decode("/fnfs/prod/in/a/b/c/0",
-			  "{\"desired\":1,\"worker\":\"w\",\"epoch\":1,"
-			  "\"state\":\"stopped\",\"pid\":0,\"last_exit\":\"oom\"}"));
+	CHECK(0 ==
+	      decode("/fnfs/prod/in/a/b/c/0",
+		     "{\"desired\":1,\"worker\":\"w\",\"epoch\":1,"
+		     "\"state\":\"stopped\",\"pid\":0,\"last_exit\":\"oom\"}"));
 	/* The process's fields only with state and pid; nothing unknown;
 	 * the three first always. */
 	CHECK(refused("/fnfs/prod/in/a/b/c/0",
