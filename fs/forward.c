@@ -1,9 +1,10 @@
 /*
- * forward.c - forwarding in the tree: which writes a follower forwards
- * to the leader, the paths they name, and, on the leader, running what
- * followers forward as the same local write or call, with the caller's
- * credentials and the same permission checks as op_open, op_write and
- * the invoke file (ops.c). The link itself is sched/forward.c.
+ * forward.c - forwarding in the tree: which writes and reads a follower
+ * forwards to the leader, the paths they name, and, on the leader,
+ * running what followers forward as the same local write, call or read
+ * (of a log), with the caller's credentials and the same permission
+ * checks as op_open, op_read, op_write and the invoke file (ops.c). The
+ * link itself is sched/forward.c.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -29,6 +30,11 @@ int fs_node_forwarded(const struct fs_node *n)
 	case FS_FN_INVOKE: return 1;
 	default: return 0;
 	}
+}
+
+int fs_node_read_forwarded(const struct fs_node *n)
+{
+	return n->kind == FS_FN_LOG || n->kind == FS_INST_LOG;
 }
 
 /* Appends the path of object `o`'s directory. */
@@ -94,7 +100,8 @@ static struct sched_function *function_of(const struct fs_node *n)
 struct served {
 	struct fs *fs;
 	struct sched_fwd_in *in;
-	uint64_t fn_id; /* the function it is about, or 0 */
+	uint64_t fn_id;	    /* the function it is about, or 0 */
+	struct rt_buf read; /* a read: the content rendered */
 };
 
 /* Answers `sv` with `err`, the function's error line when it failed. */
@@ -108,6 +115,7 @@ static void served_answer(struct served *sv, int err, const char *body,
 	if (err != 0 && o != NULL && o->type == SCHED_FUNCTION)
 		error = ((struct sched_function *)o)->error;
 	sched_fwd_answer(sv->fs->sched, sv->in, err, error, body, len);
+	rt_buf_free(&sv->read);
 	free(sv);
 }
 
@@ -224,11 +232,48 @@ out:
 	served_answer(sv, -rc, NULL, 0);
 }
 
+static void on_read_done(void *arg, int err)
+{
+	struct served *sv = arg;
+
+	served_answer(sv, err, sv->read.data, sv->read.len);
+}
+
+static void serve_read(void *arg, struct sched_fwd_in *in, const char *path,
+		       const struct sched_caller *who)
+{
+	struct fs *fs = arg;
+	struct sched_function *fn;
+	struct sched_wait *w;
+	struct served *sv = served_new(fs, in);
+	struct fs_node n;
+	int rc;
+
+	if (sv == NULL)
+		return;
+	rc = resolve_path(fs, path, &n);
+	if (rc == 0 && !fs_node_read_forwarded(&n))
+		rc = -EINVAL; /* only logs are read through the leader */
+	if (rc < 0)
+		goto out;
+	fn = function_of(&n);
+	sv->fn_id = fn != NULL ? fn->obj.id : 0;
+	if (!may(fs, &n, who, SCHED_MAY_READ))
+		rc = -EACCES;
+	else
+		rc = fs_render(fs, &n, &sv->read, on_read_done, sv, &w);
+	if (rc == SCHED_LATER)
+		return; /* on_read_done answers */
+out:
+	served_answer(sv, rc < 0 ? -rc : 0, sv->read.data, sv->read.len);
+}
+
 void fs_forward_serve(struct fs *fs)
 {
 	static const struct sched_fwd_serve_ops ops = {
 		.write = serve_write,
 		.call = serve_call,
+		.read = serve_read,
 	};
 
 	sched_fwd_serve(fs->sched, &ops, fs);

@@ -198,12 +198,16 @@ int fs_readlink(struct fs *fs, const struct fs_node *n, struct rt_buf *out);
  *
  * A follower of a cluster forwards to the leader what only the leader
  * can do (forward.c over sched/forward.h); the leader runs it here as a
- * local write or call. */
+ * local write, call or read. */
 
 /* Whether a write to `n` is forwarded by a follower: a file whose state
  * only the leader holds (state and restart of functions and instances,
  * workers/ID/state, pool_size, strategy, rebalance). */
 int fs_node_forwarded(const struct fs_node *n);
+
+/* Whether a read of `n` is forwarded by a follower: a function's or an
+ * instance's `log`, which the leader asks of the workers it holds. */
+int fs_node_read_forwarded(const struct fs_node *n);
 
 /* Appends the path of node `n` from the mount's root
  * ("tenants/t/ns/fn/instances/0/restart"). Returns 0 or -ENOMEM. */

@@ -559,10 +559,11 @@ static void op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		h->stream.who = c; /* takes the groups */
 		h->stream.who.req = NULL;
 		memset(&c, 0, sizeof(c));
-	} else if (fs_node_forwarded(&n) && acc != O_RDONLY &&
+	} else if (((fs_node_forwarded(&n) && acc != O_RDONLY) ||
+		    (fs_node_read_forwarded(&n) && acc != O_WRONLY)) &&
 		   sched_fwd_active(fs->sched)) {
-		/* A follower's forwarded write or call is the opener's,
-		 * with its groups, as a local one would be. */
+		/* A follower's forwarded write, call or read is the
+		 * opener's, with its groups, as a local one would be. */
 		fs_caller_full(&c);
 		h->who = c; /* takes the groups */
 		h->who.req = NULL;
@@ -1058,6 +1059,31 @@ static void read_streamed(fuse_req_t req, struct handle *h, size_t size,
 		fuse_reply_buf(req, p, n);
 }
 
+static void on_fwd_read_done(void *arg, int err, const char *body, size_t len)
+{
+	struct pending *p = arg;
+
+	if (err == 0 && len > 0 && rt_buf_append(&p->h->snap, body, len) < 0)
+		err = ENOMEM;
+	on_done(p, err);
+}
+
+/* A follower of a cluster: the read of `p` (a log) is the leader's,
+ * which holds the workers, as the opener of its file. Returns
+ * SCHED_LATER or -errno. */
+static int read_forwarded(struct pending *p)
+{
+	struct rt_buf path = { 0 };
+	int rc;
+
+	rc = fs_node_path(&p->h->node, &path);
+	if (rc == 0)
+		rc = sched_fwd_read(p->fs->sched, path.data, &p->h->who.who,
+				    on_fwd_read_done, p, &p->fwd);
+	rt_buf_free(&path);
+	return rc;
+}
+
 static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		    struct fuse_file_info *fi)
 {
@@ -1104,7 +1130,10 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	rc = fs_render(fs, &h->node, &h->snap, on_done, p, &p->wait);
+	if (fs_node_read_forwarded(&h->node) && sched_fwd_active(fs->sched))
+		rc = read_forwarded(p);
+	else
+		rc = fs_render(fs, &h->node, &h->snap, on_done, p, &p->wait);
 	if (rc == SCHED_LATER) {
 		fuse_req_interrupt_func(req, on_interrupt, p);
 		return;

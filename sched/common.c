@@ -37,24 +37,37 @@ void sched__parts(const struct sched_instance *in, const char **t,
 	*t = f->parent->parent->name;
 }
 
+/* `r` := instance `in` as the store has it; with `told`, what the
+ * leader tells the other controllers of it too (its state, pid,
+ * revision, start, restarts and last exit). */
+static void instance_row(const struct sched_instance *in, int told,
+			 struct store_instance *r)
+{
+	memset(r, 0, sizeof(*r));
+	sched__parts(in, &r->tenant, &r->ns, &r->fn);
+	r->n = in->n;
+	r->desired_run = in->desired_run;
+	r->worker = in->worker ? in->worker->obj.name : NULL;
+	r->epoch = in->epoch;
+	if (!told)
+		return;
+	r->state = sched__state_word(in->state);
+	r->pid = in->pid;
+	r->revision = in->revision;
+	r->started_ms = in->started_ms > 0 ? in->started_ms : 0;
+	r->restarts = in->restarts_total > 0 ? in->restarts_total : 0;
+	r->last_exit = in->last_exit;
+}
+
 /* Stores instance `in` as it is, but wanting `run`. */
 int sched__store_put_as(struct sched *s, const struct sched_instance *in,
 			int run)
 {
 	struct store_instance r;
 
-	sched__parts(in, &r.tenant, &r.ns, &r.fn);
-	r.n = in->n;
+	/* On a cluster the others show what the leader knows of it. */
+	instance_row(in, store_shared(s->store), &r);
 	r.desired_run = run;
-	r.worker = in->worker ? in->worker->obj.name : NULL;
-	r.epoch = in->epoch;
-	r.state = NULL;
-	r.pid = 0;
-	if (store_shared(s->store)) {
-		/* The others show what the leader knows of it. */
-		r.state = sched__state_word(in->state);
-		r.pid = in->pid;
-	}
 	return store_instance_put(s->store, &r);
 }
 
@@ -64,13 +77,7 @@ void sched__publish(struct sched *s, const struct sched_instance *in)
 
 	if (!s->leading)
 		return;
-	sched__parts(in, &r.tenant, &r.ns, &r.fn);
-	r.n = in->n;
-	r.desired_run = in->desired_run;
-	r.worker = in->worker ? in->worker->obj.name : NULL;
-	r.epoch = in->epoch;
-	r.state = sched__state_word(in->state);
-	r.pid = in->pid;
+	instance_row(in, 1, &r);
 	store_instance_publish(s->store, &r);
 }
 

@@ -296,10 +296,32 @@ int etcd_keys_row(const char *cluster, const struct store_row *r,
 	return -EINVAL;
 }
 
+/* Whether `s` may be an instance's last exit: "", "oom", "status:N",
+ * "signal:N" (sched/reports.c's words), at most 31 bytes. */
+static int last_exit_ok(const char *s)
+{
+	size_t n = strlen(s), i, from;
+
+	if (n == 0 || strcmp(s, "oom") == 0)
+		return 1;
+	if (n > 31)
+		return 0;
+	if (strncmp(s, "status:", 7) != 0 && strncmp(s, "signal:", 7) != 0)
+		return 0;
+	from = 7 + (s[7] == '-');
+	if (n == from)
+		return 0;
+	for (i = from; i < n; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return 0;
+	return 1;
+}
+
 int etcd_keys_instance(const char *cluster, const struct store_instance *in,
 		       struct rt_buf *key, struct rt_buf *value)
 {
 	const char *names[3] = { in->tenant, in->ns, in->fn };
+	json_t *o;
 	int rc;
 
 	rt_buf_reset(key);
@@ -309,23 +331,34 @@ int etcd_keys_instance(const char *cluster, const struct store_instance *in,
 	if (rc < 0 || value == NULL)
 		return rc;
 	if ((in->desired_run != 0 && in->desired_run != 1) ||
-	    (in->worker != NULL && !name_ok(in->worker)) || s64(in->epoch) < 0)
+	    (in->worker != NULL && !name_ok(in->worker)) ||
+	    s64(in->epoch) < 0 || in->term < 0)
 		return -EINVAL;
-	if (in->state != NULL && (!name_ok(in->state) || in->pid < 0))
+	if (in->state != NULL &&
+	    (!name_ok(in->state) || in->pid < 0 || s64(in->revision) < 0 ||
+	     in->started_ms < 0 || in->restarts < 0 ||
+	     (in->last_exit != NULL && !last_exit_ok(in->last_exit))))
 		return -EINVAL;
-	if (in->state != NULL)
-		return put_json(json_pack("{sisosIsssi}", "desired",
-					  in->desired_run, "worker",
-					  in->worker ? json_string(in->worker)
-						     : json_null(),
-					  "epoch", (json_int_t)in->epoch,
-					  "state", in->state, "pid", in->pid),
-				value);
-	return put_json(
-		json_pack("{sisosI}", "desired", in->desired_run, "worker",
-			  in->worker ? json_string(in->worker) : json_null(),
-			  "epoch", (json_int_t)in->epoch),
-		value);
+	o = json_pack("{sisosI}", "desired", in->desired_run, "worker",
+		      in->worker ? json_string(in->worker) : json_null(),
+		      "epoch", (json_int_t)in->epoch);
+	if (o == NULL)
+		return -ENOMEM;
+	if (in->term > 0)
+		json_object_set_new(o, "term", json_integer(in->term));
+	if (in->state != NULL) {
+		json_object_set_new(o, "state", json_string(in->state));
+		json_object_set_new(o, "pid", json_integer(in->pid));
+		json_object_set_new(o, "revision",
+				    json_integer((json_int_t)in->revision));
+		json_object_set_new(o, "started_ms",
+				    json_integer(in->started_ms));
+		json_object_set_new(o, "restarts", json_integer(in->restarts));
+		if (in->last_exit != NULL && in->last_exit[0] != '\0')
+			json_object_set_new(o, "last_exit",
+					    json_string(in->last_exit));
+	}
+	return put_json(o, value);
 }
 
 int etcd_keys_worker(const char *cluster, const struct store_worker *w,
@@ -694,12 +727,14 @@ static int get_decimal(const char *p, size_t n, int digits, int fixed,
 }
 
 /* The JSON object of a value, with exactly `nfields` fields. */
+/* Parses `value` as a JSON object of exactly `nfields` fields (0: any
+ * number), or returns NULL. */
 static json_t *load_obj(const char *value, size_t vlen, size_t nfields)
 {
 	json_t *o = json_loadb(value, vlen, JSON_REJECT_DUPLICATES, NULL);
 
-	if (o != NULL &&
-	    (!json_is_object(o) || json_object_size(o) != nfields)) {
+	if (o != NULL && (!json_is_object(o) ||
+			  (nfields > 0 && json_object_size(o) != nfields))) {
 		json_decref(o);
 		o = NULL;
 	}
@@ -755,11 +790,61 @@ static int decode_row(struct etcd_keys_rec *r, const char *p, size_t n,
 static const size_t nfields[ETCD_KEYS_KINDS] = {
 	[ETCD_KEYS_META] = 2,	   [ETCD_KEYS_TENANT] = 5,
 	[ETCD_KEYS_NAMESPACE] = 2, [ETCD_KEYS_FUNCTION] = 5,
-	[ETCD_KEYS_INSTANCE] = 3,  [ETCD_KEYS_WORKER] = 5,
+	[ETCD_KEYS_WORKER] = 5, /* an instance's: decode_told */
 	[ETCD_KEYS_SETTING] = 1,   [ETCD_KEYS_REVOKED] = 2,
 	[ETCD_KEYS_CODE_FILE] = 4, [ETCD_KEYS_CODE_REVISION] = 3,
 	[ETCD_KEYS_OBJECT] = 2,
 };
+
+/* The optional fields of an instance's value `o` (its three others read
+ * already): the leader's term, and what the leader tells of it - state
+ * and pid both or neither, and revision, started_ms, restarts and
+ * last_exit only with them (each may be missing: a value of an older
+ * leader, 0 or none). No other field. */
+static int decode_told(struct etcd_keys_rec *r, json_t *o)
+{
+	struct store_instance *in = &r->instance;
+	const char *opt[] = { "revision", "started_ms", "restarts" };
+	int64_t v = 0;
+	size_t known = 3, i;
+	int rc = 0;
+
+	if (json_object_get(o, "term") != NULL) {
+		rc = get_num(o, "term", INT64_MAX, &v);
+		in->term = v;
+		known++;
+	}
+	if (rc == 0 && (json_object_get(o, "state") != NULL ||
+			json_object_get(o, "pid") != NULL)) {
+		rc = get_str(r, o, "state", &in->state);
+		if (rc == 0 && !name_ok(in->state))
+			rc = -EINVAL;
+		if (rc == 0)
+			rc = get_num(o, "pid", INT32_MAX, &v);
+		in->pid = (int)v;
+		known += 2;
+		for (i = 0; rc == 0 && i < sizeof(opt) / sizeof(opt[0]); i++) {
+			if (json_object_get(o, opt[i]) == NULL)
+				continue;
+			v = 0;
+			rc = get_num(o, opt[i], INT64_MAX, &v);
+			known++;
+			if (i == 0)
+				in->revision = (uint64_t)v;
+			else if (i == 1)
+				in->started_ms = v;
+			else
+				in->restarts = v;
+		}
+		if (rc == 0 && json_object_get(o, "last_exit") != NULL) {
+			rc = get_str(r, o, "last_exit", &in->last_exit);
+			if (rc == 0 && !last_exit_ok(in->last_exit))
+				rc = -EINVAL;
+			known++;
+		}
+	}
+	return rc == 0 && json_object_size(o) != known ? -EINVAL : rc;
+}
 
 /* Decodes what follows "P/KIND/" (`p`, `n` bytes) with its value `o`. */
 static int decode_json_kind(struct etcd_keys_rec *r, const char *p, size_t n,
@@ -806,15 +891,8 @@ static int decode_json_kind(struct etcd_keys_rec *r, const char *p, size_t n,
 		if (rc == 0 && r->instance.worker != NULL &&
 		    !name_ok(r->instance.worker))
 			rc = -EINVAL;
-		/* What the leader tells of it: both, or neither. */
-		if (rc == 0 && json_object_size(o) == 5) {
-			rc = get_str(r, o, "state", &r->instance.state);
-			if (rc == 0 && !name_ok(r->instance.state))
-				rc = -EINVAL;
-			if (rc == 0)
-				rc = get_num(o, "pid", INT32_MAX, &v[2]);
-			r->instance.pid = (int)v[2];
-		}
+		if (rc == 0)
+			rc = decode_told(r, o);
 		break;
 	case ETCD_KEYS_WORKER:
 		rc = split(r, p, n, 1, 0, names);
@@ -1002,9 +1080,10 @@ int etcd_keys_decode(const char *cluster, const char *key, size_t klen,
 		rc = decode_raw_kind(r, p, n, value, vlen);
 		goto out;
 	}
-	o = value ? load_obj(value, vlen, nfields[k]) : NULL;
-	if (o == NULL && value != NULL && k == ETCD_KEYS_INSTANCE)
-		o = load_obj(value, vlen, nfields[k] + 2); /* state, pid */
+	/* An instance's value has optional fields: decode_told counts. */
+	o = value ? load_obj(value, vlen,
+			     k == ETCD_KEYS_INSTANCE ? 0 : nfields[k])
+		  : NULL;
 	rc = o ? decode_json_kind(r, p, n, o) : -EINVAL;
 out:
 	json_decref(o);

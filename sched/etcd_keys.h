@@ -12,7 +12,13 @@
  *   P/ns/TENANT/NS             {"created_ms","updated_ms"}
  *   P/fn/TENANT/NS/FN          {"created_ms","updated_ms","revision",
  *                               "run_revision","spec":{...}}
- *   P/in/TENANT/NS/FN/N        {"desired":0|1,"worker":ID|null,"epoch"}
+ *   P/in/TENANT/NS/FN/N        {"desired":0|1,"worker":ID|null,"epoch",
+ *                               "term"?, "state"?,"pid"?,"revision"?,
+ *                               "started_ms"?,"restarts"?,"last_exit"?}
+ *                              (term: the writing leader's election key's
+ *                              creation revision; the rest what it knows
+ *                              of the instance: state and pid both or
+ *                              neither, the others only with them)
  *   P/w/ID                     {"memory","tags":[..],"namespaces":[..],
  *                               "local":0|1,"drained":0|1}
  *   P/set/KEY                  {"value":TEXT}

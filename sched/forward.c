@@ -11,11 +11,12 @@
  * {name}`; the leader answers `peered` or `refused {reason}`. Requests
  * wait in order until then, and are sent as `fwd {seq, op, path, uid,
  * gid, groups, async}` with the value or request in the body; each gets
- * one `fwd.reply {seq, err, error}` with the response in the body. A
- * timer checks every FWD_WATCH_MS while anything is in flight that the
- * leader is still the one linked to: a change of leader or a lost link
- * ends what is in flight with EAGAIN and the reason (in the function's
- * `error`), and the next request opens a link to the new leader.
+ * one `fwd.reply {seq, err, error}` with the response in the body (op
+ * "write", "call" or "read": a log's content). A timer checks every
+ * FWD_WATCH_MS while anything is in flight that the leader is still the
+ * one linked to: a change of leader or a lost link ends what is in
+ * flight with EAGAIN and the reason (in the function's `error`), and the
+ * next request opens a link to the new leader.
  *
  * The leader's side: conn.c hands `peer` and the messages of a peer to
  * the callbacks below (struct sched_peer_ops), which pass each request
@@ -772,6 +773,14 @@ int sched_fwd_call(struct sched *s, const char *path, const char *body,
 			 out);
 }
 
+int sched_fwd_read(struct sched *s, const char *path,
+		   const struct sched_caller *who, sched_fwd_fn done, void *arg,
+		   struct sched_fwd **out)
+{
+	return fwd_start(s, "read", path, NULL, 0, who, 0,
+			 SCHED_LOG_WAIT_MS + FWD_MARGIN_MS, done, arg, out);
+}
+
 void sched_fwd_cancel(struct sched *s, struct sched_fwd *f)
 {
 	(void)s;
@@ -802,6 +811,27 @@ void sched_fwd_answer(struct sched *s, struct sched_fwd_in *in, int err,
 			      (json_int_t)in->seq, "err", err);
 		if (h != NULL && err != 0 && error != NULL)
 			json_object_set_new(h, "error", json_string(error));
+		if (h != NULL && err == 0 && len > RT_WIRE_BODY_MAX) {
+			/* More than a frame carries (the log of a function
+			 * of many instances): refused, with the reason as
+			 * the function's error line on the follower. */
+			char when[32];
+			struct rt_buf line = { 0 };
+
+			rt_format_time(rt_now_ms(), when);
+			rt_buf_printf(&line,
+				      "%s the answer of the leader is larger "
+				      "than a forwarded reply carries (%u "
+				      "bytes): read it on the leader, or the "
+				      "instances' logs one by one\n",
+				      when, RT_WIRE_BODY_MAX);
+			err = EFBIG;
+			json_object_set_new(h, "err", json_integer(err));
+			if (line.data != NULL)
+				json_object_set_new(h, "error",
+						    json_string(line.data));
+			rt_buf_free(&line);
+		}
 		sched__conn_send_body(in->c, h, body, err == 0 ? len : 0);
 	}
 	in_unlink(in);
@@ -894,6 +924,8 @@ static void peer_on_message(struct sched *s, struct conn *c,
 	} else if (strcmp(op, "write") == 0) {
 		st->ops->write(st->ops_arg, in, path, m->body ? m->body : "",
 			       m->body_len, &who);
+	} else if (strcmp(op, "read") == 0 && st->ops->read != NULL) {
+		st->ops->read(st->ops_arg, in, path, &who);
 	} else if (strcmp(op, "call") == 0) {
 		st->ops->call(
 			st->ops_arg, in, path, m->body ? m->body : "",

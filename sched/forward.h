@@ -1,13 +1,14 @@
 /*
  * forward.h - what a follower of a cluster forwards to the leader: the
  * writes whose state only the leader holds (instances' and functions'
- * state and restart, workers/ID/state, pool_size, strategy, rebalance)
- * and calls (invoke). It goes over the controllers' own link: a TLS 1.3
- * connection to the leader's --listen address with certificates of the
- * cluster CA (OU "controller", CN the --name), opened when first needed,
- * kept, and opened again when the leader changes. The leader runs each
- * request as a local write or call with the caller's credentials and
- * answers rc, the function's `error` line and the response.
+ * state and restart, workers/ID/state, pool_size, strategy, rebalance),
+ * calls (invoke) and the reads of logs (the leader asks its workers).
+ * It goes over the controllers' own link: a TLS 1.3 connection to the
+ * leader's --listen address with certificates of the cluster CA (OU
+ * "controller", CN the --name), opened when first needed, kept, and
+ * opened again when the leader changes. The leader runs each request as
+ * a local write, call or read with the caller's credentials and answers
+ * rc, the function's `error` line and the response.
  *
  * For fs/: nothing here knows FUSE. Everything runs on the loop.
  */
@@ -57,6 +58,14 @@ int sched_fwd_call(struct sched *s, const char *path, const char *body,
 		   size_t len, const struct sched_caller *who,
 		   sched_fwd_fn done, void *arg, struct sched_fwd **out);
 
+/* Forwards a read of the file at `path`, a function's or an instance's
+ * `log` (what the leader asks of the workers it holds), as `who`, as
+ * sched_fwd_write: `done` gets the content in `body`. Bounded by the
+ * leader's wait for its workers plus a margin. */
+int sched_fwd_read(struct sched *s, const char *path,
+		   const struct sched_caller *who, sched_fwd_fn done, void *arg,
+		   struct sched_fwd **out);
+
 /* The caller no longer waits: `done` will not be called. */
 void sched_fwd_cancel(struct sched *s, struct sched_fwd *f);
 
@@ -75,6 +84,9 @@ struct sched_fwd_serve_ops {
 	void (*call)(void *arg, struct sched_fwd_in *in, const char *path,
 		     const char *body, size_t len,
 		     const struct sched_caller *who, int async);
+	/* A read (sched_fwd_read): answered with the content. */
+	void (*read)(void *arg, struct sched_fwd_in *in, const char *path,
+		     const struct sched_caller *who);
 };
 
 /* Serves followers' requests with `ops` (`arg` is theirs); without,

@@ -129,6 +129,8 @@ struct sched {
 	char *leader_listen;  /* its --listen IP:PORT, owned, or NULL */
 	char *leader_sock;    /* its control socket's path, owned, or NULL */
 	int64_t leader_since; /* rt_now_ms this controller began to lead */
+	int64_t term; /* the creation revision of its election key when it
+			 last took office (0: never led) */
 };
 
 /* A call from its start to its end. */

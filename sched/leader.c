@@ -145,11 +145,16 @@ static int mark_waiting_cb(const char *key, void *value, void *arg)
 
 static void take_office(struct sched *s)
 {
+	struct etcd_cmp fence;
+
 	s->taking = 0;
 	s->leading = 1;
 	s->holding = 0;
 	s->leader_since = rt_now_ms();
-	store_mirror_start(s->store, fence_cb, deposed_cb, s);
+	/* Its term: the creation revision of its election key, which
+	 * fences its writes and which its instances' values say. */
+	s->term = fence_cb(s, &fence) == 0 ? fence.number : 0;
+	store_mirror_start(s->store, fence_cb, deposed_cb, s, s->term);
 	/* Workers of the last leader reconnect here: give them the time a
 	 * silent connection takes to be noticed, and their backoff. */
 	s->recovery_until = rt_mono_ms() + s->heartbeat_timeout +
@@ -419,6 +424,12 @@ static void follow_instance(struct sched *s, const struct store_instance *r,
 	in->state = r->state ? state_of(r->state)
 			     : (in->worker ? SCHED_LOST : SCHED_PENDING);
 	in->pid = r->pid;
+	/* What the leader knows of its process (0 from an older one). */
+	in->revision = r->revision;
+	in->started_ms = r->started_ms;
+	in->restarts_total = r->restarts;
+	snprintf(in->last_exit, sizeof(in->last_exit), "%s",
+		 r->last_exit ? r->last_exit : "");
 	snprintf(in->reason, sizeof(in->reason), "as the leader (%s) says",
 		 s->leader_name ? s->leader_name : "none now");
 }

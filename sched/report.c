@@ -416,11 +416,12 @@ static int render_store(struct sched *s, struct rt_buf *out)
 	return rt_buf_printf(out,
 			     "etcd_revision %lld\netcd_stale %d\n"
 			     "etcd_stale_ms %lld\netcd_leader_writes_pending "
-			     "%zu\ncluster_role %s\ncluster_leader %s\n",
+			     "%zu\ncluster_role %s\ncluster_leader %s\n"
+			     "cluster_term %lld\n",
 			     (long long)rev, !watching,
 			     (long long)(watching ? 0 : rt_now_ms() - since),
 			     store_mirror_pending(s->store), sched_role(s),
-			     leader ? leader : "-");
+			     leader ? leader : "-", (long long)s->term);
 }
 
 /* A few lines whatever the size of the tree: rendered whole. */

@@ -130,12 +130,14 @@ void sched__on_instance(struct sched *s, struct sched_worker *w,
 	size_t i;
 	int oldpid;
 	uint64_t oldrev;
+	long long oldrestarts;
 
 	if (in == NULL)
 		return;
 	old = in->state;
 	oldpid = in->pid;
 	oldrev = in->revision;
+	oldrestarts = in->restarts_total;
 	st = parse_state(rt_msg_str(m, "state"));
 	in->state = st;
 	in->pid = (int)rt_msg_int(m, "pid", 0);
@@ -154,7 +156,8 @@ void sched__on_instance(struct sched *s, struct sched_worker *w,
 	}
 	free(in->exits);
 	in->exits = lines.data;
-	if (old != st || oldpid != in->pid)
+	if (old != st || oldpid != in->pid || oldrev != in->revision ||
+	    oldrestarts != in->restarts_total)
 		sched__publish(s, in);
 	if (st == SCHED_STOPPED)
 		in->sent_stop = 0;
@@ -241,6 +244,7 @@ void sched__on_exited(struct sched *s, struct sched_worker *w,
 	snprintf(v, sizeof(v), "%d", in->pid);
 	sched__inst_event(s, in, "instance.exited", "exit", what ? what : "?",
 			  "pid", v);
+	sched__publish(s, in); /* its last exit, for the others */
 }
 
 static int sample_cb(json_t *o, struct sched *s, struct sched_worker *w)

@@ -177,6 +177,7 @@ struct store {
 	char **mkeys, **mvals;
 	size_t *mlens, mn, mcap;
 	size_t mmarks[STORE_DEPTH_MAX];
+	int64_t mterm; /* the term of the leader's writes (mirror_start) */
 	store_derived_fn derived;
 	void *derived_arg;
 	store_code_fn code; /* shared: code/'s changes */
@@ -509,14 +510,21 @@ static int mirror_add(struct store *st, struct rt_buf *k, struct rt_buf *v)
 	return 0;
 }
 
-/* Queues record `r` (a delete when `del`). */
+/* Queues record `r` (a delete when `del`); an instance says the term
+ * that writes it. */
 static int mirror_rec(struct store *st, const struct etcd_keys_rec *r, int del)
 {
 	struct rt_buf k = { 0 }, v = { 0 };
+	struct etcd_keys_rec stamped;
 	int rc;
 
 	if (!store_etcd_mirroring(st->remote))
 		return 0;
+	if (r->kind == ETCD_KEYS_INSTANCE) {
+		stamped = *r;
+		stamped.instance.term = st->mterm;
+		r = &stamped;
+	}
 	rc = etcd_keys_encode(st->cluster, r, &k, del ? NULL : &v);
 	if (rc == 0)
 		rc = mirror_add(st, &k, del ? NULL : &v);
@@ -529,10 +537,11 @@ static int mirror_rec(struct store *st, const struct etcd_keys_rec *r, int del)
 }
 
 void store_mirror_start(struct store *st, store_etcd_fence_fn fence,
-			store_etcd_deposed_fn deposed, void *arg)
+			store_etcd_deposed_fn deposed, void *arg, int64_t term)
 {
+	st->mterm = term;
 	if (st->remote != NULL)
-		store_etcd_mirror_start(st->remote, fence, deposed, arg);
+		store_etcd_mirror_start(st->remote, fence, deposed, arg, term);
 }
 
 void store_mirror_stop(struct store *st)
@@ -1061,17 +1070,15 @@ int store_instance_load(struct store *st,
 		return db_fail(st, sql);
 	while (rc == 0 && (step = sqlite3_step(q)) == SQLITE_ROW) {
 		struct store_instance r = {
-			col_text(q, 0),
-			col_text(q, 1),
-			col_text(q, 2),
-			sqlite3_column_int(q, 3),
-			sqlite3_column_int(q, 4),
-			sqlite3_column_type(q, 5) == SQLITE_NULL
-				? NULL
-				: col_text(q, 5),
-			(uint64_t)sqlite3_column_int64(q, 6),
-			NULL,
-			0,
+			.tenant = col_text(q, 0),
+			.ns = col_text(q, 1),
+			.fn = col_text(q, 2),
+			.n = sqlite3_column_int(q, 3),
+			.desired_run = sqlite3_column_int(q, 4),
+			.worker = sqlite3_column_type(q, 5) == SQLITE_NULL
+					  ? NULL
+					  : col_text(q, 5),
+			.epoch = (uint64_t)sqlite3_column_int64(q, 6),
 		};
 		rc = fn(&r, arg);
 	}

@@ -125,10 +125,12 @@ void store_derived_listen(struct store *st, store_derived_fn fn, void *arg);
  * (store_instance_*, store_worker_*, store_setting_*, store_revoke) to
  * etcd once its transaction commits, fenced by what `fence` gives (the
  * leader's compare, elect_fence: 0 or -ESTALE); a fence that fails calls
- * `deposed` once and ends it (store_etcd.h). A no-op with SQLite. */
+ * `deposed` once and ends it (store_etcd.h). Each instance it writes says
+ * `term` (> 0: the creation revision the fence compares), so that etcd's
+ * history tells which leader wrote it. A no-op with SQLite. */
 void store_mirror_start(struct store *st,
 			int (*fence)(void *arg, struct etcd_cmp *out),
-			void (*deposed)(void *arg), void *arg);
+			void (*deposed)(void *arg), void *arg, int64_t term);
 
 /* Ends that, dropping what was not sent. */
 void store_mirror_stop(struct store *st);
@@ -207,9 +209,21 @@ struct store_instance {
 	const char *worker; /* assigned worker id, or NULL (pending) */
 	uint64_t epoch;	    /* of its current or last assignment */
 	/* A cluster's leader also tells the others what it knows of it
-	 * (not kept in SQLite): its state word (NULL: not told) and pid. */
+	 * (not kept in SQLite): its state word (NULL: not told) and pid,
+	 * and with them the revision it runs, when it started (epoch ms),
+	 * its restarts and its last exit ("status:1", "signal:9", "oom";
+	 * NULL or "": none), all 0 when not told. */
 	const char *state;
 	int pid;
+	uint64_t revision;
+	int64_t started_ms;
+	long long restarts;
+	const char *last_exit;
+	/* The leader's term that wrote it: the creation revision of its
+	 * election key, whose existence fenced the write (elect_fence);
+	 * 0 when not told (a value of an older leader, an import). Set by
+	 * the store on the leader's writes, not by its callers. */
+	int64_t term;
 };
 
 /* One known worker. */

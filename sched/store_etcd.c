@@ -76,6 +76,7 @@ struct store_etcd {
 	/* the leader's writes of derived state (store_etcd_mirror_*) */
 	struct rt_map mirror; /* key -> struct mirror_op, to send */
 	int mirroring;
+	int64_t mirror_term;   /* the leader's term the queue is of */
 	int mirror_busy;       /* a txn of them is under way */
 	uv_timer_t *mirror_tm; /* sends them on a later turn */
 	store_etcd_fence_fn fence;
@@ -1184,6 +1185,7 @@ static void mirror_kick(struct store_etcd *e, uint64_t ms)
 /* The ops of one txn under way, to give back when it did not go. */
 struct mirror_txn {
 	struct store_etcd *e;
+	int64_t term; /* the mirroring it is of (e->mirror_term then) */
 	char **keys;
 	struct mirror_op **ops;
 	size_t n;
@@ -1209,8 +1211,12 @@ static void on_mirror_txn(void *arg, const struct etcd_answer *a)
 	size_t i;
 
 	e->mirror_busy = 0;
-	if (a->rc == -ECANCELED || !e->mirroring) {
+	if (a->rc == -ECANCELED || !e->mirroring || t->term != e->mirror_term) {
+		/* Of an earlier term (or none now): what it held was
+		 * dropped with its queue, whatever the answer. */
 		mirror_txn_free(t);
+		if (a->rc != -ECANCELED && e->mirroring && e->mirror.count > 0)
+			mirror_kick(e, 0);
 		return;
 	}
 	if (a->rc < 0) {
@@ -1268,8 +1274,11 @@ static void mirror_send(uv_timer_t *tm)
 	if (e->stopped || !e->mirroring || e->mirror_busy ||
 	    e->mirror.count == 0)
 		return;
-	if (e->fence(e->mirror_arg, &fence) < 0) {
-		/* Not the leader any more: the elector says so too. */
+	if (e->fence(e->mirror_arg, &fence) < 0 ||
+	    fence.number != e->mirror_term) {
+		/* Not the leader any more: the elector says so too. Or a
+		 * leader again, on another key: what is queued says the
+		 * term it was written in, and goes only behind its fence. */
 		e->mirroring = 0;
 		mirror_drop(e);
 		if (e->deposed != NULL)
@@ -1280,6 +1289,7 @@ static void mirror_send(uv_timer_t *tm)
 	if (k.t == NULL)
 		goto out;
 	k.t->e = e;
+	k.t->term = e->mirror_term;
 	k.t->keys = calloc(MIRROR_OPS, sizeof(*k.t->keys));
 	k.t->ops = calloc(MIRROR_OPS, sizeof(*k.t->ops));
 	ops = calloc(MIRROR_OPS, sizeof(*ops));
@@ -1319,9 +1329,11 @@ out:
 }
 
 void store_etcd_mirror_start(struct store_etcd *e, store_etcd_fence_fn fence,
-			     store_etcd_deposed_fn deposed, void *arg)
+			     store_etcd_deposed_fn deposed, void *arg,
+			     int64_t term)
 {
 	mirror_drop(e);
+	e->mirror_term = term;
 	e->fence = fence;
 	e->deposed = deposed;
 	e->mirror_arg = arg;

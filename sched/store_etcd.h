@@ -58,9 +58,15 @@ int store_etcd_open(struct store_etcd **out, uv_loop_t *loop,
  * later loop turn in txns of at most 127 puts and deletes, each behind
  * the compare `fence` gives. A txn that fails on the way is sent again
  * (what it held, unless newer values came); one whose fence failed ends
- * the mirroring, drops the queue and calls `deposed`. */
+ * the mirroring, drops the queue and calls `deposed`. `term` is the
+ * leader's term the values are stamped with (the creation revision of
+ * its election key): a fence on any other revision (the controller won
+ * again, on a new key, without a new start) ends the mirroring as a
+ * failed fence does, and an answer to a txn of an earlier start is
+ * dropped. */
 void store_etcd_mirror_start(struct store_etcd *e, store_etcd_fence_fn fence,
-			     store_etcd_deposed_fn deposed, void *arg);
+			     store_etcd_deposed_fn deposed, void *arg,
+			     int64_t term);
 
 /* Ends the mirroring and drops what was not sent. */
 void store_etcd_mirror_stop(struct store_etcd *e);

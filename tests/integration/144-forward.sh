@@ -7,7 +7,9 @@
 # as on the leader; a refused write (a bad word, a bad request) has the
 # same errno as on the leader, with the reason in `error`; a user without
 # the permission is refused by the forwarded path too, one with it is
-# not; the leader killed -9 during a forwarded restart: the write fails
+# not; a log read on a follower is the leader's (its worker's), and the
+# leader checks the caller's permission to read it; the leader killed
+# -9 during a forwarded restart: the write fails
 # with EAGAIN in bounded time, saying why, and works again once a new
 # leader is elected.
 . "$(dirname "$0")/lib.sh"
@@ -113,6 +115,16 @@ for m in "${FOL[@]}"; do
 	check "restarts its instances" wait_until 5 eval '[ "$(pid_of "$A/d/instances/1")" != "$p0" ]'
 done
 
+# ---- logs read on a follower: the leader asks its worker
+mkdir "$A/talk"
+mark_env "$A/talk"
+echo 'echo "said $FN_INSTANCE"; exec /bin/sleep 3600' >"$A/talk/command"
+check "a function that prints, on the leader" wait_until 20 grep -qx "said 0" "$A/talk/instances/0/log"
+for m in "${FOL[@]}"; do
+	check_eq "its instance's log read on follower $m" "$(cat "$T/m$m/tenants/acme/prod/talk/instances/0/log")" "said 0"
+	check_eq "and its function's log" "$(cat "$T/m$m/tenants/acme/prod/talk/log")" "0: said 0"
+done
+
 # ---- invoke from every mount
 for m in a b c; do
 	check_eq "hot invoke on $m" "$(printf 'hello %s' "$m" | "$FNFS" invoke acme/prod/hot --mount "$T/m$m")" "HELLO ${m^^}"
@@ -192,6 +204,12 @@ check "with a new pid" test "$(pid_of "$A/d/instances/0")" != "$p0"
 check_eq "a forwarded call as the owner" \
 	"$(peer "$PEER" peer call tenants/acme/prod/hot/invoke 65534 hi)" "err 0 HI"
 check_eq "a path that is not there: ENOENT" "$(peer "$PEER" peer write tenants/acme/prod/nope/restart 0 1)" "err 2"
+check_eq "a forwarded read of a log as uid 4242" "$(peer "$PEER" peer read tenants/acme/prod/talk/instances/0/log 4242 '')" "err 0 said 0"
+chmod 0750 "$T/m$L/tenants/acme"
+check_eq "not once the tenant is 0750: EACCES" "$(peer "$PEER" peer read tenants/acme/prod/talk/instances/0/log 4242 '')" "err 13"
+check_eq "but for its owner" "$(peer "$PEER" peer read tenants/acme/prod/talk/instances/0/log 65534 '')" "err 0 said 0"
+chmod 0755 "$T/m$L/tenants/acme"
+check_eq "a read of anything but a log: EINVAL" "$(peer "$PEER" peer read tenants/acme/prod/talk/instances/0/status 0 '')" "err 22"
 check "a worker's certificate is refused as a peer" eval \
 	'peer "$CERTS/w1" peer write $RP 0 1 | grep -q "refused: a worker may not act as a peer controller"'
 check "a controller's certificate may not register as a worker" eval \

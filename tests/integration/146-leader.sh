@@ -4,7 +4,8 @@
 # two workers over mutual TLS given every controller's address. One
 # controller leads and places; the followers refuse workers (pointing
 # them at the leader) and show what the leader writes in etcd: the same
-# instances, workers, states and pids. The leader killed -9: a new one
+# instances, workers, states and pids, and in status and stats the same
+# revision, start, restarts and last exit. The leader killed -9: a new one
 # within --leader-ttl + 2 s, every instance still running with the same
 # pid and none restarted, and writes work on the survivors. A clean
 # unmount of the leader hands over at once, again without a restart.
@@ -82,6 +83,11 @@ for m in a b c; do
 		wait_until 10 eval 'diff <(snapshot "$T/m$m") "$T/before" >/dev/null'
 	check_eq "follower $m shows them running" \
 		"$(cat "$T/m$m"/tenants/acme/prod/sleeper/instances/*/state | sort -u)" running
+	check "and their status and stats as the leader (revision, start, restarts...)" \
+		wait_until 10 eval 'diff <(inst_view "$T/m$m/tenants/acme/prod/sleeper") <(inst_view "$F") >/dev/null'
+	check_eq "instance 0's revision is the leader's" \
+		"$(stat_of "$T/m$m/tenants/acme/prod/sleeper/instances/0/status" revision)" \
+		"$(stat_of "$F/instances/0/status" revision)"
 done
 check_eq "$N processes run" "$(procs_with "$RUN_MARK")" "$N"
 

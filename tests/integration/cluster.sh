@@ -6,6 +6,7 @@
 #   role_of M        what controller M says it is (stats: cluster_role)
 #   leader           the live controller that leads by its own word, or ""
 #   cluster_cleanup  unmounts every mount, ends every controller by pid
+#   inst_view DIR    a function's instances as a mount shows them
 #
 # The test's trap: trap 'cluster_cleanup; etcd_cleanup; cleanup' EXIT.
 # shellcheck shell=bash
@@ -34,5 +35,19 @@ leader() {
 			echo "$m"
 			return
 		fi
+	done
+}
+
+# inst_view FUNCTION-DIR: every instance of the function as this mount
+# shows it: state, pid, worker, then its status and stats but for the
+# lines that are each mount's own (docs/reference.md: reason,
+# busy_slots, exit_N; the calls' counters, cpu, rss, uptime), for
+# comparing a follower's view with the leader's.
+inst_view() {
+	local d
+	for d in "$1"/instances/*; do
+		echo "== ${d##*/} $(cat "$d/state") $(pid_of "$d") $(where "$d")"
+		grep -Ev '^(reason|busy_slots|exit_[0-9]+) ' "$d/status"
+		grep -E '^(pid|restarts_total) ' "$d/stats"
 	done
 }

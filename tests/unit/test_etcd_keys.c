@@ -118,6 +118,7 @@ TEST(etcd_keys_rows_round_trip)
 }
 
 static int refused(const char *key, const char *value);
+static int decode(const char *key, const char *value);
 
 TEST(etcd_keys_instances_workers_round_trip)
 {
@@ -173,6 +174,91 @@ TEST(etcd_keys_instances_workers_round_trip)
 	CHECK(refused("/fnfs/prod/in/a/b/c/0",
 		      "{\"desired\":1,\"worker\":null,\"epoch\":1,"
 		      "\"state\":\"running\",\"pid\":-3}"));
+	CHECK(refused("/fnfs/prod/in/a/b/c/0",
+		      "{\"desired\":1,\"worker\":null,\"epoch\":1,"
+		      "\"pid\":3}"));
+
+	/* What a leader tells now: its process's revision, start,
+	 * restarts and last exit too, and the term that wrote it. */
+	r.instance.state = "backoff";
+	r.instance.pid = 0;
+	r.instance.revision = 7;
+	r.instance.started_ms = 1700000000123;
+	r.instance.restarts = 3;
+	r.instance.last_exit = "signal:9";
+	r.instance.term = 4021;
+	{
+		char *v = value_of(&r);
+
+		CHECK_STR(v, "{\"desired\":0,\"worker\":\"w-2\",\"epoch\":99,"
+			     "\"term\":4021,\"state\":\"backoff\",\"pid\":0,"
+			     "\"revision\":7,\"started_ms\":1700000000123,"
+			     "\"restarts\":3,\"last_exit\":\"signal:9\"}");
+		free(v);
+	}
+	round_trip(&r, "/fnfs/prod/in/a/b/c/0", &o);
+	CHECK_STR(o.instance.state, "backoff");
+	CHECK(o.instance.revision == 7 &&
+	      o.instance.started_ms == 1700000000123 &&
+	      o.instance.restarts == 3 && o.instance.term == 4021);
+	CHECK_STR(o.instance.last_exit, "signal:9");
+	etcd_keys_rec_free(&o);
+	/* No last exit: not written. */
+	r.instance.last_exit = "";
+	round_trip(&r, "/fnfs/prod/in/a/b/c/0", &o);
+	CHECK(o.instance.last_exit == NULL);
+	etcd_keys_rec_free(&o);
+	/* A term alone (what is written before any report). */
+	r.instance.state = NULL;
+	round_trip(&r, "/fnfs/prod/in/a/b/c/0", &o);
+	CHECK(o.instance.term == 4021 && o.instance.state == NULL &&
+	      o.instance.revision == 0);
+	etcd_keys_rec_free(&o);
+	r.instance.term = -1;
+	{
+		struct rt_buf k = { 0 }, v = { 0 };
+
+		CHECK(etcd_keys_encode("prod", &r, &k, &v) == -EINVAL);
+		r.instance.term = 0;
+		r.instance.state = "failed";
+		r.instance.last_exit = "status:x";
+		CHECK(etcd_keys_encode("prod", &r, &k, &v) == -EINVAL);
+		rt_buf_free(&k);
+		rt_buf_free(&v);
+	}
+	r.instance.state = NULL;
+	r.instance.last_exit = NULL;
+	/* An older leader's values still read: no term, no revision. */
+	CHECK(0 == decode("/fnfs/prod/in/a/b/c/0",
+			  "{\"desired\":1,\"worker\":\"w\",\"epoch\":1,"
+			  "\"state\":\"running\",\"pid\":3}"));
+	CHECK(0 == decode("/fnfs/prod/in/a/b/c/0",
+			  "{\"desired\":1,\"worker\":\"w\",\"epoch\":1}"));
+	CHECK(0 ==
+	      decode("/fnfs/prod/in/a/b/c/0",
+		     "{\"desired\":1,\"worker\":\"w\",\"epoch\":1,"
+		     "\"state\":\"stopped\",\"pid\":0,\"last_exit\":\"oom\"}"));
+	/* The process's fields only with state and pid; nothing unknown;
+	 * the three first always. */
+	CHECK(refused("/fnfs/prod/in/a/b/c/0",
+		      "{\"desired\":1,\"worker\":null,\"epoch\":1,"
+		      "\"revision\":3}"));
+	CHECK(refused("/fnfs/prod/in/a/b/c/0",
+		      "{\"desired\":1,\"worker\":null,\"epoch\":1,"
+		      "\"term\":3,\"by\":\"a\"}"));
+	CHECK(refused("/fnfs/prod/in/a/b/c/0",
+		      "{\"desired\":1,\"worker\":null,\"term\":3}"));
+	CHECK(refused("/fnfs/prod/in/a/b/c/0",
+		      "{\"desired\":1,\"worker\":null,\"epoch\":1,"
+		      "\"term\":-3}"));
+	CHECK(refused("/fnfs/prod/in/a/b/c/0",
+		      "{\"desired\":1,\"worker\":null,\"epoch\":1,"
+		      "\"state\":\"running\",\"pid\":3,"
+		      "\"last_exit\":\"exit:1\"}"));
+	CHECK(refused("/fnfs/prod/in/a/b/c/0",
+		      "{\"desired\":1,\"worker\":null,\"epoch\":1,"
+		      "\"state\":\"running\",\"pid\":3,"
+		      "\"restarts\":\"2\"}"));
 
 	r = (struct etcd_keys_rec){ .kind = ETCD_KEYS_WORKER };
 	r.worker = (struct store_worker){ .id = "local-1",

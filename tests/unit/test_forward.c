@@ -3,7 +3,8 @@
  * a follower's requests reach a leader's --listen over TLS 1.3 with
  * certificates of the cluster CA and come back with their answers; a
  * worker's certificate is refused as a peer; a lost link and a change of
- * leader end what is in flight with EAGAIN.
+ * leader end what is in flight with EAGAIN; a log read comes back with
+ * its content, or EFBIG when a reply cannot carry it.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -38,7 +39,7 @@ static void dirs_remove(void)
 
 /* What the leader's side saw, and how it answers. */
 struct served {
-	int writes, calls;
+	int writes, calls, reads;
 	char path[256];
 	char value[64];
 	struct sched_caller who;
@@ -93,7 +94,32 @@ static void serve_call(void *arg, struct sched_fwd_in *in, const char *path,
 	sched_fwd_answer(v->s, in, 0, NULL, out, (size_t)n);
 }
 
-static const struct sched_fwd_serve_ops ops = { serve_write, serve_call };
+/* A read: the path's "log", or more than a reply carries for ".../big". */
+static void serve_read(void *arg, struct sched_fwd_in *in, const char *path,
+		       const struct sched_caller *who)
+{
+	struct served *v = arg;
+	size_t n = strlen(path), big = RT_WIRE_BODY_MAX + 1;
+	char out[300], *b;
+
+	v->reads++;
+	keep(v, path, "", 0, who);
+	if (n > 4 && strcmp(path + n - 4, "/big") == 0) {
+		b = malloc(big);
+		CHECK(b != NULL);
+		if (b == NULL)
+			return;
+		memset(b, 'x', big);
+		sched_fwd_answer(v->s, in, 0, NULL, b, big);
+		free(b);
+		return;
+	}
+	n = (size_t)snprintf(out, sizeof(out), "log of %s\n", path);
+	sched_fwd_answer(v->s, in, 0, NULL, out, n);
+}
+
+static const struct sched_fwd_serve_ops ops = { serve_write, serve_call,
+						serve_read };
 
 /* One answer on the follower. */
 struct answer {
@@ -210,6 +236,29 @@ TEST(forward_write_and_call_over_tls)
 	CHECK(r.done && r.err == EACCES);
 	CHECK_STR(v.value, "drain");
 	CHECK_STR(sched__fwd_last_error(b), "");
+	pair_stop(a, b);
+}
+
+TEST(forward_read_of_a_log)
+{
+	struct sched *a, *b;
+	struct served v;
+	struct answer r = { 0 }, big = { 0 };
+	struct sched_fwd *f;
+	struct sched_caller who = { 1000, 1001, NULL, 0 };
+
+	pair_start(&a, &b, &v);
+	CHECK(sched_fwd_read(b, "tenants/t/ns/fn/instances/0/log", &who,
+			     on_answer, &r, &f) == SCHED_LATER);
+	run_until(&r.done, 5000);
+	CHECK(r.done && r.err == 0);
+	CHECK_STR(r.body, "log of tenants/t/ns/fn/instances/0/log\n");
+	CHECK(v.reads == 1 && v.who.uid == 1000 && v.who.gid == 1001);
+	/* More than a frame carries: refused on the leader, EFBIG. */
+	CHECK(sched_fwd_read(b, "tenants/t/ns/fn/big", &who, on_answer, &big,
+			     &f) == SCHED_LATER);
+	run_until(&big.done, 5000);
+	CHECK(big.done && big.err == EFBIG && big.body[0] == '\0');
 	pair_stop(a, b);
 }
 

@@ -188,7 +188,13 @@ TEST(epoch_is_stored_and_migrated)
 	const char *dir = tmpdir();
 	char path[128], cmd[512];
 	struct store *st = NULL;
-	struct store_instance r = { "t", "n", "f", 0, 1, "w1", 41, NULL, 0 };
+	struct store_instance r = { .tenant = "t",
+				    .ns = "n",
+				    .fn = "f",
+				    .n = 0,
+				    .desired_run = 1,
+				    .worker = "w1",
+				    .epoch = 41 };
 	uint64_t got = 0;
 
 	snprintf(path, sizeof(path), "%s/fnfs.db", dir);
