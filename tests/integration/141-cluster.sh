@@ -80,6 +80,17 @@ k2=$?
 check_eq "mkdir of one directory in code/ on a and b at once: one wins" "$((k1 + k2))" 1
 check "the other gets File exists" grep -q "File exists" "$T/ka" "$T/kb"
 check "c shows the directory" wait_until 5 test -d "$C/$K/d"
+# The code/ changes publish a revision of the function after a quiet
+# time (SCHED_CODE_QUIET_MS): let it land before counting revisions.
+settled() {
+	local r
+	r=$(cat "$A/acme/prod/thumb/revision")
+	sleep 1
+	[ "$r" = "$(cat "$A/acme/prod/thumb/revision")" ] &&
+		[ "$r" = "$(cat "$B/acme/prod/thumb/revision")" ] &&
+		[ "$r" = "$(cat "$C/acme/prod/thumb/revision")" ]
+}
+check "the code revision is published and seen by all three mounts" wait_until 15 settled
 
 # ---- races between mounts
 rc_of() { "$@" 2>/dev/null && echo 0 || echo 1; }
