@@ -1190,7 +1190,8 @@ static int manifest_of(struct code_fn *f, struct rt_buf *text, char hash[65],
 		*objs = calloc(l.n + 1, sizeof(**objs));
 	if (rc == 0 && l.n > 0 && *objs == NULL)
 		rc = -ENOMEM;
-	qsort(l.v, l.n, sizeof(*l.v), mf_cmp);
+	if (l.n > 1)
+		qsort(l.v, l.n, sizeof(*l.v), mf_cmp);
 	for (i = 0; rc == 0 && i < l.n; i++) {
 		const struct sched_code_node *n = l.v[i].n;
 		struct rt_code_entry e = { is_dir(n), n->mode & 0777,
