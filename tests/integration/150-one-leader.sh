@@ -24,49 +24,10 @@
 . "$(dirname "$0")/lib.sh"
 
 NET=10.79.$((($$ % 200) + 20))
-HUB=fnfs-hub-$$
-declare -A NS ADDR
-for m in a b c w1 w2; do NS[$m]=fnfs-$m-$$; done
-ADDR[a]=$NET.11 ADDR[b]=$NET.12 ADDR[c]=$NET.13 ADDR[w1]=$NET.21 ADDR[w2]=$NET.22
-MADE=()
-ETCD_HOST=$NET.1
-ETCD_WRAP=(nsenter --net="/run/netns/$HUB" --)
+. "$(dirname "$0")/machines.sh"
 . "$(dirname "$0")/etcd.sh"
 . "$(dirname "$0")/cluster.sh"
-
-in_ns() {
-	local ns=$1
-	shift
-	nsenter --net="/run/netns/$ns" -- "$@"
-}
-net_cleanup() {
-	local ns p
-	for ns in "${MADE[@]}"; do
-		for p in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
-	done
-	for ns in "${MADE[@]}"; do ip netns del "$ns" 2>/dev/null; done
-}
 trap 'cluster_cleanup; etcd_cleanup; cleanup; net_cleanup' EXIT
-
-net_setup() {
-	local m
-	ip netns add "$HUB" && MADE+=("$HUB") || return 1
-	ip -n "$HUB" link set lo up &&
-		ip -n "$HUB" link add br0 type bridge &&
-		ip -n "$HUB" addr add "$NET.1/24" dev br0 &&
-		ip -n "$HUB" link set br0 up || return 1
-	for m in a b c w1 w2; do
-		ip netns add "${NS[$m]}" && MADE+=("${NS[$m]}") || return 1
-		ip -n "${NS[$m]}" link set lo up &&
-			ip link add name "v-$m" netns "$HUB" type veth peer name eth0 netns "${NS[$m]}" &&
-			ip -n "$HUB" link set "v-$m" master br0 &&
-			ip -n "$HUB" link set "v-$m" up &&
-			ip -n "${NS[$m]}" addr add "${ADDR[$m]}/24" dev eth0 &&
-			ip -n "${NS[$m]}" link set eth0 up || return 1
-	done
-}
-cut() { ip -n "${NS[$1]}" link set eth0 down && ip -n "$HUB" link set "v-$1" down; }
-heal() { ip -n "$HUB" link set "v-$1" up && ip -n "${NS[$1]}" link set eth0 up; }
 
 # etcd_revision: etcd's revision now (a linearizable read, from the hub).
 etcd_revision() {

@@ -1,0 +1,61 @@
+# machines.sh - the machines of a cluster test, each a network namespace
+# on one bridge: a hub namespace holds the bridge ($NET.1, where etcd
+# listens) and controllers a, b, c ($NET.11-13) and workers w1, w2
+# ($NET.21-22) each have a namespace of their own behind a veth pair.
+# Sourced after lib.sh and before etcd.sh (it sets ETCD_HOST and
+# ETCD_WRAP so that etcd runs in the hub), with NET set to a /24 prefix
+# of the test's own (e.g. NET=10.78.$((($$ % 200) + 20))).
+#
+#   net_setup     makes the bridge and the machines (records them in MADE)
+#   in_ns NS CMD  runs CMD in namespace NS
+#   cut M/heal M  the link of machine M down (both ends) or up
+#   net_cleanup   ends every process in them (by pid) and deletes them
+#
+# The test's trap: trap 'cluster_cleanup; etcd_cleanup; cleanup; net_cleanup' EXIT.
+# shellcheck shell=bash
+
+HUB=fnfs-hub-$$
+declare -A NS ADDR
+for m in a b c w1 w2; do NS[$m]=fnfs-$m-$$; done
+ADDR[a]=$NET.11 ADDR[b]=$NET.12 ADDR[c]=$NET.13 ADDR[w1]=$NET.21 ADDR[w2]=$NET.22
+MADE=()
+# shellcheck disable=SC2034 # read by etcd.sh
+ETCD_HOST=$NET.1
+# shellcheck disable=SC2034 # read by etcd.sh
+ETCD_WRAP=(nsenter --net="/run/netns/$HUB" --)
+
+in_ns() {
+	local ns=$1
+	shift
+	nsenter --net="/run/netns/$ns" -- "$@"
+}
+
+net_cleanup() {
+	local ns p
+	for ns in "${MADE[@]}"; do
+		for p in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
+	done
+	for ns in "${MADE[@]}"; do ip netns del "$ns" 2>/dev/null; done
+}
+
+net_setup() {
+	local m
+	ip netns add "$HUB" && MADE+=("$HUB") || return 1
+	ip -n "$HUB" link set lo up &&
+		ip -n "$HUB" link add br0 type bridge &&
+		ip -n "$HUB" addr add "$NET.1/24" dev br0 &&
+		ip -n "$HUB" link set br0 up || return 1
+	for m in a b c w1 w2; do
+		ip netns add "${NS[$m]}" && MADE+=("${NS[$m]}") || return 1
+		ip -n "${NS[$m]}" link set lo up &&
+			ip link add name "v-$m" netns "$HUB" type veth peer name eth0 netns "${NS[$m]}" &&
+			ip -n "$HUB" link set "v-$m" master br0 &&
+			ip -n "$HUB" link set "v-$m" up &&
+			ip -n "${NS[$m]}" addr add "${ADDR[$m]}/24" dev eth0 &&
+			ip -n "${NS[$m]}" link set eth0 up || return 1
+	done
+}
+
+# cut M / heal M: the link of machine M down (both ends) or up.
+cut() { ip -n "${NS[$1]}" link set eth0 down && ip -n "$HUB" link set "v-$1" down; }
+heal() { ip -n "$HUB" link set "v-$1" up && ip -n "${NS[$1]}" link set eth0 up; }
