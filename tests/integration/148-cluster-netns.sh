@@ -28,26 +28,10 @@ check "3 etcd members healthy within 20 s" etcd_start_cluster 3
 EP=${ETCD_ENDPOINTS//http:\/\//}
 TTL=3
 N=${FNFS_NETNS_INSTANCES:-40}
-LIST="${ADDR[a]}:7443,${ADDR[b]}:7443,${ADDR[c]}:7443"
+CLUSTER=it8
 
-check "fnfs ca init" "$FNFS" ca init --data "$T/da"
-for m in b c; do mkdir -p "$T/d$m" && chmod 700 "$T/d$m" && cp -a "$T/da/ca" "$T/d$m/ca"; done
-mkdir -p "$T/certs"
-for w in w1 w2; do "$FNFS" ca issue --data "$T/da" "$w" --out "$T/certs" >/dev/null; done
+check "fnfs ca init" machines_ca
 
-start_ctl() {
-	mkdir -p "$T/m$1"
-	in_ns "${NS[$1]}" "$FNFS" mount --data "$T/d$1" --store "etcd://$EP" --cluster it8 \
-		--name "$1" --leader-ttl $TTL --listen "${ADDR[$1]}:7443" \
-		--heartbeat-timeout 2000 "$T/m$1" || return 1
-	CPID[$1]=$(cat "$T/d$1/fnfs.pid")
-}
-start_w() {
-	in_ns "${NS[$1]}" "$FNFS" worker --connect "tls://$LIST" --id "$1" --memory 100000 \
-		--ca "$T/da/ca/ca.pem" --cert "$T/certs/$1.pem" --key "$T/certs/$1.key" \
-		--data "$T/w-$1" --orphan-timeout 30 --heartbeat-timeout 2000 2>>"$T/$1.log" &
-	BGPIDS+=("$!")
-}
 snapshot() {
 	local d
 	for d in "$1"/tenants/acme/prod/sleeper/instances/*; do

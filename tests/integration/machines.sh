@@ -10,6 +10,11 @@
 #   in_ns NS CMD  runs CMD in namespace NS
 #   cut M/heal M  the link of machine M down (both ends) or up
 #   net_cleanup   ends every process in them (by pid) and deletes them
+#   machines_ca   the cluster CA in $T/da (copied to db, dc) and the
+#                 workers' certificates in $T/certs
+#   start_ctl M   controller M in its namespace: cluster $CLUSTER on
+#                 etcd://$EP, --leader-ttl $TTL, --listen ADDR:7443
+#   start_w W     worker W in its namespace, given the controllers' list
 #
 # The test's trap: trap 'cluster_cleanup; etcd_cleanup; cleanup; net_cleanup' EXIT.
 # shellcheck shell=bash
@@ -59,3 +64,28 @@ net_setup() {
 # cut M / heal M: the link of machine M down (both ends) or up.
 cut() { ip -n "${NS[$1]}" link set eth0 down && ip -n "$HUB" link set "v-$1" down; }
 heal() { ip -n "$HUB" link set "v-$1" up && ip -n "${NS[$1]}" link set eth0 up; }
+
+machines_ca() {
+	local m w
+	"$FNFS" ca init --data "$T/da" || return 1
+	for m in b c; do mkdir -p "$T/d$m" && chmod 700 "$T/d$m" && cp -a "$T/da/ca" "$T/d$m/ca" || return 1; done
+	mkdir -p "$T/certs"
+	for w in w1 w2; do "$FNFS" ca issue --data "$T/da" "$w" --out "$T/certs" >/dev/null || return 1; done
+}
+
+start_ctl() {
+	mkdir -p "$T/m$1"
+	in_ns "${NS[$1]}" "$FNFS" mount --data "$T/d$1" --store "etcd://$EP" --cluster "$CLUSTER" \
+		--name "$1" --leader-ttl "$TTL" --listen "${ADDR[$1]}:7443" \
+		--heartbeat-timeout 2000 "$T/m$1" || return 1
+	# shellcheck disable=SC2034 # cluster.sh's
+	CPID[$1]=$(cat "$T/d$1/fnfs.pid")
+}
+
+start_w() {
+	local list="${ADDR[a]}:7443,${ADDR[b]}:7443,${ADDR[c]}:7443"
+	in_ns "${NS[$1]}" "$FNFS" worker --connect "tls://$list" --id "$1" --memory 100000 \
+		--ca "$T/da/ca/ca.pem" --cert "$T/certs/$1.pem" --key "$T/certs/$1.key" \
+		--data "$T/w-$1" --orphan-timeout 30 --heartbeat-timeout 2000 2>>"$T/$1.log" &
+	BGPIDS+=("$!")
+}
