@@ -117,7 +117,7 @@ static void gate_done(void *arg, int err)
 	} else {
 		sched__event(s, &w->obj, "worker.healed", kvs.data);
 		/* It may take work now. */
-		sched__reconcile_all(s);
+		sched__reconcile_soon(s);
 	}
 	rt_buf_free(&kvs);
 	free(g);

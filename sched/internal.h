@@ -83,6 +83,10 @@ struct sched {
 	struct sched_listen *listen; /* --listen (listen.h), owned, or NULL */
 	struct conn *conns;	     /* every open connection (conn.c) */
 	uv_timer_t tick;	     /* once a second: health, pool, pending */
+	uint64_t tick_last;	     /* rt_mono_ms() of the last tick */
+	uv_timer_t reconcile_timer;  /* sched__reconcile_soon's next turn */
+	int reconcile_due;	     /* sched__reconcile_soon was asked */
+	int64_t held_max_ms;	     /* the loop's longest hold (on_tick) */
 	struct rt_wire_flusher flusher; /* frames to workers, per loop turn */
 	struct rt_idmap requests;	/* seq -> struct sched_request * */
 	uint64_t next_seq;

@@ -36,6 +36,27 @@ static int absent_cb(const char *key, void *value, void *arg)
 	return 0;
 }
 
+/* How long the loop thread was held past the tick's second: a callback
+ * that ran that long delayed every other (a leader's lease renewals
+ * among them). The longest goes to `stats`; one of a second or more is
+ * logged. */
+static void note_held(struct sched *s)
+{
+	uint64_t now = rt_mono_ms();
+	int64_t held;
+
+	if (s->tick_last != 0) {
+		held = (int64_t)(now - s->tick_last) - 1000;
+		if (held > s->held_max_ms)
+			s->held_max_ms = held;
+		if (held >= 1000)
+			rt_log(RT_LOG_WARN,
+			       "the loop thread was held for about %lld ms",
+			       (long long)held);
+	}
+	s->tick_last = now;
+}
+
 static void on_tick(uv_timer_t *t)
 {
 	struct sched *s = t->data;
@@ -44,6 +65,7 @@ static void on_tick(uv_timer_t *t)
 	/* Silent workers and pings: fence.c's heartbeat, more often. */
 	if (s->shutting_down)
 		return;
+	note_held(s);
 	sched__leader_tick(s);
 	if (!sched__acting(s)) {
 		/* A follower: the leader places and recovers. */
@@ -178,6 +200,8 @@ int sched_start(struct sched *s, struct uv_loop_s *loop,
 	}
 	uv_timer_init(loop, &s->tick);
 	s->tick.data = s;
+	uv_timer_init(loop, &s->reconcile_timer);
+	s->reconcile_timer.data = s;
 	uv_timer_start(&s->tick, on_tick, 1000, 1000);
 	sched__code_start(s);
 	sched__heartbeat_start(s);
@@ -239,6 +263,8 @@ static void finish_shutdown(struct sched *s)
 	uv_close((uv_handle_t *)&s->shutdown_timer, close_noop);
 	uv_timer_stop(&s->tick);
 	uv_close((uv_handle_t *)&s->tick, close_noop);
+	uv_timer_stop(&s->reconcile_timer);
+	uv_close((uv_handle_t *)&s->reconcile_timer, close_noop);
 	sched__code_stop(s);
 	sched__heartbeat_stop(s);
 	uv_close((uv_handle_t *)&s->server, close_noop);

@@ -371,6 +371,23 @@ static int reconcile_root(const char *key, void *value, void *arg)
 	return rt_map_each(&t->children, reconcile_t, arg);
 }
 
+static void on_reconcile_due(uv_timer_t *t)
+{
+	struct sched *s = t->data;
+
+	s->reconcile_due = 0;
+	if (!s->shutting_down)
+		sched__reconcile_all(s);
+}
+
+void sched__reconcile_soon(struct sched *s)
+{
+	if (s->shutting_down || s->reconcile_due)
+		return;
+	s->reconcile_due = 1;
+	uv_timer_start(&s->reconcile_timer, on_reconcile_due, 0, 0);
+}
+
 void sched__reconcile_all(struct sched *s)
 {
 	int began;

@@ -57,6 +57,12 @@ void sched__roll_next(struct sched *s, struct sched_function *fn);
 /* Reconciles every function (capacity changed). */
 void sched__reconcile_all(struct sched *s);
 
+/* sched__reconcile_all on the loop's next turn, once however often it
+ * is asked for in this one: a burst of worker events (1,000 workers
+ * registering with a new leader, or silent at once) costs one pass over
+ * the functions, not one each, and instances lost together move once. */
+void sched__reconcile_soon(struct sched *s);
+
 /* Deletes the rows of every instance of `fn` (inside the caller's
  * transaction, which removes the function). Returns 0 or -errno. */
 int sched__instances_unstore(struct sched *s, struct sched_function *fn);

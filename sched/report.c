@@ -417,11 +417,12 @@ static int render_store(struct sched *s, struct rt_buf *out)
 			     "etcd_revision %lld\netcd_stale %d\n"
 			     "etcd_stale_ms %lld\netcd_leader_writes_pending "
 			     "%zu\ncluster_role %s\ncluster_leader %s\n"
-			     "cluster_term %lld\n",
+			     "cluster_term %lld\nloop_held_max_ms %lld\n",
 			     (long long)rev, !watching,
 			     (long long)(watching ? 0 : rt_now_ms() - since),
 			     store_mirror_pending(s->store), sched_role(s),
-			     leader ? leader : "-", (long long)s->term);
+			     leader ? leader : "-", (long long)s->term,
+			     (long long)s->held_max_ms);
 }
 
 /* A few lines whatever the size of the tree: rendered whole. */

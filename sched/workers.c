@@ -187,7 +187,7 @@ void sched__on_register(struct sched *s, struct conn *c, const struct rt_msg *m)
 		s->recovery_until = 0;
 		sched_event(s, "recovery.done", "workers", NULL);
 	}
-	sched__reconcile_all(s);
+	sched__reconcile_soon(s);
 }
 
 /* The connection of worker `w` closed: it is offline, or removed when it
@@ -224,8 +224,7 @@ void sched__worker_gone(struct sched *s, struct sched_worker *w,
 		sched__worker_lost(s, w, 0);
 	}
 	rt_buf_free(&kvs);
-	if (!s->shutting_down)
-		sched__reconcile_all(s);
+	sched__reconcile_soon(s);
 }
 
 static int known_cb(const struct store_worker *r, void *arg)
@@ -280,7 +279,7 @@ void sched__on_message(struct sched *s, struct sched_worker *w,
 		if (!w->leaving) {
 			w->leaving = 1;
 			sched__worker_lost(s, w, 0);
-			sched__reconcile_all(s);
+			sched__reconcile_soon(s);
 		}
 	} else if (strncmp(m->type, "code.", 5) == 0) {
 		sched__code_on_message(s, w, m);
