@@ -19,8 +19,6 @@
 #define TICK_MS 500
 /* Keys read at once by a range. */
 #define PAGE 256
-/* Lines waiting to be sent, at most. */
-#define QUEUE_LINES 8192
 
 /* One line waiting to be sent: its etcd value, and where its line is. */
 struct qline {
@@ -641,20 +639,29 @@ void journal_etcd_send(struct journal_etcd *j, int64_t ms, const char *tenant,
 		rt_log(RT_LOG_ERROR, "journal: a line is lost (no memory)");
 		goto out;
 	}
-	/* Full: the oldest line that is not being sent goes. */
-	while (j->nq > j->inflight &&
-	       (j->nq >= QUEUE_LINES ||
-		j->qbytes + v.len > JOURNAL_ETCD_QUEUE)) {
+	/* Full: the oldest lines that are not being sent go, down to
+	 * seven eighths of the bounds, in one move of the rest. */
+	if (j->nq > j->inflight &&
+	    (j->nq >= JOURNAL_ETCD_QUEUE_LINES ||
+	     j->qbytes + v.len > JOURNAL_ETCD_QUEUE)) {
+		size_t go = 0, lines = JOURNAL_ETCD_QUEUE_LINES / 8 * 7;
+		size_t bytes = JOURNAL_ETCD_QUEUE / 8 * 7;
+
 		at = j->inflight;
-		j->qbytes -= j->q[at].len;
-		qline_free(&j->q[at]);
-		memmove(j->q + at, j->q + at + 1,
-			(j->nq - at - 1) * sizeof(*j->q));
-		j->nq--;
-		if (j->dropped++ == 0)
+		while (at + go < j->nq &&
+		       (j->nq - go > lines || j->qbytes + v.len > bytes)) {
+			j->qbytes -= j->q[at + go].len;
+			qline_free(&j->q[at + go]);
+			go++;
+		}
+		memmove(j->q + at, j->q + at + go,
+			(j->nq - at - go) * sizeof(*j->q));
+		j->nq -= go;
+		if (j->dropped == 0)
 			rt_log(RT_LOG_WARN, "journal: the queue is full: "
 					    "dropping its oldest lines");
-		j->dropped_all++;
+		j->dropped += go;
+		j->dropped_all += go;
 	}
 	if (insert(j, j->nq, v.data, v.len, n) == 0)
 		v.data = NULL;

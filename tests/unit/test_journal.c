@@ -364,12 +364,17 @@ TEST(journal_queue_bound_while_away)
 	CHECK(journal_etcd_open(&d.j, &loop, &cfg, CLUSTER, 0, &d.ev, on_line,
 				&d) == 0);
 	CHECK(d.ev.first == 0 && d.ev.text.len == 0);
-	for (i = 0; i < 9000; i++)
+	for (i = 0; i < JOURNAL_ETCD_QUEUE_LINES; i++)
 		send_line(&d, "q", i, 10);
 	uv_run(&loop, UV_RUN_NOWAIT);
 	journal_etcd_state(d.j, &st);
-	CHECK(st.queued == 8192);
-	CHECK(st.dropped == 9000 - 8192);
+	CHECK(st.queued == JOURNAL_ETCD_QUEUE_LINES);
+	CHECK(st.dropped == 0);
+	/* One more: the oldest eighth goes, at once. */
+	send_line(&d, "q", i, 10);
+	journal_etcd_state(d.j, &st);
+	CHECK(st.queued == JOURNAL_ETCD_QUEUE_LINES / 8 * 7 + 1);
+	CHECK(st.dropped == JOURNAL_ETCD_QUEUE_LINES / 8);
 	CHECK(st.watching == 0);
 	CHECK(d.ev.text.len == 0);
 	side_close(&d);
