@@ -19,6 +19,11 @@
 #define TICK_MS 500
 /* Keys read at once by a range. */
 #define PAGE 256
+/* How long a line waits for others to share its txn, when fewer than a
+ * batch wait: a txn is a Raft proposal and an fsync on every member, and
+ * one per journal line doubled etcd's work for a write of an attribute
+ * (docs/performance.md, "Writes on a cluster"). */
+#define LINGER_MS 20
 
 /* One line waiting to be sent: its etcd value, and where its line is. */
 struct qline {
@@ -57,6 +62,7 @@ struct journal_etcd {
 	struct qline *q;
 	size_t nq, capq, qbytes;
 	uint64_t dropped, dropped_all; /* not reported yet; in all */
+	uint64_t linger_end; /* rt_mono_ms() before which a short batch waits */
 	size_t inflight;	       /* lines of the batch */
 	uint64_t base;		       /* the batch's first offset */
 	int base_known;		       /* P/evh was there when numbered */
@@ -456,6 +462,16 @@ static void send_batch(struct journal_etcd *j)
 	    rt_mono_ms() < j->retry_at)
 		return;
 	if (j->inflight == 0) {
+		uint64_t now = rt_mono_ms();
+
+		/* Fewer than a batch, the first of them queued just now: it
+		 * waits for company, LINGER_MS at most. */
+		if (j->nq < JOURNAL_ETCD_BATCH && now < j->linger_end) {
+			if (j->kick != NULL)
+				uv_timer_start(j->kick, on_kick,
+					       j->linger_end - now, 0);
+			return;
+		}
 		/* A new batch, numbered from P/evh as last seen. */
 		if (j->dropped > 0)
 			report_dropped(j);
@@ -466,6 +482,8 @@ static void send_batch(struct journal_etcd *j)
 			bytes += j->q[n].len;
 		}
 		j->inflight = n;
+		/* What is left waited already: it goes next, at once. */
+		j->linger_end = 0;
 		j->base = j->head;
 		j->base_known = j->head_rev > 0;
 		j->trim_to = 0;
@@ -663,6 +681,8 @@ void journal_etcd_send(struct journal_etcd *j, int64_t ms, const char *tenant,
 		j->dropped += go;
 		j->dropped_all += go;
 	}
+	if (j->nq == j->inflight) /* the first line waiting */
+		j->linger_end = rt_mono_ms() + LINGER_MS;
 	if (insert(j, j->nq, v.data, v.len, n) == 0)
 		v.data = NULL;
 	else
