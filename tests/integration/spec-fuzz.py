@@ -174,7 +174,10 @@ class Fuzz:
                               b'"4"', b"null", b"99999999999999999999999",
                               b"9223372036854775807", b"true"])
         if key in ENUMS:
-            words = ENUMS[key] if valid else ["HOT", "", "x", "daemon\n"]
+            # An empty ready is valid: it follows the format again.
+            words = ENUMS[key] + ([""] if key == "ready" else []) \
+                if valid else ["HOT", "x", "daemon\n"] + \
+                ([] if key == "ready" else [""])
             return self.json_text(self.pick(words)) if not valid else \
                 json.dumps(self.pick(words)).encode()
         if key == "mounts":
@@ -252,6 +255,8 @@ class Fuzz:
             words = [w.encode() for w in ENUMS[attr]]
             v = self.pick(words) if r.random() < 0.6 else \
                 self.pick(words) + self.pick(BAD + [b"", b" "])
+            if attr == "ready" and r.random() < 0.1:
+                v = b""     # follow the format again
         if r.random() < 0.5:
             v += b"\n"
         return v or b"\n"   # a write of nothing is no write at all
@@ -321,9 +326,11 @@ class Fuzz:
                 return False
         return True
 
-    def expected(self, attr, data):
+    def expected(self, attr, data, before=None):
         """What the attribute files read after `data` is acknowledged,
-        for those it decides (None: the write cannot be acknowledged)."""
+        for those it decides (None: the write cannot be acknowledged).
+        `before` is the snapshot the write was made on; an empty `ready`
+        needs it, for it makes ready follow mode and format again."""
         v = data[:-1] if data.endswith(b"\n") else data
         if attr == "config":
             try:
@@ -334,10 +341,10 @@ class Fuzz:
                     return None
                 cfg = dict(DEFAULTS)
                 cfg.update(obj)
-                if "ready" not in obj:
-                    cfg["ready"] = ready_default(cfg)
-                elif not isinstance(cfg["ready"], str):
+                if "ready" in obj and not isinstance(cfg["ready"], str):
                     return None
+                if cfg.get("ready", "") == "":     # follows the format
+                    cfg["ready"] = ready_default(cfg)
                 if cfg["ready"] == "lambda" and \
                         ready_default(cfg) != "lambda":
                     return None
@@ -410,6 +417,10 @@ class Fuzz:
                     (attr == "cpu" and 0 < int(v) < 10):
                 return None
             return {attr: str(int(v)).encode() + b"\n"}
+        if attr == "ready" and v == b"" and before is not None:
+            follow = {k: before[k].decode().strip() for k in
+                      ("mode", "format")}
+            return {attr: ready_default(follow).encode() + b"\n"}
         if attr == "ready" and v.startswith(b"http:/"):
             ok = len(v) - 5 <= 256 and all(0x21 <= c <= 0x7e for c in v)
             return {attr: v + b"\n"} if ok else None
@@ -437,7 +448,7 @@ class Fuzz:
                           f"{reason!r}", data)
             return after
         self.acked[attr] += 1
-        want = self.expected(attr, data)
+        want = self.expected(attr, data, before)
         if want is None:
             self.fail(f"{attr}: accepted what it must refuse", data, before,
                       after)
