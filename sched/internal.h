@@ -95,6 +95,7 @@ struct sched {
 	char *self;		/* the fnfs binary, owned */
 	char *log_path;		/* local workers' stderr, owned, or NULL */
 	int64_t recovery_until; /* monotonic ms: known workers may return */
+	int64_t journal_until;	/* monotonic ms: a shutdown's journal flush */
 	struct sched_local locals[SCHED_POOL_MAX];
 	int capacity_changed;	     /* memory was freed: place pending ones */
 	int strategy;		     /* enum sched_strategy (persisted) */
@@ -241,6 +242,13 @@ void sched__set_error(struct sched_function *fn, const char *reason);
 
 /* Stops the cluster's journal (no etcd call after it). */
 void sched__journal_stop(struct sched *s);
+
+/* The cluster's journal sends what it holds at once from now on. */
+void sched__journal_flush(struct sched *s);
+
+/* Whether the cluster's journal has nothing left to send that it can
+ * send (1 on one machine). */
+int sched__journal_flushed(const struct sched *s);
 
 /* Records a refused write in a function's error file and the journal. */
 void sched__reject(struct sched *s, struct sched_function *fn, const char *file,

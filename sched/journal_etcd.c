@@ -73,6 +73,7 @@ struct journal_etcd {
 
 	uv_timer_t *tick; /* every TICK_MS */
 	uv_timer_t *kick; /* the next loop turn: send */
+	int flushing;	  /* the controller is going: no linger */
 	int stopped;
 };
 
@@ -466,7 +467,8 @@ static void send_batch(struct journal_etcd *j)
 
 		/* Fewer than a batch, the first of them queued just now: it
 		 * waits for company, LINGER_MS at most. */
-		if (j->nq < JOURNAL_ETCD_BATCH && now < j->linger_end) {
+		if (j->nq < JOURNAL_ETCD_BATCH && now < j->linger_end &&
+		    !j->flushing) {
 			if (j->kick != NULL)
 				uv_timer_start(j->kick, on_kick,
 					       j->linger_end - now, 0);
@@ -781,6 +783,24 @@ out:
 	}
 	*out = j;
 	return rc;
+}
+
+void journal_etcd_flush(struct journal_etcd *j)
+{
+	if (j == NULL || j->stopped)
+		return;
+	j->flushing = 1;
+	j->linger_end = 0;
+	if (j->kick != NULL && !j->busy)
+		uv_timer_start(j->kick, on_kick, 0, 0);
+}
+
+int journal_etcd_flushed(const struct journal_etcd *j)
+{
+	/* Nothing left; or it cannot be sent now: never read (no head
+	 * to number from), or etcd refused the last try. */
+	return j == NULL || j->stopped || j->nq == 0 || !j->synced ||
+	       j->failing;
 }
 
 void journal_etcd_stop(struct journal_etcd *j)

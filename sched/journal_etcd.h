@@ -88,6 +88,15 @@ int journal_etcd_open(struct journal_etcd **out, uv_loop_t *loop,
 void journal_etcd_send(struct journal_etcd *j, int64_t ms, const char *tenant,
 		       const char *line, size_t n);
 
+/* Sends what is queued at once from now on, without waiting for more
+ * lines (the controller is going). NULL: a no-op. */
+void journal_etcd_flush(struct journal_etcd *j);
+
+/* Whether nothing queued is left to wait for: the queue is empty, or its
+ * lines cannot be sent now (the first read has not ended, or the last
+ * txn failed). 1 for NULL. */
+int journal_etcd_flushed(const struct journal_etcd *j);
+
 /* Makes no etcd call any more and closes its handles (the loop must run
  * once more to free them); lines still queued are lost. NULL: a no-op.
  * Not from inside one of its own client's callbacks. */

@@ -24,6 +24,9 @@
 #include "requests.h"
 #include "workers.h"
 
+/* How long an unmount waits for the cluster journal's last lines. */
+#define JOURNAL_FLUSH_MS 2000
+
 /* After the recovery window: a known worker still away loses its
  * instances to the others. */
 static int absent_cb(const char *key, void *value, void *arg)
@@ -266,6 +269,7 @@ static void finish_shutdown(struct sched *s)
 	uv_timer_stop(&s->reconcile_timer);
 	uv_close((uv_handle_t *)&s->reconcile_timer, close_noop);
 	sched__code_stop(s);
+	sched__journal_stop(s);
 	sched__heartbeat_stop(s);
 	uv_close((uv_handle_t *)&s->server, close_noop);
 	sched__listen_close(s);
@@ -302,9 +306,12 @@ static void on_shutdown_poll(uv_timer_t *t)
 {
 	struct sched *s = t->data;
 
+	int64_t now = rt_mono_ms();
+
 	if ((pending_local(s) == 0 && online_local(s) == 0 &&
-	     s->requests.count == 0 && !sched__leader_stopping(s)) ||
-	    rt_mono_ms() > s->recovery_until)
+	     s->requests.count == 0 && !sched__leader_stopping(s) &&
+	     (sched__journal_flushed(s) || now > s->journal_until)) ||
+	    now > s->recovery_until)
 		finish_shutdown(s);
 }
 
@@ -362,7 +369,10 @@ void sched_shutdown(struct sched *s, void (*done)(void *arg), void *arg)
 	/* A cluster's leader resigns first (the store stops after it). */
 	if (sched__leader_stop(s) == 0)
 		store_stop(s->store);
-	sched__journal_stop(s);
+	/* The journal's last lines go before it stops (finish_shutdown),
+	 * JOURNAL_FLUSH_MS at most. */
+	sched__journal_flush(s);
+	s->journal_until = rt_mono_ms() + JOURNAL_FLUSH_MS;
 	s->shutdown_done = done;
 	s->shutdown_arg = arg;
 	if (s->loop == NULL) {

@@ -246,6 +246,16 @@ void sched__journal_stop(struct sched *s)
 	journal_etcd_stop(s->journal);
 }
 
+void sched__journal_flush(struct sched *s)
+{
+	journal_etcd_flush(s->journal);
+}
+
+int sched__journal_flushed(const struct sched *s)
+{
+	return journal_etcd_flushed(s->journal);
+}
+
 void sched_event(struct sched *s, const char *kind, const char *object,
 		 const char *kvs)
 {

@@ -5,7 +5,8 @@
 # sees new lines; tenants' journals too; a controller killed -9 comes
 # back with the same journal; etcd keeps a bounded range of lines, the
 # older ones deleted, offsets still absolute; lines journalled while
-# etcd's majority is away arrive once it is back.
+# etcd's majority is away arrive once it is back; lines journalled just
+# before an unmount are sent before the controller exits.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/etcd.sh"
 . "$(dirname "$0")/cluster.sh"
@@ -191,8 +192,20 @@ check "a line made now lands at the same offset on the three" eval \
 	'write "$C/acme/prod/thumb/timeout" 31 && wait_until 5 all_once "revision=5 changed=timeout" && wait_until 5 eval "[ \"\$(stat -c %s "$EA")\" = \"\$(stat -c %s "$EB")\" ] && [ \"\$(stat -c %s "$EA")\" = \"\$(stat -c %s "$EC")\" ]"'
 check "and is the same bytes" eval 'cmp -s <(tail -c 4096 "$EA") <(tail -c 4096 "$EB") && cmp -s <(tail -c 4096 "$EA") <(tail -c 4096 "$EC")'
 
+# ---- lines journalled just before an unmount still reach etcd
+names=()
+for i in $(seq 1 50); do names+=("$C/acme/_bye_$i"); done
+mkdir "${names[@]}" 2>/dev/null
+p=${CPID[c]}
+fusermount3 -u "$T/mc"
+check "c exits at once after 50 refused mkdirs and its unmount" \
+	wait_until 10 eval '! alive "$p"'
+check "the 50 lines it journalled just before reach a's journal" \
+	wait_until 5 eval '[ "$(grep -c " name=_bye_" "$EA")" = 50 ]'
+check "and b's" eval '[ "$(grep -c " name=_bye_" "$EB")" = 50 ]'
+
 # ---- the end: every controller unmounts and exits
-for m in a b c; do
+for m in a b; do
 	p=${CPID[$m]}
 	fusermount3 -u "$T/m$m"
 	check "controller $m exits after its unmount" wait_until 10 eval '! alive "$p"'
