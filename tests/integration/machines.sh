@@ -9,7 +9,8 @@
 #   net_setup     makes the bridge and the machines (records them in MADE)
 #   in_ns NS CMD  runs CMD in namespace NS
 #   cut M/heal M  the link of machine M down (both ends) or up
-#   net_cleanup   ends every process in them (by pid) and deletes them
+#   net_cleanup   ends every process in them (by pid: TERM, then -9
+#                 after 10 s) and deletes them
 #   machines_ca   the cluster CA in $T/da (copied to db, dc) and the
 #                 workers' certificates in $T/certs
 #   start_ctl M   controller M in its namespace: cluster $CLUSTER on
@@ -35,11 +36,19 @@ in_ns() {
 	nsenter --net="/run/netns/$ns" -- "$@"
 }
 
+# The processes still in the test's namespaces.
+ns_pids() {
+	local ns
+	for ns in "${MADE[@]}"; do ip netns pids "$ns" 2>/dev/null; done
+}
+
 net_cleanup() {
 	local ns p
-	for ns in "${MADE[@]}"; do
-		for p in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
-	done
+	# TERM first: a worker that exits removes its cgroups (one killed -9
+	# cannot); then -9 for what is left after 10 s.
+	for p in $(ns_pids); do kill "$p" 2>/dev/null; done
+	wait_until 10 eval '[ -z "$(ns_pids)" ]' ||
+		for p in $(ns_pids); do kill -9 "$p" 2>/dev/null; done
 	for ns in "${MADE[@]}"; do ip netns del "$ns" 2>/dev/null; done
 }
 
