@@ -170,6 +170,12 @@ check_eq "code/ still reads" "$(sha256sum <"$(fn_of "$L2")/code/big.bin" | cut -
 for i in 0 1 2; do etcd_restart "$i"; done
 check "etcd healthy again" etcd_wait_healthy 20
 check "a write into code/ works again" wait_until 20 eval '/bin/echo y >"$(fn_of "$L2")/code/new.txt" 2>/dev/null'
+
+# w1, killed -9 above, comes back as a supervisor would bring it: it
+# clears the cgroups its death left, and removes its own when it ends.
+tls_worker w1
+check "w1, killed -9 before, registers again with $L2" \
+	wait_until 20 state_is "$T/m$L2/workers/w1/state" healthy
 for m in a b c; do
 	[ -n "${CPID[$m]:-}" ] || continue
 	p=${CPID[$m]}
