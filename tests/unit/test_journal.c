@@ -346,6 +346,44 @@ out:
 	etcd_cluster_stop(&cl);
 }
 
+/* A flush (an unmount): the lines queued go at once, and a journal
+ * opened after the first one stopped reads them all. */
+TEST(journal_live_flush)
+{
+	struct etcd_cluster cl;
+	struct side a, late;
+	uv_loop_t loop;
+	uv_timer_t t;
+	uint64_t total = 0;
+	int i, expired = 0;
+
+	uv_loop_init(&loop);
+	if (cluster_up(&cl, 1) < 0)
+		goto out;
+	CHECK(side_open(&a, &loop, &cl, 0) == 0);
+	CHECK(journal_etcd_flushed(a.j)); /* nothing queued */
+	for (i = 0; i < 5; i++)
+		total += send_line(&a, "f", i, 20);
+	journal_etcd_flush(a.j);
+	CHECK(!journal_etcd_flushed(a.j));
+	uv_timer_init(&loop, &t);
+	t.data = &expired;
+	uv_timer_start(&t, on_bound, 5000, 0);
+	while (!journal_etcd_flushed(a.j) && !expired)
+		uv_run(&loop, UV_RUN_ONCE);
+	uv_close((uv_handle_t *)&t, NULL);
+	CHECK(!expired && journal_etcd_flushed(a.j));
+	/* Stopped at once, before its watch brought the lines back. */
+	journal_etcd_stop(a.j);
+	CHECK(side_open(&late, &loop, &cl, 0) == 0);
+	CHECK(side_end(&late) == total && lines_of(&late) == 5);
+	side_close(&late);
+	side_close(&a);
+out:
+	loop_end(&loop);
+	etcd_cluster_stop(&cl);
+}
+
 /* etcd away: the journal starts empty, lines wait in a bounded queue,
  * the oldest dropped and counted; the journal itself stays as it was. */
 TEST(journal_queue_bound_while_away)
@@ -377,6 +415,9 @@ TEST(journal_queue_bound_while_away)
 	CHECK(st.dropped == JOURNAL_ETCD_QUEUE_LINES / 8);
 	CHECK(st.watching == 0);
 	CHECK(d.ev.text.len == 0);
+	/* An unmount does not wait for lines that cannot go. */
+	journal_etcd_flush(d.j);
+	CHECK(journal_etcd_flushed(d.j));
 	side_close(&d);
 	loop_end(&loop);
 }
