@@ -305,7 +305,6 @@ static void finish_shutdown(struct sched *s)
 static void on_shutdown_poll(uv_timer_t *t)
 {
 	struct sched *s = t->data;
-
 	int64_t now = rt_mono_ms();
 
 	if ((pending_local(s) == 0 && online_local(s) == 0 &&
