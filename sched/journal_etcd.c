@@ -63,13 +63,13 @@ struct journal_etcd {
 	size_t nq, capq, qbytes;
 	uint64_t dropped, dropped_all; /* not reported yet; in all */
 	uint64_t linger_end; /* rt_mono_ms() before which a short batch waits */
-	size_t inflight;	       /* lines of the batch */
-	uint64_t base;		       /* the batch's first offset */
-	int base_known;		       /* P/evh was there when numbered */
-	uint64_t trim_to;	       /* the batch deletes lines before it */
-	int busy;		       /* its txn is under way */
-	int64_t retry_at;	       /* rt_mono_ms: not sent again before */
-	int failing;		       /* the last txn failed (logged once) */
+	size_t inflight;     /* lines of the batch */
+	uint64_t base;	     /* the batch's first offset */
+	int base_known;	     /* P/evh was there when numbered */
+	uint64_t trim_to;    /* the batch deletes lines before it */
+	int busy;	     /* its txn is under way */
+	int64_t retry_at;    /* rt_mono_ms: not sent again before */
+	int failing;	     /* the last txn failed (logged once) */
 
 	uv_timer_t *tick; /* every TICK_MS */
 	uv_timer_t *kick; /* the next loop turn: send */
@@ -661,9 +661,8 @@ void journal_etcd_send(struct journal_etcd *j, int64_t ms, const char *tenant,
 	}
 	/* Full: the oldest lines that are not being sent go, down to
 	 * seven eighths of the bounds, in one move of the rest. */
-	if (j->nq > j->inflight &&
-	    (j->nq >= JOURNAL_ETCD_QUEUE_LINES ||
-	     j->qbytes + v.len > JOURNAL_ETCD_QUEUE)) {
+	if (j->nq > j->inflight && (j->nq >= JOURNAL_ETCD_QUEUE_LINES ||
+				    j->qbytes + v.len > JOURNAL_ETCD_QUEUE)) {
 		size_t go = 0, lines = JOURNAL_ETCD_QUEUE_LINES / 8 * 7;
 		size_t bytes = JOURNAL_ETCD_QUEUE / 8 * 7;
 

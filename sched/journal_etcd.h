@@ -41,14 +41,14 @@
 #include "etcd.h"
 #include "events.h"
 
-#define JOURNAL_ETCD_KEEP      (4u << 20)   /* bytes kept in etcd */
+#define JOURNAL_ETCD_KEEP (4u << 20) /* bytes kept in etcd */
 /* Waiting to be sent, at most: bytes and lines. A burst of 100,000
  * instances starting journals 100,000 lines (about 15 MiB), which the
  * one batch in flight sends at a few thousand lines a second. */
-#define JOURNAL_ETCD_QUEUE       (32u << 20)
+#define JOURNAL_ETCD_QUEUE	 (32u << 20)
 #define JOURNAL_ETCD_QUEUE_LINES 262144
-#define JOURNAL_ETCD_BATCH     100	    /* lines in one txn at most */
-#define JOURNAL_ETCD_BATCH_MAX (512u << 10) /* bytes in one txn at most */
+#define JOURNAL_ETCD_BATCH	 100	      /* lines in one txn at most */
+#define JOURNAL_ETCD_BATCH_MAX	 (512u << 10) /* bytes in one txn at most */
 
 struct journal_etcd;
 
