@@ -89,8 +89,8 @@ struct rt_httpmsg_result {
 	const char *reason; /* NULL, a static string, or `words` */
 	const char *body;   /* the result: into the inputs, or `out` */
 	size_t len;
-	char words[384];    /* a 5xx's status words: "503 Busy" */
-	struct rt_buf out;  /* the message form, owned */
+	char words[384];   /* a 5xx's status words: "503 Busy" */
+	struct rt_buf out; /* the message form, owned */
 };
 
 /* Fills `r` for a response of status `code` whose head is `head` (as
@@ -101,9 +101,9 @@ struct rt_httpmsg_result {
  * its status words when it has none, as the message; a 4xx and the rest
  * are "ok". `body` may be modified (its last newlines). Free `r` with
  * rt_httpmsg_result_free. Pure. */
-void rt_httpmsg_result(struct rt_httpmsg_result *r, long code,
-		       const char *head, size_t head_len, char *body,
-		       size_t body_len, int message, int head_request);
+void rt_httpmsg_result(struct rt_httpmsg_result *r, long code, const char *head,
+		       size_t head_len, char *body, size_t body_len,
+		       int message, int head_request);
 
 /* Frees what `r` holds. */
 void rt_httpmsg_result_free(struct rt_httpmsg_result *r);
