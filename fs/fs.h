@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <uv.h>
 
+#include "../sched/quota.h"
 #include "../sched/sched.h"
 
 /* ================================================================== nodes
@@ -67,7 +68,10 @@ enum fs_kind {
 	FS_TENANT_EVENTS, /* a tenant's part of the journal */
 	FS_CODE_DIR,	  /* a function's code/ (code.c) */
 	FS_CODE_NODE,	  /* a file or directory below it: id is the node's */
-	FS_FN_ATTR,	  /* + enum sched_attr */
+	FS_QUOTA_DIR,	  /* a tenant's quota/ (quota.h) */
+	FS_QUOTA_FILE,	  /* + enum sched_quota_res: one limit of it */
+	FS_QUOTA_USAGE = FS_QUOTA_FILE + SCHED_QUOTA_COUNT, /* its use */
+	FS_FN_ATTR, /* + enum sched_attr */
 	FS_KIND_COUNT = FS_FN_ATTR + SCHED_ATTR_COUNT
 };
 

@@ -113,7 +113,33 @@ static const struct {
 			  0 },
 	[FS_CODE_NODE] = { NULL, FS_CODE_DIR, S_IFREG | 0644, SCHED_FUNCTION,
 			   -1, 0 },
+	[FS_QUOTA_DIR] = { "quota", FS_TENANT_DIR, S_IFDIR | 0755, SCHED_TENANT,
+			   -1, 0 },
+	[FS_QUOTA_FILE + SCHED_QUOTA_MEMORY] = { "memory", FS_QUOTA_DIR,
+						 S_IFREG | 0644, SCHED_TENANT,
+						 -1, 0 },
+	[FS_QUOTA_FILE + SCHED_QUOTA_INSTANCES] = { "instances", FS_QUOTA_DIR,
+						    S_IFREG | 0644,
+						    SCHED_TENANT, -1, 0 },
+	[FS_QUOTA_FILE + SCHED_QUOTA_FUNCTIONS] = { "functions", FS_QUOTA_DIR,
+						    S_IFREG | 0644,
+						    SCHED_TENANT, -1, 0 },
+	[FS_QUOTA_FILE + SCHED_QUOTA_CODE_BYTES] = { "code_bytes", FS_QUOTA_DIR,
+						     S_IFREG | 0644,
+						     SCHED_TENANT, -1, 0 },
+	[FS_QUOTA_FILE + SCHED_QUOTA_REQUEST_BYTES] = { "request_bytes",
+							FS_QUOTA_DIR,
+							S_IFREG | 0644,
+							SCHED_TENANT, -1, 0 },
+	[FS_QUOTA_USAGE] = { "usage", FS_QUOTA_DIR, S_IFREG | 0444,
+			     SCHED_TENANT, -1, 0 },
 };
+
+/* Whether `k` is a file of a tenant's quota/, which root alone writes. */
+static int is_quota(enum fs_kind k)
+{
+	return k >= FS_QUOTA_FILE && k <= FS_QUOTA_USAGE;
+}
 
 static int is_attr(enum fs_kind k)
 {
@@ -209,9 +235,9 @@ void fs_node_owner(struct fs *fs, const struct fs_node *n, uid_t *uid,
 		return;
 	sched_owner_of(n->obj, &w);
 	*gid = w.gid;
-	if (fs_attr_owner_is_root(n->kind)) {
+	if (fs_attr_owner_is_root(n->kind) || is_quota(n->kind)) {
+		*mode = is_quota(n->kind) ? base : S_IFREG | 0644;
 		*uid = 0; /* root writes it; whoever reaches it reads it */
-		*mode = S_IFREG | 0644;
 		return;
 	}
 	*uid = w.uid;
@@ -497,6 +523,9 @@ int fs_render(struct fs *fs, const struct fs_node *n, struct rt_buf *out,
 		return sched_function_render(
 			(struct sched_function *)n->obj,
 			(enum sched_attr)(n->kind - FS_FN_ATTR), out);
+	if (is_quota(n->kind))
+		return sched_quota_render(fs->sched, n->obj,
+					  (int)(n->kind - FS_QUOTA_FILE), out);
 	switch (n->kind) {
 	case FS_README: return rt_buf_puts(out, fs_readme);
 	case FS_VERSION: return rt_buf_puts(out, "fnfs " FNFS_VERSION "\n");
@@ -527,6 +556,11 @@ int fs_write(struct fs *fs, const struct fs_node *n, const char *buf,
 
 		return sched_op_run(fs->sched, &op, done, arg);
 	}
+	if (is_quota(n->kind) && n->kind != FS_QUOTA_USAGE)
+		return sched_quota_write(
+			fs->sched, n->obj,
+			(enum sched_quota_res)(n->kind - FS_QUOTA_FILE), buf,
+			len, who);
 	if (kinds[n->kind].file < 0 || !(kinds[n->kind].mode & 0200))
 		return -EACCES;
 	return sched_file_write(fs->sched, n->obj,

@@ -494,6 +494,8 @@ struct handle {
 	/* invoke: one transaction at a time; `spoiled` as above */
 	struct fs *fs;
 	struct rt_buf req;	 /* the request written so far */
+	size_t req_held;	 /* of it, taken from the quotas (quota.h) */
+	uint64_t req_tenant;	 /* whose quota that is: a tenant's id */
 	struct sched_call *call; /* the call under way, or NULL */
 	struct sched_fwd *fwd;	 /* or the call forwarded to the leader */
 	int call_state;		 /* CALL_NONE, CALL_UNDER_WAY, CALL_DONE */
@@ -770,6 +772,15 @@ static void on_call_interrupt(fuse_req_t req, void *arg)
 	fuse_reply_err(req, EINTR);
 }
 
+/* Frees the request `h` holds, and gives its bytes back to the quotas. */
+static void req_drop(struct handle *h)
+{
+	if (h->req_held > 0)
+		sched_quota_release(h->fs->sched, h->req_tenant, h->req_held);
+	h->req_held = 0;
+	rt_buf_free(&h->req);
+}
+
 /* Leaves the transaction under way, done or spoiled, to start a new one. */
 static void call_reset(struct handle *h)
 {
@@ -784,7 +795,7 @@ static void call_reset(struct handle *h)
 	h->spoiled = 0;
 	rt_buf_reset(&h->resp);
 	h->resp_pos = 0;
-	rt_buf_reset(&h->req);
+	req_drop(h);
 }
 
 static void on_fwd_call_done(void *arg, int err, const char *body, size_t len)
@@ -835,13 +846,18 @@ static void invoke_write(fuse_req_t req, struct handle *h, const char *buf,
 		rc = sched_call_check(h->fs->sched, fn, NULL,
 				      (size_t)SCHED_CALL_MAX + 1, 1);
 	else
+		rc = sched_quota_hold(h->fs->sched, fn, size);
+	if (rc == 0 && size > 0) {
+		h->req_tenant = sched_tenant_of(&fn->obj)->id;
+		h->req_held += size;
 		rc = rt_buf_append(&h->req, buf, size);
+	}
 	if (rc == 0)
 		rc = sched_call_check(h->fs->sched, fn, h->req.data, h->req.len,
 				      1);
 	if (rc < 0) {
 		h->spoiled = -rc;
-		rt_buf_free(&h->req);
+		req_drop(h);
 	}
 out:
 	if (rc < 0)
@@ -862,7 +878,7 @@ static void invoke_read(fuse_req_t req, struct handle *h, size_t size)
 		h->spoiled = 0;
 	} else if (h->call_state == CALL_NONE) {
 		rc = call_start(h, fn, on_call_done);
-		rt_buf_reset(&h->req);
+		req_drop(h); /* the call has its copy */
 		if (rc < 0) {
 			h->call_state = CALL_DONE;
 			h->call_err = -rc;
@@ -895,7 +911,7 @@ static void invoke_release(struct handle *h)
 		sched_fwd_cancel(h->fs->sched, h->fwd);
 	h->call = NULL;
 	h->fwd = NULL;
-	rt_buf_free(&h->req);
+	req_drop(h);
 	rt_buf_free(&h->resp);
 }
 
@@ -1280,7 +1296,7 @@ static void op_release(fuse_req_t req, fuse_ino_t ino,
 	/* Held by a writer whose close was not seen (none is expected). */
 	if (h->attr && alive)
 		attr_apply(h, NULL);
-	rt_buf_free(&h->req);
+	req_drop(h);
 	rt_buf_free(&h->resp);
 	rt_buf_free(&h->snap);
 	fs_stream_free(&h->stream);

@@ -584,18 +584,22 @@ int sched_call_check(struct sched *s, struct sched_function *fn,
 		if (!json || !partial)
 			rc = rt_frame_check(json, body, n, &why);
 	}
-	if (rc < 0) {
-		/* Like a failed call's: `error` at once, the journal at most
-		 * once a second, so that a loop of bad requests cannot flood
-		 * it. */
-		const char *reason = why.data ? why.data : "?";
-
-		sched__set_error(fn, reason);
-		if (fn_calls(fn) != NULL)
-			summarise(s, fn, &fn->calls->refused, -rc, reason);
-	}
+	if (rc < 0)
+		sched__call_refused(s, fn, -rc, why.data);
 	rt_buf_free(&why);
 	return rc;
+}
+
+void sched__call_refused(struct sched *s, struct sched_function *fn, int err,
+			 const char *reason)
+{
+	/* Like a failed call's: `error` at once, the journal at most once
+	 * a second, so that a loop of bad requests cannot flood it. */
+	if (reason == NULL)
+		reason = "?";
+	sched__set_error(fn, reason);
+	if (fn_calls(fn) != NULL)
+		summarise(s, fn, &fn->calls->refused, err, reason);
 }
 
 int sched_call_start(struct sched *s, struct sched_function *fn,

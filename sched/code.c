@@ -29,6 +29,7 @@
 #include "conn.h"
 #include "etcd_keys.h"
 #include "internal.h"
+#include "quota.h"
 #include "reconcile.h"
 #include "requests.h"
 #include "write.h"
@@ -56,6 +57,7 @@ struct code_fn {
 	struct sched_code_node *root;
 	int entries;	    /* files and directories below the root */
 	uint64_t bytes;	    /* of the files, open writes included */
+	uint64_t counted;   /* of them, counted in its tenant's use */
 	int writers;	    /* opens for writing */
 	int dirty;	    /* changed since the last revision was made */
 	int64_t first_mono; /* of the first change since then */
@@ -360,6 +362,16 @@ void sched_code_usage(struct sched *s, const struct sched_function *fn,
 
 static void on_timer(uv_timer_t *t);
 
+/* Brings the code bytes counted in the tenant's use (quota.h) to
+ * f->bytes. */
+static void bytes_sync(struct code_fn *f)
+{
+	if (f->bytes != f->counted) {
+		sched__quota_code_add(f->fn, (int64_t)(f->bytes - f->counted));
+		f->counted = f->bytes;
+	}
+}
+
 /* The tree of `fn` changed: a revision follows the quiet time. */
 static void changed(struct sched *s, struct code_fn *f)
 {
@@ -432,8 +444,16 @@ static int over_files(struct sched *s, const struct sched_code_node *dir,
 static int over_bytes(struct sched *s, const struct sched_code_node *n,
 		      struct code_fn *f, uint64_t size)
 {
+	struct rt_buf tq = { 0 };
 	char why[160];
 
+	if (size > n->size && size <= SCHED_CODE_MAX_BYTES &&
+	    f->bytes - n->size <= SCHED_CODE_MAX_BYTES - size &&
+	    sched__quota_code(s, f->fn, size - n->size, &tq) < 0) {
+		refuse(s, n, NULL, EDQUOT, tq.data);
+		rt_buf_free(&tq);
+		return -EDQUOT;
+	}
 	if (size <= n->size ||
 	    (size <= SCHED_CODE_MAX_BYTES &&
 	     f->bytes - n->size <= SCHED_CODE_MAX_BYTES - size))
@@ -542,6 +562,7 @@ int sched_code_remove(struct sched *s, struct sched_code_node *dir,
 	rt_map_del(&dir->children, name);
 	f->entries--;
 	f->bytes -= is_dir(n) ? 0 : n->size;
+	bytes_sync(f);
 	node_free(s, n);
 	dir->mtime_ms = rt_now_ms();
 	changed(s, f);
@@ -640,6 +661,7 @@ int sched_code_rename(struct sched *s, struct sched_code_node *dir,
 			f->writers -= old->stage->writers;
 		f->entries--;
 		f->bytes -= is_dir(old) ? 0 : old->size;
+		bytes_sync(f);
 		node_free(s, old);
 	}
 	rt_map_del(&dir->children, name);
@@ -898,6 +920,7 @@ int sched_code_write(struct sched *s, struct sched_code_node *n,
 	}
 	if (end > n->size) {
 		f->bytes += end - n->size;
+		bytes_sync(f);
 		n->size = end;
 	}
 	g->dirty = 1;
@@ -926,6 +949,7 @@ int sched_code_truncate(struct sched *s, struct sched_code_node *n,
 		g->seq = NULL;
 	}
 	f->bytes = f->bytes - n->size + size;
+	bytes_sync(f);
 	n->size = size;
 	g->dirty = 1;
 	g->gen++;
@@ -1089,6 +1113,7 @@ void sched_code_close_write(struct sched *s, struct sched_code_node *n)
 		/* A cluster: the commit holds its own copy. */
 	} else if (g->dirty && st_of(s)->shared) {
 		f->bytes = f->bytes - n->size + n->stored_size;
+		bytes_sync(f);
 		n->size = n->stored_size;
 	} else if (g->dirty) {
 		/* Not stored: the size is the stored content's again. */
@@ -1097,6 +1122,7 @@ void sched_code_close_write(struct sched *s, struct sched_code_node *n)
 
 		if (fd >= 0 && fstat(fd, &sb) == 0 && f != NULL) {
 			f->bytes = f->bytes - n->size + (uint64_t)sb.st_size;
+			bytes_sync(f);
 			n->size = (uint64_t)sb.st_size;
 		}
 		if (fd >= 0)
@@ -1601,6 +1627,7 @@ static int load_file(const struct store_code_file *r, void *arg)
 		snprintf(n->hash, sizeof(n->hash), "%s", r->hash);
 		ref_add(st_of(s), n->hash);
 		f->bytes += n->size;
+		bytes_sync(f);
 	}
 	f->entries++;
 	return 0;
@@ -1867,6 +1894,7 @@ void sched__code_drop(struct sched *s, struct sched_function *fn)
 	if (f == NULL)
 		return;
 	rt_idmap_del(&st_of(s)->fns, fn->obj.id);
+	sched__quota_code_add(fn, -(int64_t)f->counted);
 	cfn_free(s, f);
 	if (st_of(s)->started)
 		uv_timer_start(&st_of(s)->timer, on_timer, 0, 0);
@@ -2746,6 +2774,7 @@ static void forget(struct sched *s, struct code_fn *f,
 		f->writers -= n->stage->writers;
 	f->entries--;
 	f->bytes -= is_dir(n) ? 0 : n->size;
+	bytes_sync(f);
 	rt_map_del(&n->parent->children, n->name);
 	n->parent->mtime_ms = rt_now_ms();
 	node_free(s, n);
@@ -2790,6 +2819,7 @@ static void remote_file(struct sched *s, const struct store_code_file *r,
 	}
 	if (n->stage == NULL) {
 		f->bytes = f->bytes - n->size + r->size;
+		bytes_sync(f);
 		n->size = r->size;
 	}
 	n->stored_size = r->size;

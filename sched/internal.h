@@ -136,6 +136,7 @@ struct sched {
 	int64_t leader_since; /* rt_now_ms this controller began to lead */
 	int64_t term; /* the creation revision of its election key when it
 			 last took office (0: never led) */
+	long long held_requests; /* bytes in open invoke files (quota.h) */
 };
 
 /* A call from its start to its end. */
@@ -291,6 +292,11 @@ void sched__call_lost(struct sched *s, struct sched_instance *in,
 
 /* Once a second: scale-in of idle instances, summaries of failures. */
 void sched__calls_tick(struct sched *s);
+
+/* Records a refused request of `fn` (errno `err`) like a refused call:
+ * `error` at once, the journal at most once a second. */
+void sched__call_refused(struct sched *s, struct sched_function *fn, int err,
+			 const char *reason);
 
 /* Frees the calls of a function being removed (they fail with ENOENT). */
 void sched__calls_free(struct sched *s, struct sched_function *fn);

@@ -7,6 +7,7 @@
 #define FNFS_SCHED_OWNERS_H
 
 #include "events.h"
+#include "quota.h"
 #include "sched.h"
 
 /* A tenant: a tree node with an owner. */
@@ -14,6 +15,7 @@ struct sched_tenant {
 	struct sched_obj obj;	   /* first, so a pointer converts both ways */
 	struct sched_owner owner;  /* persisted */
 	struct events_part events; /* its lines of the journal */
+	struct sched_quota quota;  /* its quotas and use (quota.h) */
 };
 
 /* The tenant `o` belongs to, or NULL outside the tenants. */

@@ -17,6 +17,7 @@
 #include "journal_etcd.h"
 #include "leader.h"
 #include "owners.h"
+#include "quota.h"
 #include "reconcile.h"
 #include "workers.h"
 
@@ -88,6 +89,8 @@ static void obj_free(struct sched_obj *o)
 
 void sched__obj_drop(struct sched *s, struct sched_obj *o)
 {
+	if (o->type == SCHED_FUNCTION)
+		sched__quota_fn_drop((struct sched_function *)o);
 	if (o->type == SCHED_FUNCTION)
 		sched__calls_free(s, (struct sched_function *)o);
 	if (o->type == SCHED_FUNCTION)
@@ -366,6 +369,7 @@ static int obj_from_row(struct sched *s, struct sched_obj *parent,
 			sched__obj_drop(s, o);
 			return -EIO;
 		}
+		sched__quota_fn_update(fn);
 	}
 	*out = o;
 	return 0;
@@ -585,6 +589,7 @@ static void apply_spec(struct sched *s, struct sched_function *fn,
 	sched_spec_init(&next); /* moved */
 	fn->revision = r->revision;
 	fn->run_revision = r->run_revision ? r->run_revision : r->revision;
+	sched__quota_fn_update(fn);
 	snprintf(rev, sizeof(rev), "%llu", (unsigned long long)fn->revision);
 	rt_buf_kv(&kvs, "revision", rev);
 	rt_buf_kv(&kvs, "changed", changed.data);
@@ -703,6 +708,11 @@ int sched__create(struct sched *s, struct sched_obj *parent, const char *name,
 	}
 	if (sched_child(parent, name) != NULL)
 		return -EEXIST;
+	if (type == SCHED_FUNCTION &&
+	    (rc = sched__quota_create(s, parent, &spec)) < 0) {
+		reject_child(s, parent, type, "mkdir", name, EDQUOT, spec.data);
+		goto out;
+	}
 
 	if (!sched_caller_is_root(who)) {
 		owner.uid = who->uid;
@@ -772,6 +782,8 @@ int sched__remove(struct sched *s, struct sched_obj *parent, const char *name,
 		rc = sched__instances_unstore(s, (struct sched_function *)o);
 	if (rc == 0 && o->type == SCHED_FUNCTION && !store_shared(s->store))
 		rc = sched__code_unstore(s, (struct sched_function *)o);
+	if (rc == 0 && o->type == SCHED_TENANT)
+		rc = sched__quota_unstore(s, o->name);
 	if (rc == 0)
 		rc = store_child_change(s, parent, &r, 0, now, NULL, NULL);
 	if (rc == 0)
@@ -917,6 +929,8 @@ static int prepare(struct sched *s, struct sched_function *fn,
 		rc = -EPERM;
 		err = EPERM;
 	}
+	if (rc == 0 && (rc = sched__quota_spec(s, fn, next, &why)) < 0)
+		err = EDQUOT;
 	if (rc == -err)
 		sched__reject(s, fn, sched_attr_name(a), err,
 			      why.data ? why.data : "invalid value");

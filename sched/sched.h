@@ -309,6 +309,10 @@ struct sched_function {
 	char *error;		/* owned: last error line, NULL if none */
 	struct sched_fn_calls *calls; /* owned: calls, stats; or NULL */
 	long long restarts_gone;      /* restarts of instances since removed */
+	/* quota.c: the memory (MB) and instances counted in its tenant's
+	 * use, when quota_counted */
+	long long quota_claim[2];
+	int quota_counted;
 };
 
 /* The id of the root object, and of the pool of workers. */
