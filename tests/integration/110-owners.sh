@@ -96,7 +96,7 @@ check_fails_with "bob cannot chmod acme" "Operation not permitted" as "$B" chmod
 # In team (alice's, group S, 0750) bob is the group: he reads, never
 # secrets, never writes.
 G=$MNT/tenants/team/prod/fn
-check_eq "bob, in team's group, lists it" "$(as "$B" ls "$MNT/tenants/team" | tr '\n' ' ')" "events prod "
+check_eq "bob, in team's group, lists it" "$(as "$B" ls "$MNT/tenants/team" | tr '\n' ' ')" "events prod quota "
 check_eq "bob reads team's memory" "$(as "$B" cat "$G/memory")" "128"
 check_fails_with "bob cannot read team's env" "Permission denied" as "$B" cat "$G/env"
 check_fails_with "bob cannot read team's config" "Permission denied" as "$B" cat "$G/config"

@@ -7,7 +7,7 @@ F=$MNT/tenants/acme/prod/thumb
 
 check "mkdir -p of a function" mkdir -p "$F"
 check_eq "ls tenants" "$(ls "$MNT/tenants")" "acme"
-check_eq "ls tenant" "$(ls "$MNT/tenants/acme" | tr '\n' ' ')" "events prod "
+check_eq "ls tenant" "$(ls "$MNT/tenants/acme" | tr '\n' ' ')" "events prod quota "
 check_eq "ls namespace" "$(ls "$MNT/tenants/acme/prod")" "thumb"
 check_eq "ls function" "$(ls "$F" | tr '\n' ' ')" \
 	"code command concurrency config cpu cwd env error format idle_timeout instances invoke isolation log max_instances memory mode mounts network parallelism pids ready ready_timeout restart restart_policy revision state stats status tags tags_policy timeout "
@@ -16,7 +16,7 @@ check_eq "attribute files are 0640 in a 0750 tenant" "$(stat -c %A "$F/memory")"
 check_eq "read-only files are 0440 in a 0750 tenant" "$(stat -c '%A' "$F/revision" "$F/error" | tr '\n' ' ')" "-r--r----- -r--r----- "
 check_eq "env and config are 0600" "$(stat -c '%a' "$F/env" "$F/config" | tr '\n' ' ')" "600 600 "
 check_eq "find sees every level" "$(find "$MNT/tenants" -type d | tr '\n' ' ')" \
-	"$MNT/tenants $MNT/tenants/acme $MNT/tenants/acme/prod $MNT/tenants/acme/prod/thumb $MNT/tenants/acme/prod/thumb/instances $MNT/tenants/acme/prod/thumb/code "
+	"$MNT/tenants $MNT/tenants/acme $MNT/tenants/acme/quota $MNT/tenants/acme/prod $MNT/tenants/acme/prod/thumb $MNT/tenants/acme/prod/thumb/instances $MNT/tenants/acme/prod/thumb/code "
 check_eq "a file's size is its content's length" "$(stat -c %s "$F/memory")" "4"
 now=$(date +%s)
 mt=$(stat -c %Y "$F")
@@ -34,7 +34,7 @@ for bad in "-lead" ".dot" "_under" "has space" "semi;colon" "$(printf 'x%.0s' {1
 done
 check_fails_with "namespace name '-x' is refused" "Invalid argument" mkdir "$MNT/tenants/acme/-x"
 check_fails_with "function name 'a b' is refused" "Invalid argument" mkdir "$MNT/tenants/acme/prod/a b"
-check_eq "nothing was created by bad names" "$(ls "$MNT/tenants" | wc -l) $(ls "$MNT/tenants/acme" | wc -l)" "1 2"
+check_eq "nothing was created by bad names" "$(ls "$MNT/tenants" | wc -l) $(ls "$MNT/tenants/acme" | wc -l)" "1 3"
 check "a 63-character name is fine" mkdir "$MNT/tenants/$(printf 'y%.0s' {1..63})"
 check "names may hold . _ -" mkdir "$MNT/tenants/a.b_c-d"
 check "the rejection is journalled" grep -q 'tenant.rejected - op=mkdir name=-lead errno=EINVAL' "$MNT/events"

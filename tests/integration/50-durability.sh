@@ -22,7 +22,7 @@ crash_fnfs
 
 check "remount after kill -9" start_fnfs
 check_eq "tenants survive" "$(ls "$MNT/tenants" | tr '\n' ' ')" "acme other "
-check_eq "namespaces survive" "$(ls "$MNT/tenants/acme" | tr '\n' ' ')" "dev events prod "
+check_eq "namespaces survive" "$(ls "$MNT/tenants/acme" | tr '\n' ' ')" "dev events prod quota "
 check_eq "the last write before the kill survives" "$(cat "$F/timeout")" "777"
 check_eq "the revision survives" "$(cat "$F/revision")" "$((rev_before + 1))"
 check_eq "env survives" "$(cat "$F/env")" "$(printf 'A=1\nB=2')"
