@@ -255,12 +255,15 @@ static int on_socket(CURL *easy, curl_socket_t s, int what, void *userp,
 static curl_socket_t on_open(void *arg, curlsocktype purpose,
 			     struct curl_sockaddr *a)
 {
-	struct rt_curluv *m = arg;
+	struct rt_curl_xfer *x = arg;
+	struct rt_curluv *m = x->multi;
 	struct sock *k;
 	curl_socket_t fd;
 
-	(void)purpose;
-	fd = socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+	if (x->open != NULL)
+		fd = x->open(x, purpose, a);
+	else
+		fd = socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
 	if (fd < 0)
 		return CURL_SOCKET_BAD;
 	if (m->closing)
@@ -349,7 +352,8 @@ int rt_curluv_add(struct rt_curluv *m, struct rt_curl_xfer *x)
 		return -EINVAL;
 	curl_easy_setopt(x->easy, CURLOPT_PRIVATE, (char *)x);
 	curl_easy_setopt(x->easy, CURLOPT_OPENSOCKETFUNCTION, on_open);
-	curl_easy_setopt(x->easy, CURLOPT_OPENSOCKETDATA, m);
+	x->multi = m;
+	curl_easy_setopt(x->easy, CURLOPT_OPENSOCKETDATA, x);
 	curl_easy_setopt(x->easy, CURLOPT_CLOSESOCKETFUNCTION, on_close);
 	curl_easy_setopt(x->easy, CURLOPT_CLOSESOCKETDATA, m);
 	if (curl_multi_add_handle(m->multi, x->easy) != CURLM_OK)

@@ -33,6 +33,11 @@ struct rt_curl_xfer {
 	void *arg;	      /* the owner's */
 	int added;	      /* in the multi */
 	struct rt_curl_xfer *next, *prev; /* the multi's list, while added */
+	/* Optional: makes the socket of a new connection instead of curl
+	 * (close-on-exec), or returns -1 to fail it. */
+	int (*open)(struct rt_curl_xfer *x, curlsocktype purpose,
+		    struct curl_sockaddr *a);
+	struct rt_curluv *multi; /* set by rt_curluv_add */
 };
 
 /* Creates the multi of `loop`, with room for `max_conns` idle connections

@@ -25,6 +25,7 @@
 #include "supervise.h"
 
 #define SOCKET_NAME "http.sock"
+#define OWN_FIRST   10000 /* the first port given in a network of its own */
 
 /* FNV-1a, to make short directory names out of long ids. */
 static uint32_t fnv(const char *s, uint32_t h)
@@ -52,25 +53,79 @@ int rt_endpoint_wanted(const struct rt_instance *in)
 	       (strcmp(ready, "tcp") == 0 || strncmp(ready, "http:/", 6) == 0);
 }
 
+/* The ports handed to the instances of this process, live or stopped
+ * (a bit each): no two of them ever share one, whatever the kernel's
+ * choice. */
+static unsigned char given[65536 / 8];
+static int own_cursor = OWN_FIRST;
+
+static int is_given(int port)
+{
+	return (given[port / 8] >> (port % 8)) & 1;
+}
+
+static void set_given(int port, int on)
+{
+	if (on)
+		given[port / 8] |= (unsigned char)(1u << (port % 8));
+	else
+		given[port / 8] &= (unsigned char)~(1u << (port % 8));
+}
+
 int rt_endpoint_free_port(void)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET };
 	socklen_t len = sizeof(a);
-	int fd, rc;
+	int fd, rc = -EADDRINUSE, tries;
 
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	/* The kernel picks from its ephemeral range; the port is free now
-	 * and, being just released, not handed out again at once. */
-	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-	    getsockname(fd, (struct sockaddr *)&a, &len) < 0)
-		rc = -errno;
-	else
-		rc = ntohs(a.sin_port);
-	close(fd);
+	/* The kernel picks from its ephemeral range a port free now; one
+	 * handed to another instance of ours (free until it listens) is
+	 * passed over. Someone else may still take it before the instance
+	 * listens: the calls find out (peer.h) and are not sent. */
+	for (tries = 0; tries < 64 && rc == -EADDRINUSE; tries++) {
+		a.sin_port = 0;
+		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return -errno;
+		if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
+		    getsockname(fd, (struct sockaddr *)&a, &len) < 0)
+			rc = -errno;
+		else if (!is_given(ntohs(a.sin_port)))
+			rc = ntohs(a.sin_port);
+		close(fd);
+	}
 	return rc;
+}
+
+/* A port for an instance with a network of its own, or -errno. */
+static int own_port(void)
+{
+	int i, p;
+
+	/* The instance's network is its own: any port is free there, so
+	 * the host's are not looked at. Ours differ only so that the
+	 * worker's connections to each are told apart. */
+	for (i = 0; i < 65536 - OWN_FIRST; i++) {
+		p = own_cursor++;
+		if (own_cursor > 65535)
+			own_cursor = OWN_FIRST;
+		if (!is_given(p))
+			return p;
+	}
+	return -EADDRINUSE;
+}
+
+/* Whether `in`'s process gets a network namespace of its own. */
+static int own_network(const struct rt_instance *in)
+{
+	const char *iso = json_string_value(
+			   json_object_get(in->spec, "isolation")),
+		   *net = json_string_value(
+			   json_object_get(in->spec, "network"));
+
+	return iso != NULL && strcmp(iso, "sandbox") == 0 && net != NULL &&
+	       strcmp(net, "none") == 0;
 }
 
 /* The directory of the instance's socket, created for `uid`/`gid`. */
@@ -120,7 +175,7 @@ int rt_endpoint_prepare(struct rt_instance *in, const char **why)
 	rt_endpoint_forget(in);
 	if (!rt_endpoint_wanted(in))
 		goto out;
-	port = rt_endpoint_free_port();
+	port = own_network(in) ? own_port() : rt_endpoint_free_port();
 	if (port < 0) {
 		*why = "no free loopback port";
 		rc = port;
@@ -149,6 +204,7 @@ int rt_endpoint_prepare(struct rt_instance *in, const char **why)
 		sock.data = NULL;
 	}
 	in->port = port;
+	set_given(port, 1);
 	in->listen_dir = strdup(dir.data);
 	if (in->listen_dir == NULL) {
 		*why = "out of memory";
@@ -216,5 +272,7 @@ void rt_endpoint_forget(struct rt_instance *in)
 	in->listen_dir = NULL;
 	free(in->listener);
 	in->listener = NULL;
+	if (in->port > 0 && in->port < 65536)
+		set_given(in->port, 0);
 	in->port = 0;
 }

@@ -6,15 +6,19 @@
  * per call, on the worker's one multi (curluv.h); the multi's connection
  * cache keeps connections to each server alive and reuses them.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "curluv.h"
 #include "http.h"
 #include "httpmsg.h"
+#include "peer.h"
 
 #define MAX_CONNS 1024 /* idle connections the worker's cache keeps */
 
@@ -30,6 +34,9 @@ struct http_call {
 	struct rt_buf head;	   /* the response's status and headers */
 	struct rt_buf body;	   /* the response's body */
 	char err[CURL_ERROR_SIZE]; /* curl's words for a failure */
+	int fresh;		   /* a TCP connection was opened for it */
+	int own_net;		   /* ... in the instance's own network */
+	char refused[200];	   /* why it was not sent, or "" */
 };
 
 int rt_http_is(const struct rt_instance *in)
@@ -131,6 +138,12 @@ static void on_done(struct rt_curl_xfer *x, CURLcode rc)
 	long code = 0;
 
 	c->http = NULL; /* rt_call_finish must not cancel it again */
+	if (h->refused[0] != '\0') {
+		/* Not sent: the port is someone else's. */
+		rt_call_finish(c, "error", h->refused, NULL, 0);
+		http_free(h, w->curl);
+		return;
+	}
 	if (rc == CURLE_OK)
 		curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &code);
 	status = rt_http_outcome(rc, code, h->too_large, &why);
@@ -197,6 +210,63 @@ int rt_http_headers(const struct rt_httpmsg *msg, const char *call_id,
 	return rc;
 }
 
+/* CURLOPT_OPENSOCKETFUNCTION: the socket of a new connection, made in
+ * the instance's network namespace when it has one of its own (there
+ * only its processes can listen). */
+static int on_open(struct rt_curl_xfer *x, curlsocktype purpose,
+		   struct curl_sockaddr *a)
+{
+	struct http_call *h = x->arg;
+	int fd = -2;
+
+	if (purpose == CURLSOCKTYPE_IPCXN && a->family == AF_INET) {
+		h->fresh = 1;
+		fd = rt_peer_netns_socket(h->c->in->pid, 0);
+		h->own_net = fd >= 0;
+		if (fd == -1) {
+			snprintf(h->refused, sizeof(h->refused),
+				 "cannot reach the network of its process");
+			return -1;
+		}
+	}
+	if (fd == -2)
+		fd = socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+	return fd < 0 ? -1 : fd;
+}
+
+/* CURLOPT_PREREQFUNCTION: connected, nothing sent yet. A new connection
+ * in a network others share must reach the instance's own server. */
+static int on_connected(void *arg, char *server_ip, char *local_ip,
+			int server_port, int local_port)
+{
+	struct http_call *h = arg;
+	struct rt_instance *in = h->c->in;
+	json_t *juid = json_object_get(in->spec, "uid");
+	struct sockaddr_in local = { .sin_family = AF_INET },
+			   server = { .sin_family = AF_INET };
+	struct rt_peer_owner o = { 0 };
+
+	if (!h->fresh || h->own_net)
+		return CURL_PREREQFUNC_OK;
+	h->fresh = 0;
+	if (inet_pton(AF_INET, local_ip, &local.sin_addr) != 1 ||
+	    inet_pton(AF_INET, server_ip, &server.sin_addr) != 1) {
+		snprintf(h->refused, sizeof(h->refused),
+			 "its server's address is not IPv4 loopback");
+		return CURL_PREREQFUNC_ABORT;
+	}
+	local.sin_port = htons((uint16_t)local_port);
+	server.sin_port = htons((uint16_t)server_port);
+	rt_peer_owner_set(&o, in->pid, rt_instance_init(in));
+	if (rt_peer_check_server(
+		    &o, juid ? (long)json_integer_value(juid) : (long)geteuid(),
+		    &local, &server, h->refused, sizeof(h->refused) - 16) < 0) {
+		strcat(h->refused, ": not sent");
+		return CURL_PREREQFUNC_ABORT;
+	}
+	return CURL_PREREQFUNC_OK;
+}
+
 /* Sets up the easy handle of `h` for its call on instance `in`. Returns
  * 0 or -errno with `why`. */
 static int setup(struct http_call *h, struct rt_instance *in, const char **why)
@@ -249,6 +319,8 @@ static int setup(struct http_call *h, struct rt_instance *in, const char **why)
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, left > 0 ? (long)left : 1L);
 	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, h->err);
+	curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, on_connected);
+	curl_easy_setopt(e, CURLOPT_PREREQDATA, h);
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h->hdrs);
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, h);
@@ -297,6 +369,7 @@ void rt_http_send(struct rt_call *c)
 	h->c = c;
 	h->x.arg = h;
 	h->x.done = on_done;
+	h->x.open = on_open;
 	if (rt_httpmsg_is_request(c->body ? c->body : "", c->len)) {
 		h->message = 1;
 		rc = rt_httpmsg_parse(c->body, c->len, &h->msg, &why);

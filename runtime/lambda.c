@@ -27,6 +27,7 @@
 
 #include "lambda.h"
 #include "lambda_api.h"
+#include "peer.h"
 #include "worker.h"
 
 #define BACKLOG 16
@@ -45,9 +46,11 @@ struct lsrv {
 	struct lconn *conns;  /* open connections */
 	struct rt_call *call; /* handed to the runtime, not answered */
 	char reqid[RT_LAMBDA_REQID_LEN + 1]; /* its request id */
-	long long run; /* the spawn being served: 1, 2, ... */
-	int nexted;    /* this run asked for a call: it is ready */
-	char *arn;     /* the function's ARN, owned */
+	long long run;		    /* the spawn being served: 1, 2, ... */
+	int nexted;		    /* this run asked for a call: it is ready */
+	char *arn;		    /* the function's ARN, owned */
+	struct rt_peer_owner owner; /* its processes (peer.h) */
+	long long refused;	    /* connections of others closed */
 };
 
 /* A runtime's connection. */
@@ -428,6 +431,34 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 	pump(c);
 }
 
+/* Whether connection `c` comes from a process of the instance: the port
+ * is on the host's loopback, where any user may connect, and the API
+ * hands out the instance's calls. Others are closed unanswered; the log
+ * says so at the first and every 1000th. */
+static int from_instance(struct lsrv *srv, struct lconn *c)
+{
+	struct rt_instance *in = srv->in;
+	struct sockaddr_storage local, peer;
+	int llen = sizeof(local), plen = sizeof(peer), rc = -EINVAL;
+	char why[200] = "not over IPv4";
+
+	if (uv_tcp_getsockname(&c->tcp, (struct sockaddr *)&local, &llen) ==
+		    0 &&
+	    uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&peer, &plen) == 0 &&
+	    local.ss_family == AF_INET && peer.ss_family == AF_INET) {
+		rt_peer_owner_set(&srv->owner, in->pid, rt_instance_init(in));
+		rc = rt_peer_check_client(
+			&srv->owner, (struct sockaddr_in *)&local,
+			(struct sockaddr_in *)&peer, why, sizeof(why));
+	}
+	if (rc == 0)
+		return 1;
+	if (srv->refused++ % 1000 == 0)
+		rt_log(RT_LOG_WARN, "%s: runtime API: refused %s (%lld so far)",
+		       in->id, why, srv->refused);
+	return 0;
+}
+
 static void on_connection(uv_stream_t *server, int status)
 {
 	struct lsrv *srv = server->data;
@@ -448,6 +479,10 @@ static void on_connection(uv_stream_t *server, int status)
 	srv->conns = c;
 	rt_lambda_req_init(&c->req, RT_WIRE_BODY_MAX);
 	if (uv_accept(server, (uv_stream_t *)&c->tcp) < 0 || srv->in == NULL) {
+		conn_close(c);
+		return;
+	}
+	if (!from_instance(srv, c)) {
 		conn_close(c);
 		return;
 	}

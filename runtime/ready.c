@@ -25,6 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "peer.h"
 #include "ready.h"
 #include "supervise.h"
 
@@ -120,6 +121,7 @@ struct probe {
 	char where[140];     /* "127.0.0.1:41234" or "unix:PATH" */
 	char req[400];
 	struct rt_ready_http http;
+	int shared_net; /* TCP in a network others share: check the peer */
 };
 
 struct rt_ready {
@@ -269,6 +271,36 @@ static void on_sent(uv_write_t *req, int status)
 			     uv_strerror(status));
 }
 
+/* Whether the TCP connection of probe `p` reaches a server of `in`'s
+ * own (another user may listen on its port in a network we share); if
+ * not, the probe failed, saying whose the port is. */
+static int own_server(struct probe *p, struct rt_instance *in)
+{
+	json_t *juid = json_object_get(in->spec, "uid");
+	struct sockaddr_storage local, server;
+	struct rt_peer_owner o = { 0 };
+	int llen = sizeof(local), slen = sizeof(server);
+	char why[200];
+
+	if (uv_tcp_getsockname(&p->u.tcp, (struct sockaddr *)&local, &llen) <
+		    0 ||
+	    uv_tcp_getpeername(&p->u.tcp, (struct sockaddr *)&server, &slen) <
+		    0 ||
+	    local.ss_family != AF_INET || server.ss_family != AF_INET) {
+		probe_failed(p, "cannot tell whose %s is", p->where);
+		return 0;
+	}
+	rt_peer_owner_set(&o, in->pid, rt_instance_init(in));
+	if (rt_peer_check_server(
+		    &o, juid ? (long)json_integer_value(juid) : (long)geteuid(),
+		    (struct sockaddr_in *)&local, (struct sockaddr_in *)&server,
+		    why, sizeof(why)) < 0) {
+		probe_failed(p, "%s", why);
+		return 0;
+	}
+	return 1;
+}
+
 static void on_connected(uv_connect_t *req, int status)
 {
 	struct probe *p = req->data;
@@ -282,6 +314,8 @@ static void on_connected(uv_connect_t *req, int status)
 		probe_failed(p, "%s on %s", uv_strerror(status), p->where);
 		return;
 	}
+	if (p->shared_net && !own_server(p, in))
+		return;
 	if (p->rd->kind == RT_READY_TCP) {
 		probe_end(p);
 		rt_instance_ready(in, "tcp");
@@ -308,44 +342,6 @@ static void on_probe_slow(uv_timer_t *t)
 			     RT_READY_ATTEMPT_MS, rd->probe->where);
 }
 
-/* A TCP socket made in the network namespace of process `pid` when it
- * has one of its own (a sandbox with `network none`): its 127.0.0.1 is
- * not the worker's. Returns the socket, -2 when the process shares the
- * worker's namespace (a socket of the worker's own does), or -1. The
- * loop's thread enters that namespace only to make the socket and comes
- * back at once; nothing waits. */
-static int netns_socket(pid_t pid)
-{
-	char path[64];
-	struct stat theirs, ours;
-	int target = -1, self = -1, fd = -1;
-
-	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
-	if (stat(path, &theirs) < 0 ||
-	    stat("/proc/thread-self/ns/net", &ours) < 0 ||
-	    (theirs.st_ino == ours.st_ino && theirs.st_dev == ours.st_dev))
-		return -2;
-	target = open(path, O_RDONLY | O_CLOEXEC);
-	self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-	if (target >= 0 && self >= 0 && setns(target, CLONE_NEWNET) == 0) {
-		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (setns(self, CLONE_NEWNET) < 0) {
-			/* Cannot happen with our own namespace's descriptor;
-			 * were it to, the worker's connections would go
-			 * astray: say so loudly. */
-			rt_log(RT_LOG_ERROR,
-			       "ready: cannot go back to the worker's network "
-			       "namespace: %s",
-			       strerror(errno));
-		}
-	}
-	if (target >= 0)
-		close(target);
-	if (self >= 0)
-		close(self);
-	return fd;
-}
-
 /* Starts a probe: on the FN_LISTENER socket once it exists, else on
  * 127.0.0.1:PORT (in the process's own network namespace if it has one). */
 static void probe_start(struct rt_ready *rd)
@@ -369,12 +365,13 @@ static void probe_start(struct rt_ready *rd)
 		snprintf(p->where, sizeof(p->where), "unix:%s", in->listener);
 		uv_pipe_init(in->sup->loop, &p->u.pipe, 0);
 	} else {
-		int fd = netns_socket(in->pid);
+		int fd = rt_peer_netns_socket(in->pid, 0);
 
 		snprintf(p->where, sizeof(p->where), "127.0.0.1:%d", in->port);
 		uv_tcp_init(in->sup->loop, &p->u.tcp);
 		if (fd >= 0 && uv_tcp_open(&p->u.tcp, fd) < 0)
 			close(fd);
+		p->shared_net = fd < 0;
 	}
 	p->u.h.data = p;
 	/* A socket has no host name: "localhost" stands for it. */

@@ -19,6 +19,7 @@
 
 #include "../runtime/httpcli.h"
 #include "../runtime/httpmsg.h"
+#include "../runtime/peer.h"
 #include "common.h"
 #include "direct.h"
 #include "orders.h"
@@ -39,6 +40,7 @@ struct sched_direct {
 	struct sched_direct_conn *all;	/* every open connection, a list */
 	int inflight;			/* direct calls under way */
 	int told;			/* the worker heard of them */
+	struct rt_peer_owner owner;	/* its process (peer.h) */
 };
 
 /* One connection to an instance's server. */
@@ -347,9 +349,11 @@ static void read_some(struct sched_direct_conn *k)
 	}
 }
 
-/* A connect that failed: this instance's calls go through its worker
- * until its endpoint changes. */
-static void connect_failed(struct sched_direct *d, int err)
+/* A connect that failed, or reached a server we cannot tell is the
+ * instance's (`why`, else strerror(err)): this instance's calls go
+ * through its worker (which checks again, and refuses them if the port
+ * is another's) until its endpoint changes. */
+static void connect_failed(struct sched_direct *d, int err, const char *why)
 {
 	char id[32];
 
@@ -360,7 +364,30 @@ static void connect_failed(struct sched_direct *d, int err)
 	rt_log(RT_LOG_INFO,
 	       "instance %s of %s: direct calls off, its server cannot be "
 	       "reached (%s): calls go through its worker",
-	       id, sched__fn_of(d->in)->obj.name, strerror(err));
+	       id, sched__fn_of(d->in)->obj.name, why ? why : strerror(err));
+}
+
+/* Whether the TCP connection `k` reaches a server of its instance's
+ * process, not a socket someone else holds on that port (peer.h). 0, or
+ * -errno with `why`. A connection to FN_LISTENER needs no check: its
+ * directory is the function user's alone. */
+static int check_peer(struct sched_direct_conn *k, char *why, size_t n)
+{
+	struct sched_direct *d = k->d;
+	struct sockaddr_in local, server;
+	socklen_t ll = sizeof(local), sl = sizeof(server);
+
+	if (k->unix_socket)
+		return 0;
+	if (d == NULL ||
+	    getsockname(k->fd, (struct sockaddr *)&local, &ll) < 0 ||
+	    getpeername(k->fd, (struct sockaddr *)&server, &sl) < 0 ||
+	    local.sin_family != AF_INET) {
+		snprintf(why, n, "cannot tell whose its port is");
+		return -EREMOTEIO;
+	}
+	rt_peer_owner_set(&d->owner, d->pid, 0);
+	return rt_peer_check_server(&d->owner, -1, &local, &server, why, n);
 }
 
 static void on_poll(uv_poll_t *h, int status, int events)
@@ -373,6 +400,7 @@ static void on_poll(uv_poll_t *h, int status, int events)
 		int err = 0;
 		socklen_t len = sizeof(err);
 		struct sched_call *c = k->call;
+		char why[200];
 
 		/* libuv reports a failed connect (POLLERR) as UV_EBADF: the
 		 * socket says what it was. */
@@ -383,9 +411,12 @@ static void on_poll(uv_poll_t *h, int status, int events)
 		if (err == 0 && !(events & UV_WRITABLE))
 			return;
 		k->connecting = 0;
+		why[0] = '\0';
+		if (err == 0 && check_peer(k, why, sizeof(why)) < 0)
+			err = EREMOTEIO;
 		if (err != 0) {
 			/* Nothing was sent: the worker takes the call. */
-			connect_failed(k->d, err);
+			connect_failed(k->d, err, why[0] ? why : NULL);
 			k->call = NULL;
 			if (c != NULL) {
 				c->direct = NULL;
@@ -492,9 +523,16 @@ int sched__direct_send(struct sched *s, struct sched_call *c,
 		k = NULL;
 	}
 	if (k == NULL) {
+		char why[200];
+
 		rc = dial(d, &k);
 		if (rc < 0) {
-			connect_failed(d, -rc);
+			connect_failed(d, -rc, NULL);
+			return 0;
+		}
+		if (!k->connecting && check_peer(k, why, sizeof(why)) < 0) {
+			conn_close(k);
+			connect_failed(d, EREMOTEIO, why);
 			return 0;
 		}
 	}
