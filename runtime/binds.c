@@ -272,10 +272,20 @@ static int open_as_user(const char *path, int *rw, int soft)
 		.flags = O_PATH | O_CLOEXEC, /* (O_NOFOLLOW: the link itself) */
 		.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
 	};
+	struct stat st;
 	int fd = (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
 
 	if (fd < 0)
 		return -errno;
+	/* O_PATH opens what the user cannot enter or read: that it must. */
+	if (fstat(fd, &st) < 0 ||
+	    syscall(SYS_faccessat2, fd, "", S_ISDIR(st.st_mode) ? X_OK : R_OK,
+		    AT_EMPTY_PATH | AT_EACCESS) < 0) {
+		int e = errno;
+
+		close(fd);
+		return -e;
+	}
 	if (*rw && syscall(SYS_faccessat2, fd, "", W_OK,
 			   AT_EMPTY_PATH | AT_EACCESS) < 0) {
 		if (soft) {
