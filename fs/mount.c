@@ -801,17 +801,28 @@ static int wait_ready(int rfd, pid_t child, const char *datadir)
 	return 1;
 }
 
-/* Whether the fnfs recorded in DIR/fnfs.pid is gone or on its way out:
- * no such process, a zombie, or SIGKILL pending (a kill -9 that lands
- * during an fsync leaves it in the kernel for a moment, still holding its
- * mount and lock). */
+/* Whether the fnfs recorded in DIR/fnfs.pid is on its way out: it still
+ * holds the data directory's lock (so it is that fnfs, not a process
+ * that took its pid since), and is a zombie or has SIGKILL pending (a
+ * kill -9 that lands during an fsync leaves it in the kernel for a
+ * moment, still holding its mount and lock). A process that is gone, or
+ * that holds no lock, is not waited for. */
 static int owner_dying(const char *datadir)
 {
 	char path[PATH_MAX + 32], line[256];
 	FILE *f;
-	int pid = 0, dying = 1;
+	int pid = 0, dying = 0, fd;
 	unsigned long long mask;
 
+	snprintf(path, sizeof(path), "%s/lock", datadir);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return 0; /* no lock: nobody to wait for */
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0 || errno != EWOULDBLOCK) {
+		close(fd); /* free (or unknown): nobody holds it */
+		return 0;
+	}
+	close(fd);
 	snprintf(path, sizeof(path), "%s/fnfs.pid", datadir);
 	f = fopen(path, "re");
 	if (f == NULL || fscanf(f, "%d", &pid) != 1 || pid <= 0) {
@@ -823,7 +834,7 @@ static int owner_dying(const char *datadir)
 	snprintf(path, sizeof(path), "/proc/%d/status", pid);
 	f = fopen(path, "re");
 	if (f == NULL)
-		return 1;
+		return 0; /* gone: the lock is another's, which refuses */
 	while (fgets(line, sizeof(line), f) != NULL) {
 		if (strncmp(line, "State:", 6) == 0)
 			dying = strchr(line, 'Z') != NULL ||
@@ -863,6 +874,9 @@ int fs_mount_main(const struct fs_options *opt)
 	 * from here on (functions get 022 back where they start). */
 	umask(077);
 	if (prepare_datadir(opt->datadir, mp, datadir) < 0)
+		return 1;
+	/* `mounts` writes refuse them (sched.h). */
+	if (sched_spec_reserve(datadir, mp) < 0)
 		return 1;
 	if (!opt->foreground) {
 		if (pipe2(pipefd, O_CLOEXEC) < 0) {

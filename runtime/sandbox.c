@@ -40,15 +40,22 @@ extern char **environ;
 
 /* ================================================== in the worker */
 
-/* A bind from a "mounts" entry or the cwd. */
-static int add_bind(struct rt_sandbox *sb, const char *path, int rw)
+/* A bind: a "mounts" entry, the cwd, the code's tree or the listen
+ * directory (`user`: whose, RT_BIND_*). Opened later (binds.c). */
+static int add_bind(struct rt_sandbox *sb, const char *path, int rw, int user)
 {
+	struct rt_bind *b = &sb->binds[sb->nbinds];
+
 	if (sb->nbinds >= RT_SB_MOUNTS_MAX + 3)
 		return -E2BIG;
-	sb->binds[sb->nbinds].path = strdup(path);
-	if (sb->binds[sb->nbinds].path == NULL)
+	memset(b, 0, sizeof(*b));
+	b->fd = -1;
+	b->path = strdup(path);
+	if (b->path == NULL)
 		return -ENOMEM;
-	sb->binds[sb->nbinds++].rw = rw;
+	b->rw = rw;
+	b->user = user;
+	sb->nbinds++;
 	return 0;
 }
 
@@ -128,7 +135,7 @@ static int parse_mounts(json_t *mounts, struct rt_sandbox *sb, const char **why)
 			       "and a boolean \"rw\"";
 			return -EINVAL;
 		}
-		if (add_bind(sb, path, json_is_true(rw)) < 0) {
+		if (add_bind(sb, path, json_is_true(rw), RT_BIND_MOUNTS) < 0) {
 			*why = "out of memory";
 			return -ENOMEM;
 		}
@@ -136,8 +143,7 @@ static int parse_mounts(json_t *mounts, struct rt_sandbox *sb, const char **why)
 	return 0;
 }
 
-/* Undoes mountinfo's octal escapes (\040 for a space) in place. */
-static void unescape(char *p)
+void rt_mountinfo_unescape(char *p)
 {
 	char *o = p;
 
@@ -152,51 +158,6 @@ static void unescape(char *p)
 		}
 	}
 	*o = '\0';
-}
-
-/* Lists the FUSE mounts of the worker's view in `sb->hide`. A sandbox's
- * copy of a FUSE mount would keep its connection alive after the host
- * unmounts it: fnfs's own mount among them, whose daemon then never sees
- * its unmount. Functions have no business in those trees anyway. */
-static int find_fuse_mounts(struct rt_sandbox *sb)
-{
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	char line[8192];
-	int rc = 0;
-
-	if (f == NULL)
-		return 0; /* nothing to hide that can be seen */
-	while (rc == 0 && fgets(line, sizeof(line), f) != NULL) {
-		char *field[10], *save = NULL, *t, *type = NULL, **nv;
-		int n = 0;
-
-		/* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] -
-		 * TYPE SOURCE SUPER */
-		for (t = strtok_r(line, " \n", &save); t != NULL && n < 10;
-		     t = strtok_r(NULL, " \n", &save)) {
-			if (strcmp(t, "-") == 0) {
-				type = strtok_r(NULL, " \n", &save);
-				break;
-			}
-			field[n++] = t;
-		}
-		if (n < 5 || type == NULL || strncmp(type, "fuse", 4) != 0)
-			continue;
-		nv = realloc(sb->hide,
-			     (size_t)(sb->nhide + 1) * sizeof(char *));
-		if (nv == NULL) {
-			rc = -ENOMEM;
-			break;
-		}
-		sb->hide = nv;
-		unescape(field[4]);
-		if ((sb->hide[sb->nhide] = strdup(field[4])) == NULL)
-			rc = -ENOMEM;
-		else
-			sb->nhide++;
-	}
-	fclose(f);
-	return rc;
 }
 
 int rt_sandbox_parse(json_t *spec, struct rt_sandbox *sb, const char **why)
@@ -267,26 +228,27 @@ int rt_sandbox_parse(json_t *spec, struct rt_sandbox *sb, const char **why)
 		goto out;
 	}
 	if (sb->isolate) {
+		/* The cwd first (binds.c knows it as RT_BIND_CWD). */
 		if (cwd != NULL && cwd[0] != '\0' && strcmp(cwd, "/") != 0 &&
-		    (rc = add_bind(sb, cwd, 1)) < 0) {
+		    (rc = add_bind(sb, cwd, 1, RT_BIND_CWD)) < 0) {
 			*why = "out of memory";
 			goto out;
 		}
 		/* The function's code (the worker's cache): read-only. */
 		if (code_dir != NULL && code_dir[0] == '/' &&
-		    (rc = add_bind(sb, code_dir, 0)) < 0) {
+		    (rc = add_bind(sb, code_dir, 0, RT_BIND_WORKER)) < 0) {
 			*why = "out of memory";
 			goto out;
 		}
 		/* The directory of its FN_LISTENER socket (endpoint.c). */
 		if (listen_dir != NULL && listen_dir[0] == '/' &&
-		    (rc = add_bind(sb, listen_dir, 1)) < 0) {
+		    (rc = add_bind(sb, listen_dir, 1, RT_BIND_WORKER)) < 0) {
 			*why = "out of memory";
 			goto out;
 		}
 		rc = parse_mounts(json_object_get(spec, "mounts"), sb, why);
-		if (rc == 0 && (rc = find_fuse_mounts(sb)) < 0)
-			*why = "out of memory";
+		if (rc == 0)
+			rc = rt_sandbox_open_binds(sb, why);
 	}
 out:
 	if (rc < 0)
@@ -298,8 +260,11 @@ void rt_sandbox_free(struct rt_sandbox *sb)
 {
 	int i;
 
-	for (i = 0; i < sb->nbinds; i++)
+	for (i = 0; i < sb->nbinds; i++) {
 		free(sb->binds[i].path);
+		if (sb->binds[i].fd >= 0)
+			close(sb->binds[i].fd);
+	}
 	for (i = 0; i < sb->nhide; i++)
 		free(sb->hide[i]);
 	free(sb->hide);
@@ -558,53 +523,135 @@ static int loopback_up(void)
 	return rc;
 }
 
+/* Detaches the mount at `path` and what is below it: a FUSE mount
+ * point of the host's view, or a copy a bind carried in at the same
+ * place (one call per mount: mountinfo lists each of a stack). One that
+ * went with its parent is not an error. */
+static void detach(const char *path)
+{
+	if (umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
+		return;
+}
+
+/* Whether `p` is where the sandbox's own kernel filesystems are. */
+static int base_place(const char *p)
+{
+	return rt_path_under(p, "/proc") || rt_path_under(p, "/sys") ||
+	       rt_path_under(p, "/dev");
+}
+
+/* Detaches, from the sandbox's view, each mount of /proc/self/mountinfo
+ * that is FUSE's, or a kernel filesystem away from /proc, /sys and /dev
+ * (a copy a bind brought in). Returns how many it detached. With a
+ * buffer on the stack: nothing is allocated in the child. */
+static int sweep_once(void)
+{
+	char buf[4096], line[24576], *field[10], *save, *tok, *type;
+	size_t have = 0, skip = 0;
+	ssize_t got;
+	int fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC), gone = 0;
+
+	if (fd < 0)
+		return 0;
+	while ((got = read(fd, buf, sizeof(buf))) > 0) {
+		ssize_t i;
+
+		for (i = 0; i < got; i++) {
+			int n = 0;
+
+			if (buf[i] != '\n') {
+				if (have < sizeof(line) - 1)
+					line[have++] = buf[i];
+				else
+					skip = 1; /* longer than any path */
+				continue;
+			}
+			line[have] = '\0';
+			have = 0;
+			if (skip) {
+				skip = 0;
+				continue;
+			}
+			type = NULL;
+			save = NULL;
+			for (tok = strtok_r(line, " ", &save);
+			     tok != NULL && n < 10;
+			     tok = strtok_r(NULL, " ", &save)) {
+				if (strcmp(tok, "-") == 0) {
+					type = strtok_r(NULL, " ", &save);
+					break;
+				}
+				field[n++] = tok;
+			}
+			if (n < 5 || type == NULL)
+				continue;
+			rt_mountinfo_unescape(field[4]);
+			if (rt_fs_is_fuse(type) ||
+			    (rt_fs_is_kernel(type) && !base_place(field[4])))
+				if (umount2(field[4],
+					    MNT_DETACH | UMOUNT_NOFOLLOW) == 0)
+					gone++;
+		}
+	}
+	close(fd);
+	return gone;
+}
+
 int rt_sandbox_enter(const struct rt_sandbox *sb, int err)
 {
-	struct mount_attr ro = { .attr_set = MOUNT_ATTR_RDONLY };
 	struct mount_attr root_ro = { .attr_set = MOUNT_ATTR_RDONLY |
 						  MOUNT_ATTR_NOSUID };
-	int fd[RT_SB_MOUNTS_MAX + 3], i, rc = -1;
+	int fd[RT_SB_MOUNTS_MAX + 3], i, j, rc = -1;
 	int flags = CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS;
 
 	if (!sb->isolate)
 		return 0;
 	for (i = 0; i < sb->nbinds; i++)
 		fd[i] = -1;
-	if (sb->no_net)
-		flags |= CLONE_NEWNET;
-	if (unshare(flags) < 0)
-		return fail(err, "unshare", NULL);
-	if (sb->no_net && loopback_up() < 0)
-		return fail(err, "loopback", NULL);
-	/* Nothing done here reaches the host; the host's unmounts reach
-	 * here. */
-	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
-		return fail(err, "mount --make-rslave /", NULL);
-	/* Copies of what is bound in, taken before / turns read-only and
-	 * /tmp is covered. */
+	/* Copies of what is bound in, from what the worker opened (as the
+	 * function's user, for its own sources): nosuid and nodev
+	 * throughout. Taken in the worker's mount namespace (a mount of
+	 * another cannot be cloned), before / turns read-only and /tmp is
+	 * covered. */
 	for (i = 0; i < sb->nbinds; i++) {
-		fd[i] = open_tree(AT_FDCWD, sb->binds[i].path,
+		struct mount_attr a = {
+			.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+				    (sb->binds[i].rw ? 0 : MOUNT_ATTR_RDONLY)
+		};
+
+		fd[i] = open_tree(sb->binds[i].fd, "",
 				  OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
-					  AT_RECURSIVE);
+					  AT_EMPTY_PATH | AT_RECURSIVE);
 		if (fd[i] < 0) {
 			fail(err, "bind", sb->binds[i].path);
 			goto out;
 		}
-		if (!sb->binds[i].rw &&
-		    mount_setattr(fd[i], "", AT_EMPTY_PATH | AT_RECURSIVE, &ro,
-				  sizeof(ro)) < 0) {
-			fail(err, "read-only bind", sb->binds[i].path);
+		if (mount_setattr(fd[i], "", AT_EMPTY_PATH | AT_RECURSIVE, &a,
+				  sizeof(a)) < 0) {
+			fail(err, "nosuid,nodev bind", sb->binds[i].path);
 			goto out;
 		}
 	}
-	/* Deepest first (mountinfo lists parents first); one already gone
-	 * with its parent is not an error. */
+	if (sb->no_net)
+		flags |= CLONE_NEWNET;
+	if (unshare(flags) < 0) {
+		fail(err, "unshare", NULL);
+		goto out;
+	}
+	if (sb->no_net && loopback_up() < 0) {
+		fail(err, "loopback", NULL);
+		goto out;
+	}
+	/* Nothing done here reaches the host; the host's unmounts reach
+	 * here. */
+	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0) {
+		fail(err, "mount --make-rslave /", NULL);
+		goto out;
+	}
+	/* The host's FUSE mounts, deepest first (mountinfo lists parents
+	 * first); one already gone with its parent is not an error. */
 	for (i = sb->nhide - 1; i >= 0; i--)
-		if (umount2(sb->hide[i], MNT_DETACH) < 0 && errno != EINVAL &&
-		    errno != ENOENT) {
-			fail(err, "umount", sb->hide[i]);
-			goto out;
-		}
+		detach(sb->hide[i]);
 	if (mount_setattr(AT_FDCWD, "/", AT_RECURSIVE, &root_ro,
 			  sizeof(root_ro)) < 0) {
 		fail(err, "read-only /", NULL);
@@ -637,7 +684,17 @@ int rt_sandbox_enter(const struct rt_sandbox *sb, int err)
 			fail(err, "bind", p);
 			goto out;
 		}
+		/* The FUSE mounts the recursive copy carried, taken away
+		 * before a later bind can cover them (a covered copy would
+		 * still hold its connection). */
+		for (j = sb->nhide - 1; sb->binds[i].fuse_below && j >= 0; j--)
+			if (rt_path_under(sb->hide[j], p))
+				detach(sb->hide[j]);
 	}
+	/* What the worker's view did not list (mounted since, or under
+	 * another name), until nothing more goes. */
+	for (i = 0; i < 8 && sweep_once() > 0; i++)
+		;
 	rc = 0;
 out:
 	for (i = 0; i < sb->nbinds; i++)

@@ -20,10 +20,20 @@
 
 #define RT_SB_MOUNTS_MAX 32 /* entries of "mounts" */
 
+#define RT_BIND_WORKER 0 /* the worker's own (code tree, listen dir) */
+#define RT_BIND_MOUNTS 1 /* a "mounts" entry: the function's */
+#define RT_BIND_CWD                                                            \
+	2 /* its cwd: the function's, read-only where its                      \
+	   * user may not write */
+
 /* A path bound into the sandbox at the same place. */
 struct rt_bind {
-	char *path; /* absolute, owned */
-	int rw;	    /* writable; else read-only */
+	char *path;	/* absolute, owned */
+	int rw;		/* writable; else read-only */
+	int user;	/* whose source: RT_BIND_WORKER, _MOUNTS or _CWD */
+	int fd;		/* an O_PATH descriptor of it (opened by the worker,
+			 * as the function's user when `user`), or -1 */
+	int fuse_below; /* FUSE mounts lie below it (to take away) */
 };
 
 /* What the spec asks for, ready for the child. */
@@ -48,8 +58,41 @@ struct rt_sandbox {
  * `spec` into `sb`, resolving the user's groups (initgroups' list) and
  * home. Refuses, with a reason in `why`, a malformed key and what this
  * worker cannot do: another uid, or a sandbox, when it is not root.
- * Returns 0 or -errno (`sb` is then empty). */
+ * In a sandbox it opens what is bound in: the function's own sources
+ * ("mounts", the cwd) with the function user's credentials, refusing a
+ * symbolic link anywhere in the path, `rw` where that user may not
+ * write, a FUSE filesystem, /proc, /sys, /dev, the data directory
+ * (rt_sandbox_reserve) and a kernel filesystem such as proc or sysfs
+ * ("cwd" is bound read-only where the user may not write). `why` then
+ * names the path and the cause (a static buffer of this thread, good
+ * until the next call). Returns 0 or -errno (`sb` is then empty). */
 int rt_sandbox_parse(json_t *spec, struct rt_sandbox *sb, const char **why);
+
+/* Names a directory no function may bind (the worker's data directory),
+ * with /proc, /sys and /dev, which always are. Once, at start. Returns
+ * 0 or -errno. */
+int rt_sandbox_reserve(const char *dir);
+
+/* Part of rt_sandbox_parse (binds.c): reads the mount table into
+ * `sb->hide` (the FUSE mount points) and opens every bind, as described
+ * there. Returns 0 or -errno with the reason in `why`. */
+int rt_sandbox_open_binds(struct rt_sandbox *sb, const char **why);
+
+/* Writes `path` (absolute) without "." and ".." parts or repeated
+ * slashes into `out` (`cap` bytes), as text: no link is followed.
+ * Returns 0, -EINVAL (not absolute) or -ENAMETOOLONG. Pure. */
+int rt_path_normal(const char *path, char *out, size_t cap);
+
+/* Whether `path` is `dir` or below it (both normal). Pure. */
+int rt_path_under(const char *path, const char *dir);
+
+/* Whether a mountinfo file-system type is FUSE's ("fuse", "fuseblk",
+ * "fuse.NAME"), or a kernel one that shows the host (proc, sysfs...). */
+int rt_fs_is_fuse(const char *type);
+int rt_fs_is_kernel(const char *type);
+
+/* Undoes mountinfo's octal escapes (\040 for a space) in place. */
+void rt_mountinfo_unescape(char *p);
 
 /* Frees what rt_sandbox_parse allocated. */
 void rt_sandbox_free(struct rt_sandbox *sb);
@@ -92,7 +135,10 @@ void rt_child_say(int fd, int err, const char *s, ...)
 	__attribute__((sentinel));
 
 /* In the child, as root, after its cgroups: the namespaces and the
- * mounts. Writes the reason to `err` and returns -1 on failure. */
+ * mounts: every bind nosuid and nodev, no FUSE filesystem left in the
+ * view (neither the host's nor one a bind carried in), no copy of a
+ * kernel filesystem (proc, sysfs...) brought in by a bind. Writes the
+ * reason to `err` and returns -1 on failure. */
 int rt_sandbox_enter(const struct rt_sandbox *sb, int err);
 
 /* In the child, last before chdir and exec: capabilities, the identity,

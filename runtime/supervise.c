@@ -484,6 +484,8 @@ static void free_strv(char **v)
 static void spawn_failed(struct rt_instance *in, const char *why)
 {
 	snprintf(in->reason, sizeof(in->reason), "spawn failed: %s", why);
+	/* The cause after_exit gives (else "exited (status 127)"). */
+	snprintf(in->unready, sizeof(in->unready), "spawn failed: %s", why);
 	rt_log(RT_LOG_WARN, "%s: spawn failed: %s", in->id, why);
 	if (in->sup->ev->spawned != NULL)
 		in->sup->ev->spawned(in, why);

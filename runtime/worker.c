@@ -21,6 +21,7 @@
 
 #include "code.h"
 #include "http.h"
+#include "sandbox.h"
 #include "worker.h"
 
 /* A connection not registered this long after it was started (a connect
@@ -1385,6 +1386,9 @@ int rt_worker_main(int argc, char **argv)
 	w.sup.simulate = simulate;
 
 	w.data_dir = data.data;
+	/* No function binds the worker's files (sandbox.h). */
+	if (rt_sandbox_reserve(data.data) < 0)
+		rt_log(RT_LOG_WARN, "out of memory");
 	rt_buf_printf(&dir, "%s/logs", data.data);
 	mkdir(dir.data, 0700);
 	rt_buf_printf(&dir, "/%s", w.id);

@@ -167,6 +167,12 @@ const char *sched_format_word(enum sched_format f);
 int sched_spec_parse(struct sched_spec *s, enum sched_attr a, const char *buf,
 		     size_t len, struct rt_buf *why);
 
+/* Names fnfs's data directory and mountpoint (absolute, resolved), which
+ * a `mounts` write refuses (EINVAL), with /proc, /sys and /dev, and
+ * anything under them. Once, before the mount serves. Returns 0 or
+ * -ENOMEM. */
+int sched_spec_reserve(const char *datadir, const char *mountpoint);
+
 /* Parses a whole spec from a JSON object into `s` (uninitialised): missing
  * keys take defaults, unknown keys or bad values are -EINVAL with the reason
  * in `why`, and `s` is then left at the defaults. Pure. This is the reading

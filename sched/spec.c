@@ -725,6 +725,66 @@ static int add_tag(char ***tags, int *n, const char *t, size_t len,
 	return strv_push(tags, n, t, len);
 }
 
+/* What a `mounts` write refuses, and anything under it: the host's
+ * kernel views, which undo the sandbox (its pids, its devices), and
+ * fnfs's own data directory and mount (sched_spec_reserve). */
+static const char *const host_views[] = { "/proc", "/sys", "/dev" };
+static char *reserved_data, *reserved_mount;
+
+int sched_spec_reserve(const char *datadir, const char *mountpoint)
+{
+	char *d = datadir != NULL ? strdup(datadir) : NULL,
+	     *m = mountpoint != NULL ? strdup(mountpoint) : NULL;
+
+	if ((datadir != NULL && d == NULL) ||
+	    (mountpoint != NULL && m == NULL)) {
+		free(d);
+		free(m);
+		return -ENOMEM;
+	}
+	free(reserved_data);
+	free(reserved_mount);
+	reserved_data = d;
+	reserved_mount = m;
+	return 0;
+}
+
+/* Whether the `plen` bytes of `v` name `dir` or a path below it. */
+static int path_under(const char *v, size_t plen, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	while (n > 1 && dir[n - 1] == '/')
+		n--;
+	return n > 0 && plen >= n && memcmp(v, dir, n) == 0 &&
+	       (plen == n || v[n] == '/' || n == 1);
+}
+
+/* Refuses a path of `mounts` that is reserved (host_views). */
+static int check_reserved(const char *v, size_t plen, struct rt_buf *why)
+{
+	char q[SHOWN_CAP];
+	size_t i;
+
+	for (i = 0; i < sizeof(host_views) / sizeof(*host_views); i++)
+		if (path_under(v, plen, host_views[i]))
+			return bad(why,
+				   "mounts: \"%s\": %s is the host's, and "
+				   "never bound into a sandbox",
+				   shown(q, v, plen), host_views[i]);
+	if (reserved_data != NULL && path_under(v, plen, reserved_data))
+		return bad(why,
+			   "mounts: \"%s\" is in fnfs's data directory, "
+			   "which is never bound into a sandbox",
+			   shown(q, v, plen));
+	if (reserved_mount != NULL && path_under(v, plen, reserved_mount))
+		return bad(why,
+			   "mounts: \"%s\" is in the fnfs mount: no FUSE "
+			   "filesystem is shown in a sandbox",
+			   shown(q, v, plen));
+	return 0;
+}
+
 /* Adds one line of `mounts`: "PATH", "PATH ro" or "PATH rw", PATH being
  * absolute, not "/", without "." or ".." parts, given once. It is kept as
  * "PATH" (read-only) or "PATH rw". */
@@ -763,6 +823,10 @@ static int add_mount(char ***mounts, int *n, const char *v, size_t len,
 				   "without \".\", \"..\" or \"//\"",
 				   shown(q, v, plen));
 	}
+	/* A stored spec from before is read as it is: the worker refuses
+	 * such a path when it starts the function. */
+	if (strict && (rc = check_reserved(v, plen, why)) < 0)
+		return rc;
 	for (i = 0; i < (size_t)*n; i++) {
 		const char *m = (*mounts)[i];
 		size_t ml = strlen(m);
