@@ -17,7 +17,7 @@ all=(calls concurrency etcd-put etcd-write failover failover-etcd forward
 listed=" ${all[*]} "
 for f in "$top"/scripts/bench/*; do
 	name=$(basename "$f")
-	[ -x "$f" ] && [ -f "$f" ] && [[ $name != *.* ]] || continue
+	if [ ! -f "$f" ] || [ ! -x "$f" ] || [[ $name == *.* ]]; then continue; fi
 	case $listed in
 	*" $name "*) ;;
 	*) not_ok "scripts/bench/$name is run here (add it to the list)" ;;
@@ -27,7 +27,7 @@ done
 for b in ${BENCHES:-${all[*]}}; do
 	t0=$(date +%s)
 	# Each bench builds what it needs and runs ./fnfs (or $FNFS).
-	(cd "$top" && FNFS=$FNFS timeout 240 "scripts/bench/$b" --quick) >"$T/$b.out" 2>&1
+	(cd "$top" && FNFS=$FNFS timeout 150 "scripts/bench/$b" --quick) >"$T/$b.out" 2>&1
 	rc=$?
 	secs=$(($(date +%s) - t0))
 	if [ "$rc" -eq 0 ]; then
