@@ -5,7 +5,9 @@
 # not. Only that it runs end to end is checked here, never its figures
 # (the machine is shared; docs/performance.md has the real runs).
 #
-# BENCHES='calls http' limits the run to those.
+# BENCHES='calls http' limits the run to those. About 5 minutes on a
+# quiet 2-CPU machine; more under load:
+# tests/run timeout: 1500
 . "$(dirname "$0")/lib.sh"
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
