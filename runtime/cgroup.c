@@ -39,6 +39,26 @@ void rt_cg_root_name(const char *worker_id, const char *key, char *out,
 	snprintf(out, n, "fnfs-%08x-%s", (unsigned)h, worker_id);
 }
 
+int rt_cg_tagged_id(const char *tag, const char *worker_id, char *out, size_t n)
+{
+	size_t i, len = tag ? strlen(tag) : 0;
+
+	snprintf(out, n, "%s", worker_id);
+	if (len == 0)
+		return 0;
+	for (i = 0; i < len; i++) {
+		char c = tag[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9')))
+			return -EINVAL;
+	}
+	if (len > 16)
+		return -EINVAL;
+	snprintf(out, n, "%s-%s", tag, worker_id);
+	return 1;
+}
+
 /* This process's group in the hierarchy of `controller` ("memory"; a v1
  * line may list several, "cpu,cpuacct"), or in the unified hierarchy
  * when `controller` is "", from the text of /proc/self/cgroup. */
@@ -276,7 +296,7 @@ int rt_cg_open(struct rt_cgroups *cg, const char *fs, const char *self,
 int rt_cg_open_host(struct rt_cgroups *cg, const char *worker_id,
 		    const char *key)
 {
-	char self[4096];
+	char self[4096], id[256];
 	ssize_t n;
 	int fd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
 
@@ -286,7 +306,14 @@ int rt_cg_open_host(struct rt_cgroups *cg, const char *worker_id,
 	n = read(fd, self, sizeof(self) - 1);
 	close(fd);
 	self[n > 0 ? n : 0] = '\0';
-	return rt_cg_open(cg, RT_CG_FS, self, worker_id, key);
+	/* A tag (tests/run's per-run id) marks whose groups these are; a
+	 * malformed one is left out, never put in a path. */
+	if (rt_cg_tagged_id(getenv("FNFS_CGROUP_TAG"), worker_id, id,
+			    sizeof(id)) < 0)
+		rt_log(RT_LOG_WARN,
+		       "FNFS_CGROUP_TAG ignored: not 1 to 16 letters and "
+		       "digits");
+	return rt_cg_open(cg, RT_CG_FS, self, id, key);
 }
 
 int rt_cg_has(const struct rt_cgroups *cg, enum rt_cg_ctl ctl)

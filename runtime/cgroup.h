@@ -56,6 +56,13 @@ struct rt_cg_plan {
 void rt_cg_root_name(const char *worker_id, const char *key, char *out,
 		     size_t n);
 
+/* Writes into `out` the id a worker's root group is named with: "TAG-ID"
+ * when `tag` (the environment's FNFS_CGROUP_TAG, may be NULL) is 1 to 16
+ * letters and digits, else `worker_id` as it is. Returns 1 when tagged,
+ * 0 when not, -EINVAL for a tag that is set but not of that form. Pure. */
+int rt_cg_tagged_id(const char *tag, const char *worker_id, char *out,
+		    size_t n);
+
 /* Finds the hierarchies under `fs` (RT_CG_FS, or a fake tree) where this
  * process's groups are those `self` (the text of /proc/self/cgroup)
  * names, and writes the paths of the worker's root groups there into
@@ -71,7 +78,8 @@ int rt_cg_paths(struct rt_cgroups *cg, const char *fs, const char *self,
 int rt_cg_open(struct rt_cgroups *cg, const char *fs, const char *self,
 	       const char *worker_id, const char *key);
 
-/* rt_cg_open on this host (RT_CG_FS, /proc/self/cgroup). */
+/* rt_cg_open on this host (RT_CG_FS, /proc/self/cgroup), with the id
+ * tagged by $FNFS_CGROUP_TAG (rt_cg_tagged_id). */
 int rt_cg_open_host(struct rt_cgroups *cg, const char *worker_id,
 		    const char *key);
 

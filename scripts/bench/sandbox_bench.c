@@ -310,7 +310,7 @@ static void breakdown(const char *probe, int n)
 int main(int argc, char **argv)
 {
 	const char *probe = argc > 1 ? argv[1] : NULL;
-	int n = argc > 2 ? atoi(argv[2]) : 50, i, k, v;
+	int n = argc > 2 ? atoi(argv[2]) : 50, i, k, v, lost = 0;
 	char cmd[1100], id[32];
 	double *rs[NV], *cs[NV];
 	struct rt_instance *hot[NV], *cold[NV];
@@ -358,8 +358,10 @@ int main(int argc, char **argv)
 			old = outputs[0][v];
 			t0 = now_us();
 			rt_instance_restart(hot[v]);
-			if (!wait_more(&outputs[0][v], old))
+			if (!wait_more(&outputs[0][v], old)) {
 				fprintf(stderr, "%s: restart lost\n", names[v]);
+				lost++;
+			}
 			rs[v][i] = now_us() - t0;
 			/* cold call */
 			old = outputs[1][v];
@@ -374,8 +376,10 @@ int main(int argc, char **argv)
 			r->cold = 1;
 			rt_run_close(r, &r->req);
 			if (!wait_int(&cold_exits, exits + 1) ||
-			    !wait_more(&outputs[1][v], old))
+			    !wait_more(&outputs[1][v], old)) {
 				fprintf(stderr, "%s: call lost\n", names[v]);
+				lost++;
+			}
 			cs[v][i] = now_us() - t0;
 			/* let the old ones' inits and groups go */
 			uv_run(&loop, UV_RUN_NOWAIT);
@@ -415,5 +419,7 @@ int main(int argc, char **argv)
 	uv_close((uv_handle_t *)&chld, NULL);
 	uv_run(&loop, UV_RUN_DEFAULT);
 	rt_sup_free(&sup, 2000);
-	return 0;
+	if (lost > 0)
+		fprintf(stderr, "%d restarts or calls lost\n", lost);
+	return lost > 0 ? 1 : 0;
 }

@@ -10,7 +10,9 @@ FNFS=${FNFS:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/fnfs}
 # Not under /tmp, which every function sees as a private tmpfs of its own:
 # the programs and directories a test gives its functions must be seen.
 # Traversable (not listable) by the users functions run as (nobody).
-T=$(mktemp -d /var/tmp/fnfs-it.XXXXXX)
+# Under tests/run, the name carries the run's id ($FNFS_TEST_RUN): the
+# run counts what is left of its own tests only.
+T=$(mktemp -d "/var/tmp/fnfs-it.${FNFS_TEST_RUN:+$FNFS_TEST_RUN.}XXXXXX")
 chmod 711 "$T"
 MNT=$T/mnt
 DATA=$T/data

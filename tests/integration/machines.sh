@@ -20,9 +20,10 @@
 # The test's trap: trap 'cluster_cleanup; etcd_cleanup; cleanup; net_cleanup' EXIT.
 # shellcheck shell=bash
 
-HUB=fnfs-hub-$$
+# Named after this test's pid and tests/run's id ($FNFS_TEST_RUN).
+HUB=fnfs-${FNFS_TEST_RUN:+$FNFS_TEST_RUN-}hub-$$
 declare -A NS ADDR
-for m in a b c w1 w2; do NS[$m]=fnfs-$m-$$; done
+for m in a b c w1 w2; do NS[$m]=fnfs-${FNFS_TEST_RUN:+$FNFS_TEST_RUN-}$m-$$; done
 ADDR[a]=$NET.11 ADDR[b]=$NET.12 ADDR[c]=$NET.13 ADDR[w1]=$NET.21 ADDR[w2]=$NET.22
 MADE=()
 # shellcheck disable=SC2034 # read by etcd.sh

@@ -5,15 +5,15 @@
 #   ctl  10.77.1.1 --veth-- 10.77.1.2  m1   (worker machine 1)
 #   ctl  10.77.2.1 --veth-- 10.77.2.2  m2   (worker machine 2)
 #
-# The namespaces are named after this test's pid, so tests running at the
-# same time do not meet; addresses are private to each namespace. Every
+# The namespaces are named after this test's pid (and tests/run's id,
+# $FNFS_TEST_RUN), so tests running at the same time do not meet; addresses are private to each namespace. Every
 # process started in them is ended by pid, and the namespaces (and their
 # veths) are deleted on exit.
 # shellcheck shell=bash
 
-NS_CTL=fnfs-ctl-$$
-NS_M1=fnfs-m1-$$
-NS_M2=fnfs-m2-$$
+NS_CTL=fnfs-${FNFS_TEST_RUN:+$FNFS_TEST_RUN-}ctl-$$
+NS_M1=fnfs-${FNFS_TEST_RUN:+$FNFS_TEST_RUN-}m1-$$
+NS_M2=fnfs-${FNFS_TEST_RUN:+$FNFS_TEST_RUN-}m2-$$
 CTL_M1=10.77.1.1 # the controller, as machine 1 sees it
 CTL_M2=10.77.2.1 # the controller, as machine 2 sees it
 M1_ADDR=10.77.1.2

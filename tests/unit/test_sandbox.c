@@ -747,6 +747,28 @@ static int mkdirs(const char *path)
 	return system(cmd);
 }
 
+TEST(cgroup_tagged_id)
+{
+	char id[64], name[128];
+
+	CHECK(rt_cg_tagged_id(NULL, "local-1", id, sizeof(id)) == 0);
+	CHECK_STR(id, "local-1");
+	CHECK(rt_cg_tagged_id("", "local-1", id, sizeof(id)) == 0);
+	CHECK_STR(id, "local-1");
+	CHECK(rt_cg_tagged_id("r1a2b3", "local-1", id, sizeof(id)) == 1);
+	CHECK_STR(id, "r1a2b3-local-1");
+	rt_cg_root_name(id, "/k", name, sizeof(name));
+	CHECK(strncmp(name, "fnfs-", 5) == 0);
+	CHECK_STR(name + 13, "-r1a2b3-local-1");
+	/* Never a path's separator, a dot or a space in a group's name. */
+	CHECK(rt_cg_tagged_id("../x", "w", id, sizeof(id)) == -EINVAL);
+	CHECK_STR(id, "w");
+	CHECK(rt_cg_tagged_id("a b", "w", id, sizeof(id)) == -EINVAL);
+	CHECK(rt_cg_tagged_id("0123456789abcdefg", "w", id, sizeof(id)) ==
+	      -EINVAL);
+	CHECK_STR(id, "w");
+}
+
 TEST(cgroup_fake_v1)
 {
 	char fake[] = "/tmp/fnfs-cgv1-XXXXXX", root[4600], p[4400], name[128];

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# tests/run itself: its check of what a test leaves on the host (workers'
+# cgroups, network namespaces, mounts) counts, and removes, only what
+# this run's own tests made, named with the run's id. What another
+# process makes meanwhile (another fnfs, another run of the tests) is
+# neither counted nor removed.
+#
+# A copy of tests/run runs two small tests of its own: 01-foreign makes,
+# while it runs, a cgroup, a network namespace and a mount named as
+# another fnfs or another run would name them, and passes; 02-leaves
+# starts fnfs, kills its controller and its worker with SIGKILL (their
+# cgroup stays), and leaves a network namespace of its run.
+. "$(dirname "$0")/lib.sh"
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+fake=$T/top
+mkdir -p "$fake/tests/integration"
+cp "$top/tests/run" "$fake/tests/run"
+ln -s "$top/tests/integration/lib.sh" "$top/tests/integration/fixtures" "$fake/tests/integration/"
+ln -s "$FNFS" "$fake/fnfs"
+export SELFTEST=$T
+
+# The directory of this process's group where groups can be made: the
+# memory hierarchy (v1), else the unified one (v2).
+cg_dir() {
+	local line
+	if line=$(grep -E '^[0-9]+:memory:' /proc/self/cgroup) && [ -d /sys/fs/cgroup/memory ]; then
+		echo "/sys/fs/cgroup/memory${line#*:memory:}"
+	elif line=$(grep -E '^0::' /proc/self/cgroup) && [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+		echo "/sys/fs/cgroup${line#0::}"
+	fi
+}
+
+cat >"$fake/tests/integration/01-foreign.sh" <<'EOF'
+. "$(dirname "$0")/lib.sh"
+# Named as an fnfs without a tag, and as another run's worker, would name
+# them; a namespace of another test's, a mount of another run's test.
+g=$(cat "$SELFTEST/cgdir")
+if [ -n "$g" ]; then
+	mkdir "$g/fnfs-00c0ffee-local-1" "$g/fnfs-00c0ffee-rother1-local-1"
+fi
+ip netns add "fnfs-ctl-$$"
+echo "fnfs-ctl-$$" >"$SELFTEST/foreign-ns"
+m=$(mktemp -d /var/tmp/fnfs-it.XXXXXX)
+mount -t tmpfs none "$m"
+echo "$m" >"$SELFTEST/foreign-mount"
+echo "ok 1 - made others' things"
+EOF
+
+cat >"$fake/tests/integration/02-leaves.sh" <<'EOF'
+. "$(dirname "$0")/lib.sh"
+echo "$FNFS_TEST_RUN" >"$SELFTEST/run"
+start_fnfs && echo "ok 1 - mounted"
+wait_until 10 test -s "$MNT/workers/local-1/pid"
+grep '^cgroups ' "$MNT/workers/local-1/status" >"$SELFTEST/cgroups"
+# The worker's root group, named with the run's id.
+wait_until 10 eval '[ -n "$(find /sys/fs/cgroup -maxdepth 6 -type d -name "fnfs-*-$FNFS_TEST_RUN-local-1" 2>/dev/null)" ]'
+w=$(cat "$MNT/workers/local-1/pid")
+# SIGKILL: nothing removes the group.
+kill -9 "$PID" "$w"
+ip netns add "fnfs-$FNFS_TEST_RUN-leak-$$"
+echo "ok 2 - left things"
+EOF
+
+cg_dir >"$T/cgdir"
+"$fake/tests/run" --integration-only >"$T/run.out" 2>&1
+rc=$?
+sed 's/^/   # /' "$T/run.out"
+run=$(cat "$T/run" 2>/dev/null)
+check "the run fails" test "$rc" -ne 0
+check "the run has an id" test -n "$run"
+check "the foreign test is not blamed" eval '! grep -q "01-foreign.*left behind" "$T/run.out"'
+check "the leaving test is blamed" grep -q "^not ok - 02-leaves left behind:" "$T/run.out"
+ns=$(cat "$T/foreign-ns" 2>/dev/null)
+check "the foreign namespace is not named" eval '! grep -q "netns $ns" "$T/run.out"'
+check "the foreign namespace is still there" eval 'ip netns list | grep -qw "$ns"'
+ip netns del "$ns" 2>/dev/null
+m=$(cat "$T/foreign-mount" 2>/dev/null)
+check "the foreign mount is still there" eval 'awk -v m="$m" '\''$2 == m { f = 1 } END { exit !f }'\'' /proc/mounts'
+umount "$m" 2>/dev/null
+rmdir "$m" 2>/dev/null
+g=$(cat "$T/cgdir")
+if [ -n "$g" ]; then
+	check "the foreign groups are not named" eval '! grep -q "00c0ffee" "$T/run.out"'
+	check "the foreign groups are still there" test -d "$g/fnfs-00c0ffee-local-1" -a -d "$g/fnfs-00c0ffee-rother1-local-1"
+	rmdir "$g/fnfs-00c0ffee-local-1" "$g/fnfs-00c0ffee-rother1-local-1" 2>/dev/null
+fi
+check "its own namespace is named" grep -q "netns fnfs-$run-leak-" "$T/run.out"
+check "its own namespace is removed" eval '! ip netns list | grep -q "fnfs-$run-"'
+if grep -q 'cgroups yes' "$T/cgroups" 2>/dev/null; then
+	check "its worker's group is named" grep -q "/fnfs-[0-9a-f]*-$run-local-1\$" "$T/run.out"
+	check "its worker's group is removed" \
+		eval '[ -z "$(find /sys/fs/cgroup -maxdepth 6 -type d -name "fnfs-*-$run-*" 2>/dev/null)" ]'
+else
+	echo "# skipped, not counted: its worker's group (no cgroups on this machine)"
+fi
+done_testing

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Every benchmark in scripts/bench runs, in its --quick mode (a few
+# seconds each): a bench that breaks fails here, not the day someone
+# needs its figures. Each must exit 0; its output is shown when it does
+# not. Only that it runs end to end is checked here, never its figures
+# (the machine is shared; docs/performance.md has the real runs).
+#
+# BENCHES='calls http' limits the run to those. About 5 minutes on a
+# quiet 2-CPU machine; more under load:
+# tests/run timeout: 1500
+. "$(dirname "$0")/lib.sh"
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+all=(calls concurrency etcd-put etcd-write failover failover-etcd forward
+	fs-latency http lambda remote restart sandbox scale scale-etcd
+	status-callers)
+
+# Every executable script there is in the list: a new bench must be.
+listed=" ${all[*]} "
+for f in "$top"/scripts/bench/*; do
+	name=$(basename "$f")
+	if [ ! -f "$f" ] || [ ! -x "$f" ] || [[ $name == *.* ]]; then continue; fi
+	case $listed in
+	*" $name "*) ;;
+	*) not_ok "scripts/bench/$name is run here (add it to the list)" ;;
+	esac
+done
+
+for b in ${BENCHES:-${all[*]}}; do
+	t0=$(date +%s)
+	# Each bench builds what it needs and runs ./fnfs (or $FNFS).
+	(cd "$top" && FNFS=$FNFS timeout 150 "scripts/bench/$b" --quick) >"$T/$b.out" 2>&1
+	rc=$?
+	secs=$(($(date +%s) - t0))
+	if [ "$rc" -eq 0 ]; then
+		ok "scripts/bench/$b --quick (${secs} s)"
+	else
+		not_ok "scripts/bench/$b --quick: exit status $rc after ${secs} s"
+		tail -n 30 "$T/$b.out" | sed 's/^/   # /'
+	fi
+done
+done_testing
