@@ -174,7 +174,8 @@ int fs_may(struct fs *fs, struct fs_caller *c, const struct fs_node *n,
  * constant text the page cache may keep. */
 int fs_node_dynamic(const struct fs_node *n);
 
-/* Whether writes of one open add up to one value (env, config). */
+/* Whether a file holds lines or a document that an open goes on adding
+ * to after a close, and that O_APPEND adds to (env, mounts, config). */
 int fs_node_multiline(const struct fs_node *n);
 
 /* Whether `n` is a transaction file (invoke). */

@@ -394,6 +394,7 @@ int fs_node_transaction(const struct fs_node *n)
 int fs_node_multiline(const struct fs_node *n)
 {
 	return n->kind == FS_FN_ATTR + SCHED_ATTR_ENV ||
+	       n->kind == FS_FN_ATTR + SCHED_ATTR_MOUNTS ||
 	       n->kind == FS_FN_ATTR + SCHED_ATTR_CONFIG;
 }
 

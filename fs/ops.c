@@ -11,6 +11,7 @@
 
 #include "fs.h"
 #include "../sched/forward.h"
+#include "../sched/partial.h"
 #include "../sched/write.h"
 
 /* How long the kernel may cache names and attributes, in seconds. Names
@@ -485,9 +486,10 @@ struct handle {
 	/* attribute files: the value this open writes, applied at flush */
 	struct rt_buf value; /* written so far (append: added since applied) */
 	int attr;	     /* an attribute file: writes are held */
-	int multi;	     /* env or config: writes of one open add up */
+	int multi;	     /* env, mounts, config: go on after a close */
 	int append;	     /* opened with O_APPEND */
 	int held;	     /* accepted bytes not applied yet */
+	int applied; /* a close applied `value` (one-value: start over) */
 	uint64_t owners[ATTR_OWNERS]; /* lock owners that wrote them */
 	int nowners;		      /* > ATTR_OWNERS: too many */
 	int spoiled; /* errno of a refused write: nothing more applies */
@@ -918,15 +920,21 @@ static void invoke_release(struct handle *h)
 /* ===================================================== attribute files
  *
  * The writes of one open of an attribute file make one value, applied
- * once, at close (FUSE flush): one revision, one restart. Each write is
- * checked at once as if the value written so far were all of it, so its
- * errno comes from the write(2) that caused it (spec 6), and a refused
- * write spoils the open: its later writes fail with the same errno and
- * its close applies nothing. A one-value file takes each write(2) whole;
- * the writes to env and config add up (bash writes `printf 'A=1\nB=2\n'`
- * one line per write(2)), and start over at offset 0 or at a write that
- * does not follow the last. With O_APPEND, what an open adds goes after
- * the value the function has when it is checked and applied. */
+ * once, at close (FUSE flush): one revision, one restart. The writes add
+ * up, whatever the file: a write at the offset where the previous ended
+ * adds to the value, one at offset 0 (or anywhere else) starts it over
+ * (bash writes `printf '/a\n/b rw\n' > mounts` one line per write(2)).
+ * Each write is checked at once as if the value written so far were all
+ * of it, so its errno comes from the write(2) that caused it (spec 6),
+ * and a refused write spoils the open: its later writes fail with the
+ * same errno and its close applies nothing. A value that is only begun
+ * (it does not end in a newline; config: its JSON is not closed) and not
+ * good yet is not refused: the next write or the close judges it whole
+ * (partial.h). After a close that applied it, the next write goes on
+ * with the value of env, mounts or config (`exec 3>env`) and starts a
+ * one-value file over. With O_APPEND, what an open adds to env, mounts
+ * or config goes after the value the function has when it is checked
+ * and applied. */
 
 /* Points `*v` at the value the open would apply now: its writes, after
  * the current value when it appends to env or config (`tmp` holds it). */
@@ -975,6 +983,20 @@ static void attr_note_owner(struct handle *h, uint64_t owner)
 	h->nowners++;
 }
 
+/* Checks the value `v` the open holds after a write: a refusal is
+ * recorded, unless the value is only begun and may still become good
+ * (then its close, or a later write, judges it). Returns 0 or -errno. */
+static int attr_check(struct handle *h, struct sched_function *fn,
+		      const char *v, size_t len)
+{
+	enum sched_attr a = (enum sched_attr)(h->node.kind - FS_FN_ATTR);
+
+	if (len <= SCHED_VALUE_MAX && sched_value_unfinished(a, v, len) &&
+	    sched_value_probe(fn, a, v, len) < 0)
+		return 0;
+	return sched_function_check(h->fs->sched, fn, a, v, len, &h->who.who);
+}
+
 /* Takes one write: checked, not applied. Returns 0 or -errno. */
 static int attr_write(struct handle *h, const char *buf, size_t size, off_t off,
 		      uint64_t owner)
@@ -987,17 +1009,15 @@ static int attr_write(struct handle *h, const char *buf, size_t size, off_t off,
 
 	if (h->spoiled)
 		return -h->spoiled;
-	if (!h->multi ||
+	if ((h->applied && !h->multi) ||
 	    (!h->append && (off == 0 || (uint64_t)off != h->value.len)))
 		rt_buf_reset(&h->value);
+	h->applied = 0;
 	rc = rt_buf_append(&h->value, buf, size);
 	if (rc == 0)
 		rc = attr_value(h, &tmp, &v, &len);
 	if (rc == 0)
-		rc = sched_function_check(
-			h->fs->sched, fn,
-			(enum sched_attr)(h->node.kind - FS_FN_ATTR), v, len,
-			&h->who.who);
+		rc = attr_check(h, fn, v, len);
 	if (rc < 0) {
 		h->spoiled = -rc;
 		h->held = 0;
@@ -1052,6 +1072,7 @@ static int attr_apply(struct handle *h, fuse_req_t req)
 			      ow ? on_op_done : NULL, ow, &w);
 	if (h->append)
 		rt_buf_reset(&h->value); /* part of the current value now */
+	h->applied = 1;
 	if (rc < 0)
 		h->spoiled = -rc;
 	if (rc != SCHED_LATER)
