@@ -41,6 +41,7 @@ write "$MNT/workers/pool_size" 2
 check "a second worker registers" wait_until 10 state_is "$MNT/workers/local-2/state" healthy
 bad=0
 for i in 1 2 3 4 5; do
+	# shellcheck disable=SC2034 # read by the eval below
 	regs=$(grep -c ' worker.registered local-2 ' "$MNT/events")
 	cat "$MNT/workers/local-2/state" >/dev/null
 	echo 1 >"$MNT/workers/pool_size"
