@@ -107,6 +107,11 @@ const char *fs_kind_name(enum fs_kind k);
 /* Returns the inode number of `kind` of object `id`. */
 fuse_ino_t fs_ino(uint64_t id, enum fs_kind kind);
 
+/* Returns the inode number of node `kind` of object `o`: fs_ino of its
+ * id, but an instance's nodes by its function and number, which outlive
+ * the object (a restart or a change of parallelism may replace it). */
+fuse_ino_t fs_obj_ino(const struct sched_obj *o, enum fs_kind kind);
+
 /* Resolves `ino`. Returns 0, or -ENOENT if its object is gone. */
 int fs_resolve(struct fs *fs, fuse_ino_t ino, struct fs_node *out);
 

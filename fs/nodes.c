@@ -3,6 +3,7 @@
  * times and content, resolved from the model on every request.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "fs.h"
@@ -254,6 +255,40 @@ fuse_ino_t fs_ino(uint64_t id, enum fs_kind kind)
 	return (fuse_ino_t)(id << 8 | (uint64_t)kind);
 }
 
+/* An instance's nodes are numbered by its function and its number, not
+ * by the object, which a restart, a move or a change of parallelism may
+ * replace: `instances/N` keeps its inode for the function's life, so the
+ * entry the kernel cached (ENTRY_TIMEOUT) never names a gone object and
+ * `echo stop > instances/N/state` never fails with a false ENOENT. The
+ * low INST_BITS of the id are the number (below SCHED_MAX_INSTANCES_MAX
+ * and any surge), the rest the function's object id. */
+#define INST_BITS 20
+#define INST_MASK ((1u << INST_BITS) - 1)
+
+fuse_ino_t fs_obj_ino(const struct sched_obj *o, enum fs_kind kind)
+{
+	const struct sched_instance *in = (const struct sched_instance *)o;
+
+	if (o->type != SCHED_INSTANCE || kind_type(kind) != SCHED_INSTANCE ||
+	    o->parent == NULL)
+		return fs_ino(o->id, kind);
+	return fs_ino(o->parent->id << INST_BITS |
+			      ((unsigned)in->n & INST_MASK),
+		      kind);
+}
+
+/* The instance of inode id `id` (fs_obj_ino), or NULL. */
+static struct sched_obj *inst_of(struct fs *fs, uint64_t id)
+{
+	struct sched_obj *fn = sched_find(fs->sched, id >> INST_BITS);
+	char name[16];
+
+	if (fn == NULL || fn->type != SCHED_FUNCTION)
+		return NULL;
+	snprintf(name, sizeof(name), "%u", (unsigned)(id & INST_MASK));
+	return sched_child(fn, name);
+}
+
 int fs_resolve(struct fs *fs, fuse_ino_t ino, struct fs_node *out)
 {
 	enum fs_kind kind = ino == FUSE_ROOT_ID ? FS_ROOT_DIR
@@ -266,7 +301,8 @@ int fs_resolve(struct fs *fs, fuse_ino_t ino, struct fs_node *out)
 	out->code = NULL;
 	if (kind == FS_CODE_NODE)
 		return fs_code_resolve(fs, id, out);
-	o = sched_find(fs->sched, id);
+	o = kind_type(kind) == SCHED_INSTANCE ? inst_of(fs, id)
+					      : sched_find(fs->sched, id);
 	if (o == NULL || o->type != kind_type(kind))
 		return -ENOENT;
 	/* An instance's link to its worker exists while it has one. */
@@ -473,7 +509,7 @@ void fs_stat(struct fs *fs, const struct fs_node *n,
 		return;
 	}
 	memset(st, 0, sizeof(*st));
-	st->st_ino = fs_ino(n->obj->id, n->kind);
+	st->st_ino = fs_obj_ino(n->obj, n->kind);
 	fs_node_owner(fs, n, &st->st_uid, &st->st_gid, &st->st_mode);
 	st->st_blksize = 4096;
 	if (S_ISDIR(st->st_mode)) {

@@ -49,6 +49,22 @@ static void stat_for(fuse_req_t req, const struct fs_node *n, struct stat *st)
 	fs_caller_done(&c);
 }
 
+/* Whether the object of directory `n` may be replaced under its name
+ * without this mount's kernel seeing it: a worker removed and added again
+ * (pool_size), and in a cluster a tenant, namespace or function that
+ * another controller removed and made again. The kernel asks for such a
+ * name again at each use, so that it never keeps an entry for a gone
+ * object (a false ENOENT). An instance needs no such care: its inode is
+ * its function's and number's (fs_obj_ino). */
+static int entry_replaceable(struct fs *fs, const struct fs_node *n)
+{
+	if (n->kind == FS_WORKER_DIR)
+		return 1;
+	return (n->kind == FS_TENANT_DIR || n->kind == FS_NS_DIR ||
+		n->kind == FS_FN_DIR) &&
+	       strcmp(sched_role(fs->sched), "single") != 0;
+}
+
 static void fill_entry(fuse_req_t req, const struct fs_node *n,
 		       struct fuse_entry_param *e)
 {
@@ -56,7 +72,8 @@ static void fill_entry(fuse_req_t req, const struct fs_node *n,
 	stat_for(req, n, &e->attr);
 	e->ino = e->attr.st_ino;
 	e->attr_timeout = attr_timeout(n);
-	e->entry_timeout = ENTRY_TIMEOUT;
+	e->entry_timeout = entry_replaceable(req_fs(req), n) ? 0.0
+							     : ENTRY_TIMEOUT;
 }
 
 static int assign_hidden(const struct fs_node *n, struct fs_caller *c);
@@ -152,7 +169,7 @@ static void forget_attrs(struct fs *fs, struct sched_obj *o)
 
 	for (k = FS_ROOT_DIR + 1; k < FS_KIND_COUNT; k++) {
 		struct fs_node n;
-		fuse_ino_t ino = fs_ino(o->id, (enum fs_kind)k);
+		fuse_ino_t ino = fs_obj_ino(o, (enum fs_kind)k);
 
 		if (fs_resolve(fs, ino, &n) == 0)
 			fuse_lowlevel_notify_inval_inode(fs->se, ino, -1, 0);

@@ -3,7 +3,8 @@
 # else (and control characters but tab) is EINVAL with a clean `error`
 # line, and changes nothing; the running instance goes on and answers
 # start/stop. Then a fuzzer (spec-fuzz.py) writes random bytes to every
-# attribute, with a fixed seed and a random one that it prints, for a
+# attribute, each value in one write(2) or cut across several through one
+# open (judged whole), with a fixed seed and a random one that it prints, for a
 # bounded time; after a remount every file reads exactly what was last
 # acknowledged. FUZZ_SEED=N reruns with N as the random seed;
 # FUZZ_SECONDS sets the time per seed (default 7).

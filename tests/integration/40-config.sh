@@ -52,10 +52,17 @@ before=$(cat "$F/config")
 rb=$(cat "$F/revision")
 for bad in '{"command": "x", "bogus": 1}' '{"revision": 4}' '{"memory": "64"}' \
 	'{"memory": -1}' '{"mode": "warm"}' '{"tags": "gpu"}' '{"env": {"FN_X": "1"}}' \
-	'{"env": ["A=1"]}' '[1, 2]' '{"memory": 64' 'not json' \
+	'{"env": ["A=1"]}' '[1, 2]' 'not json' \
 	'{"parallelism": 9, "max_instances": 2}' '{"memory": 1, "memory": 2}'; do
 	check_fails_with "config $bad is refused" "Invalid argument" bash -c 'printf "%s\n" "$1" > "$2"' sh "$bad" "$F/config"
 done
+# A JSON never closed may still be going on at each write: its close(2)
+# refuses it (bash ignores that; a program that checks close sees it).
+check_fails_with 'config {"memory": 64 is refused at close' "Invalid argument" python3 -c '
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_TRUNC)
+os.write(fd, b"{\"memory\": 64\n")
+os.close(fd)' "$F/config"
 check_eq "config unchanged after refusals" "$(cat "$F/config")" "$before"
 check_eq "revision unchanged after refusals" "$(cat "$F/revision")" "$rb"
 check "the unknown key is named in events" grep -qF 'unknown key \"bogus\"' "$MNT/events"

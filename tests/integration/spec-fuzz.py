@@ -6,12 +6,18 @@
       generator seeded with SEED, writes random byte strings,
       biased toward trouble (bytes that are not UTF-8, NUL, newlines,
       control characters, huge numbers, JSON fragments), to the attribute
-      files of the function in FN_DIR. Each value is one write(2) on its
-      own open file; an error from write or close is a refusal. After each
-      write it checks that every file is UTF-8, that `config` parses as a
-      JSON object with every key and agrees with the other files, that an
-      acknowledged write reads back as what was written, and that a
-      refused one changed nothing. The last state of each is saved in STATE.
+      files of the function in FN_DIR. Each value is written on its own
+      open file, in one write(2) or split across several (cut anywhere,
+      often after a newline, as bash's printf writes); an error from a
+      write or the close is a refusal. After each value it checks that
+      every file is UTF-8, that `config` parses as a JSON object with
+      every key and agrees with the other files, that an acknowledged
+      value reads back as what was written (all of its pieces), and that
+      a refused one changed nothing. A value in pieces is judged whole: it
+      is refused only when the whole is, or when a piece ends a finished
+      value (see `unfinished`) that is bad; one refused in pieces for no
+      such reason is written again whole, which must be refused too. The
+      last state of each is saved in STATE.
 
   spec-fuzz.py verify STATE
       Checks that each function shows exactly the state saved in STATE (run
@@ -92,6 +98,7 @@ class Fuzz:
         self.writes = 0
         self.acked = {a: 0 for a in ATTRS}
         self.refused = {a: 0 for a in ATTRS}
+        self.split = 0
 
     # ------------------------------------------------------------- values
 
@@ -270,14 +277,32 @@ class Fuzz:
     def snapshot(self):
         return {a: self.read(a) for a in FILES}
 
-    def write(self, attr, data):
-        """One open, one write(2), one close; returns 0 or the errno."""
+    def cuts(self, data):
+        """Where to cut `data` into the pieces of several write(2) calls:
+        none (one write) half of the time, else one to three places,
+        often just after a newline."""
+        r = self.rng
+        if len(data) < 2 or r.random() < 0.5:
+            return []
+        nl = [i + 1 for i, c in enumerate(data[:-1]) if c == 0x0a]
+        at = set()
+        for _ in range(r.randint(1, 3)):
+            if nl and r.random() < 0.5:
+                at.add(self.pick(nl))
+            else:
+                at.add(r.randint(1, len(data) - 1))
+        return sorted(at)
+
+    def write(self, attr, data, cuts=()):
+        """One open, a write(2) per piece of `data` cut at `cuts`, one
+        close; returns 0 or the first errno."""
         err = 0
         fd = os.open(os.path.join(self.fn, attr), os.O_WRONLY | os.O_TRUNC)
         try:
-            n = os.write(fd, data)
-            if n != len(data):
-                self.fail(f"{attr}: short write {n} of {len(data)}", data)
+            for a, b in zip([0] + list(cuts), list(cuts) + [len(data)]):
+                n = os.write(fd, data[a:b])
+                if n != b - a:
+                    self.fail(f"{attr}: short write {n} of {b - a}", data)
         except OSError as e:
             err = e.errno
         finally:
@@ -428,12 +453,29 @@ class Fuzz:
             else None
 
     def step(self, attr, data, before):
-        err = self.write(attr, data)
+        cuts = self.cuts(data)
+        err = self.write(attr, data, cuts)
         after = self.snapshot()
         self.writes += 1
+        self.split += 1 if cuts else 0
         if not self.consistent(after, data):
             return after
         rev0, rev1 = int(before["revision"]), int(after["revision"])
+        # A piece that ends a finished value fnfs cannot take is refused,
+        # whatever comes after it.
+        bad_piece = any(not unfinished(attr, data[:c]) and
+                        self.expected(attr, data[:c], before) is None
+                        for c in cuts)
+        if bad_piece and not err:
+            self.fail(f"{attr}: accepted a value a finished piece of which "
+                      f"is bad (cut at {cuts})", data, before, after)
+            return after
+        if err and cuts and not bad_piece and after == before:
+            # Refused in pieces: the same value whole must be refused too.
+            if self.write(attr, data) == 0:
+                self.fail(f"{attr}: refused in pieces (cut at {cuts}) what "
+                          f"it takes whole", data, before, self.snapshot())
+                return self.snapshot()
         if err:
             self.refused[attr] += 1
             if err != errno.EINVAL:
@@ -491,6 +533,35 @@ class Fuzz:
             attr = self.rng.choice(ATTRS)
             last = self.step(attr, self.value(attr), last)
         return last
+
+
+def unfinished(attr, v):
+    """Whether `v`, what an open of `attr` has written so far, may be the
+    start of a longer value (sched/partial.c): it does not end in a
+    newline, or, for config, its JSON is not closed (blanks only, or a
+    string, object or array still open)."""
+    if attr != "config":
+        return not v.endswith(b"\n")
+    depth, seen, in_str, esc = 0, False, False, False
+    for c in v:
+        if in_str:
+            if esc:
+                esc = False
+            elif c == 0x5c:
+                esc = True
+            elif c == 0x22:
+                in_str = False
+            continue
+        if c in b" \t\r\n":
+            continue
+        seen = True
+        if c == 0x22:
+            in_str = True
+        elif c in b"{[":
+            depth += 1
+        elif c in b"}]":
+            depth -= 1
+    return not seen or in_str or depth > 0
 
 
 def text_ok(v):
@@ -558,7 +629,8 @@ def main():
                 pass
             print(f"# seed {seed}: {fz.writes} writes, "
                   f"{sum(fz.acked.values())} acknowledged, "
-                  f"{sum(fz.refused.values())} refused, {fz.failures} "
+                  f"{sum(fz.refused.values())} refused, {fz.split} in "
+                  f"pieces, {fz.failures} "
                   f"failures; acknowledged by file: " +
                   " ".join(f"{a}={fz.acked[a]}" for a in ATTRS))
             failed += fz.failures
