@@ -27,6 +27,7 @@ static int exit_code(int err)
 	case EREMOTEIO: return 8;  /* the function reported an error */
 	case ECONNRESET: return 9; /* its process died during the call */
 	case ENOSPC: return 10;	   /* no worker can take an instance */
+	case EDQUOT: return 11;	   /* over its tenant's request_bytes */
 	case EINTR: return 130;	   /* interrupted */
 	default: return 1;	   /* anything else (EIO, ...) */
 	}

@@ -791,12 +791,19 @@ static void on_call_interrupt(fuse_req_t req, void *arg)
 	fuse_reply_err(req, EINTR);
 }
 
-/* Frees the request `h` holds, and gives its bytes back to the quotas. */
-static void req_drop(struct handle *h)
+/* Gives the bytes of the request `h` holds back to the quotas: before
+ * its call starts, which takes them for its queue. */
+static void req_unhold(struct handle *h)
 {
 	if (h->req_held > 0)
 		sched_quota_release(h->fs->sched, h->req_tenant, h->req_held);
 	h->req_held = 0;
+}
+
+/* Frees the request `h` holds, and gives its bytes back. */
+static void req_drop(struct handle *h)
+{
+	req_unhold(h);
 	rt_buf_free(&h->req);
 }
 
@@ -896,6 +903,7 @@ static void invoke_read(fuse_req_t req, struct handle *h, size_t size)
 		h->call_err = h->spoiled;
 		h->spoiled = 0;
 	} else if (h->call_state == CALL_NONE) {
+		req_unhold(h);
 		rc = call_start(h, fn, on_call_done);
 		req_drop(h); /* the call has its copy */
 		if (rc < 0) {
@@ -922,6 +930,7 @@ static void invoke_read(fuse_req_t req, struct handle *h, size_t size)
  * async call. */
 static void invoke_release(struct handle *h)
 {
+	req_unhold(h);
 	if (h->call_state == CALL_NONE && !h->spoiled && h->req.len > 0)
 		call_start(h, (struct sched_function *)h->node.obj, NULL);
 	else if (h->call != NULL)

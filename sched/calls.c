@@ -17,6 +17,7 @@
 #include "direct.h"
 #include "fence.h"
 #include "internal.h"
+#include "quota.h"
 #include "pool.h"
 #include "reconcile.h"
 #include "requests.h"
@@ -119,12 +120,21 @@ static void failure(struct sched *s, struct sched_function *fn, int err,
 
 /* ============================================================== ending */
 
+void sched__call_body_free(struct sched_call *c)
+{
+	if (c->held > 0)
+		sched_quota_release(c->s, c->held_tenant, c->held);
+	c->held = 0;
+	free(c->body);
+	c->body = NULL;
+}
+
 static void call_freed(uv_handle_t *h)
 {
 	struct sched_call *c = h->data;
 
 	free(h);
-	free(c->body);
+	sched__call_body_free(c);
 	free(c);
 }
 
@@ -386,8 +396,7 @@ void sched__send_to_worker(struct sched *s, struct sched_call *c)
 				   sched_spec_slots(&fn->spec)),
 			 c->body, c->len);
 	rt_buf_free(&id);
-	free(c->body);
-	c->body = NULL;
+	sched__call_body_free(c);
 }
 
 /* Fn's rule in slots: launch an instance only when calls wait, no slot is
@@ -639,12 +648,20 @@ int sched_call_start(struct sched *s, struct sched_function *fn,
 	    fn->spec.format == SCHED_FORMAT_LINE && len > 0 &&
 	    body[len - 1] == '\n')
 		len--;
-	c->body = malloc(len + 1);
+	/* A request waiting in the queue is held as one in an open invoke
+	 * file is: against the tenant's request_bytes and fnfs's bound. */
+	rc = sched_quota_hold(s, fn, len);
+	c->body = rc == 0 ? malloc(len + 1) : NULL;
 	if (c->body == NULL) {
+		if (rc == 0)
+			sched_quota_release(s, sched_tenant_of(&fn->obj)->id,
+					    len);
 		free(c->timer);
 		free(c);
-		return -ENOMEM;
+		return rc < 0 ? rc : -ENOMEM;
 	}
+	c->held = len;
+	c->held_tenant = sched_tenant_of(&fn->obj)->id;
 	memcpy(c->body, body, len);
 	c->len = len;
 	c->s = s;

@@ -430,10 +430,8 @@ static void on_poll(uv_poll_t *h, int status, int events)
 			}
 			return;
 		}
-		if (c != NULL) {
-			free(c->body);
-			c->body = NULL;
-		}
+		if (c != NULL)
+			sched__call_body_free(c);
 		write_some(k);
 		return;
 	}
@@ -563,8 +561,7 @@ int sched__direct_send(struct sched *s, struct sched_call *c,
 	if (d->told)
 		sched__direct_tell(s, in);
 	if (!k->connecting) {
-		free(c->body);
-		c->body = NULL;
+		sched__call_body_free(c);
 		write_some(k);
 	}
 	return 1;

@@ -147,10 +147,12 @@ struct sched_call {
 	struct sched_instance *in; /* where it runs, or NULL while queued */
 	char *body;		   /* the request, owned, until sent */
 	size_t len;
-	int64_t start_us;    /* monotonic us it started */
-	int64_t deadline_ms; /* epoch ms */
-	uv_timer_t *timer;   /* the deadline; frees the call once closed */
-	sched_call_fn done;  /* NULL: nobody waits (async, detached) */
+	size_t held;	      /* of it, taken from the quotas (quota.h) */
+	uint64_t held_tenant; /* whose quota that is: a tenant's id */
+	int64_t start_us;     /* monotonic us it started */
+	int64_t deadline_ms;  /* epoch ms */
+	uv_timer_t *timer;    /* the deadline; frees the call once closed */
+	sched_call_fn done;   /* NULL: nobody waits (async, detached) */
 	void *arg;
 	struct sched_call *next;	      /* in the queue */
 	struct sched_call *on_next, *on_prev; /* in its instance's calls */
@@ -292,6 +294,10 @@ void sched__call_lost(struct sched *s, struct sched_instance *in,
 
 /* Once a second: scale-in of idle instances, summaries of failures. */
 void sched__calls_tick(struct sched *s);
+
+/* Frees the body of call `c` (sent, or the call ends) and gives its
+ * bytes back to the quotas. */
+void sched__call_body_free(struct sched_call *c);
 
 /* Records a refused request of `fn` (errno `err`) like a refused call:
  * `error` at once, the journal at most once a second. */

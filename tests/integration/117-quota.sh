@@ -184,20 +184,53 @@ check "a removed tenant's quotas go with it" eval "write '$MNT/tenants/ours/quot
 
 # ---- the flood: 1,000 opens of alice's invoke, 1 MiB written to each
 wait_until 10 state_is "$FA/sink/state" running
+# The requests not refused start at the close and wait in the queue (held
+# still) until their timeout.
+write "$FA/sink/timeout" 3000
 hold "$A" "$FA/sink/invoke" 1000 1048576
 check_eq "past 16 MiB every write is refused (EDQUOT)" "$HELD" "EDQUOT=984"
 check "the daemon's RSS grew by less than 100 MB" [ "${GREW:-999999}" -lt 102400 ]
 hold_end
-check "closed, every byte is given back" wait_until 10 eval '[ "$(usage_of acme request_bytes)" = "0 16777216" ]'
+check "closed, every byte is given back" wait_until 60 eval '[ "$(usage_of acme request_bytes)" = "0 16777216" ]'
+
+# ---- requests closed unread wait in the queue: held all the same
+write "$Q/functions" 5
+as "$A" mkdir "$FA/slow"
+sh_as "$A" "echo hot > '$FA/slow/mode' && echo 20000 > '$FA/slow/timeout' && echo 'sleep 100000' > '$FA/slow/command'"
+wait_until 15 state_is "$FA/slow/instances/0/state" running
+cat >"$T/closes.py" <<'EOF'
+import errno, os, sys
+path, n, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+errs = {}
+for i in range(n):
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        left = b"x" * size
+        while left:
+            left = left[os.write(fd, left):]
+    except OSError as e:
+        k = errno.errorcode[e.errno]
+        errs[k] = errs.get(k, 0) + 1
+    os.close(fd)
+print(" ".join("%s=%d" % kv for kv in sorted(errs.items())))
+EOF
+out=$(as "$A" /usr/bin/python3 "$T/closes.py" "$FA/slow/invoke" 30 1048576 2>&1)
+check "30 requests of 1 MiB closed unread: past 16 MiB queued, EDQUOT ($out)" \
+	eval '[ "${out#EDQUOT=}" != "$out" ] && [ "${out#EDQUOT=}" -ge 10 ]'
+used=$(usage_of acme request_bytes)
+check "the queue holds no more than the quota ($used)" [ "${used% *}" -le 16777216 ]
+check "the calls' end gives every byte back" wait_until 60 eval '[ "$(usage_of acme request_bytes)" = "0 16777216" ]'
 
 # ---- the daemon's bound: root's tenant is unlimited, fnfs is not
 mkdir -p "$MNT/tenants/ours/prod/sink"
 echo hot >"$MNT/tenants/ours/prod/sink/mode"
 echo 'while IFS= read -r l; do echo ok; done' >"$MNT/tenants/ours/prod/sink/command"
+write "$MNT/tenants/ours/prod/sink/timeout" 3000
 hold root "$MNT/tenants/ours/prod/sink/invoke" 100 1048576
 check_eq "past 64 MiB held in all, a write gets EAGAIN" "$HELD" "EAGAIN=36"
 check "the daemon's RSS grew by less than 100 MB" [ "${GREW:-999999}" -lt 102400 ]
 hold_end
+check "their calls' end gives every byte back" wait_until 60 eval '[ "$(usage_of ours request_bytes)" = "0 none" ]'
 check_eq "bob's call still works" "$(ask_as "$B" bobco/prod/p 'echo hi' 2>&1)" "hi"
 
 done_testing
