@@ -100,8 +100,8 @@ check_eq "bob's server answers" "$(bob_call webhost bob-warm)" "BOB-WARM"
 check_eq "then it stops listening" "$(bob_call webhost "" -X GET --path /unlisten </dev/null)" "unlistening"
 check "alice takes its port" wait_until 10 alice_holds "$P4"
 out=$(bob_call webhost bob-private-late)
+# shellcheck disable=SC2034 # read in check's eval
 rc=$?
-
 check "bob's next call is refused, not sent to alice" eval '[ $rc -ne 0 ] && ! grep -q ALICE <<<"$out"'
 check "with EREMOTEIO" grep -q "Remote I/O error" <<<"$out"
 check "and the reason: the port is another's" grep -q "held by another process (uid $AU)" <<<"$out"
