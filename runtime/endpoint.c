@@ -19,13 +19,15 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/random.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include "supervise.h"
 
-#define SOCKET_NAME "http.sock"
-#define OWN_FIRST   10000 /* the first port given in a network of its own */
+#define SOCKET_NAME	  "http.sock"
+#define OWN_FIRST	  10000 /* the first port given in a network of its own */
+#define RT_ENDPOINT_TRIES 4096 /* ports tried for one PORT at most */
 
 /* FNV-1a, to make short directory names out of long ids. */
 static uint32_t fnv(const char *s, uint32_t h)
@@ -72,29 +74,62 @@ static void set_given(int port, int on)
 		given[port / 8] &= (unsigned char)~(1u << (port % 8));
 }
 
+/* The kernel's ephemeral range (net.ipv4.ip_local_port_range), or
+ * Linux's default. */
+static void ephemeral_range(int *lo, int *hi)
+{
+	FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "re");
+
+	*lo = 32768;
+	*hi = 60999;
+	if (f != NULL) {
+		if (fscanf(f, "%d %d", lo, hi) != 2 || *lo < 1024 ||
+		    *hi > 65535 || *hi < *lo) {
+			*lo = 32768;
+			*hi = 60999;
+		}
+		fclose(f);
+	}
+}
+
 int rt_endpoint_free_port(void)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET };
-	socklen_t len = sizeof(a);
-	int fd, rc = -EADDRINUSE, tries;
+	static unsigned cursor;
+	unsigned start;
+	int fd, rc = -EADDRINUSE, lo, hi, n, i, port;
 
-	/* The kernel picks from its ephemeral range a port free now; one
-	 * handed to another instance of ours (free until it listens) is
-	 * passed over. Someone else may still take it before the instance
-	 * listens: the calls find out (peer.h) and are not sent. */
-	for (tries = 0; tries < 64 && rc == -EADDRINUSE; tries++) {
-		a.sin_port = 0;
-		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd < 0)
-			return -errno;
-		if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-		    getsockname(fd, (struct sockaddr *)&a, &len) < 0)
+	/* A port of the ephemeral range, from a random start, that no
+	 * instance of ours has (free until it listens) and that binds now.
+	 * Someone else may still take it before the instance listens: the
+	 * calls find out (peer.h) and are not sent. Bounded: the loop
+	 * thread tries at most RT_ENDPOINT_TRIES ports. */
+	ephemeral_range(&lo, &hi);
+	n = hi - lo + 1;
+	if (getrandom(&start, sizeof(start), GRND_NONBLOCK) !=
+	    (ssize_t)sizeof(start))
+		start = (unsigned)getpid() * 7919u + cursor++ * 104729u;
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	for (i = 0; i < n && i < RT_ENDPOINT_TRIES; i++) {
+		port = lo + (int)((start + (unsigned)i) % (unsigned)n);
+		if (is_given(port))
+			continue;
+		a.sin_port = htons((uint16_t)port);
+		/* A failed bind leaves the socket unbound: it tries the
+		 * next. */
+		if (bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0) {
+			rc = port;
+			break;
+		}
+		if (errno != EADDRINUSE) {
 			rc = -errno;
-		else if (!is_given(ntohs(a.sin_port)))
-			rc = ntohs(a.sin_port);
-		close(fd);
+			break;
+		}
 	}
+	close(fd);
 	return rc;
 }
 

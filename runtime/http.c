@@ -139,8 +139,10 @@ static void on_done(struct rt_curl_xfer *x, CURLcode rc)
 
 	c->http = NULL; /* rt_call_finish must not cancel it again */
 	if (h->refused[0] != '\0') {
-		/* Not sent: the port is someone else's. */
-		rt_call_finish(c, "error", h->refused, NULL, 0);
+		/* Not sent: the port is someone else's. EREMOTEIO, whose
+		 * words are the body's. */
+		rt_call_finish(c, "error", h->refused, h->refused,
+			       strlen(h->refused));
 		http_free(h, w->curl);
 		return;
 	}

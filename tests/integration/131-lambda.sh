@@ -63,37 +63,23 @@ check_eq "AWS_LAMBDA_LOG_STREAM_NAME" "$(env_of "$pid" AWS_LAMBDA_LOG_STREAM_NAM
 check_eq "no AWS_REGION" "$(env_of "$pid" AWS_REGION)" ""
 check_eq "the function's own variables are there" "$(env_of "$pid" FNFS_TEST_RUN)" "${RUN_MARK#*=}"
 
-# ---- the API itself, as AWS answers it
+# ---- the API itself, as AWS answers it. It answers only the runtime's
+# own processes (116-attacks-ports.sh): the handler sends these requests
+# (function.sh's "sh" event, rawapi.py).
 url="http://$api/2018-06-01/runtime"
-code() { curl -s -o "$T/body" -w '%{http_code}' "$@"; }
+code() { inv lam "sh curl -s -o /dev/null -w '%{http_code}' $*"; }
 check_eq "an unknown path is 404" "$(code "http://$api/2018-06-01/nothing")" "404"
 check_eq "POST on /next is 405" "$(code -X POST "$url/invocation/next")" "405"
 check_eq "a response for an unknown request id is 400" \
 	"$(code "$url/invocation/00000000-0000-8000-8000-000000000000/response" -d x)" "400"
-check "... with AWS's error document" grep -q '"errorType":"InvalidRequestID"' "$T/body"
+check "... with AWS's error document" eval \
+	'inv lam "sh curl -s $url/invocation/00000000-0000-8000-8000-000000000000/response -d x" | grep -q "\"errorType\":\"InvalidRequestID\""'
 check_eq "an init error after the first /next is 403" "$(code "$url/init/error" -d '{}')" "403"
-check_eq "a request that is not HTTP is 400" \
-	"$(printf 'BOGUS\r\n\r\n' | timeout 5 python3 -c '
-import socket, sys
-h, p = sys.argv[1].split(":")
-s = socket.create_connection((h, int(p)))
-s.sendall(sys.stdin.buffer.read())
-print(s.recv(100).split(b" ")[1].decode())' "$api")" "400"
+check_eq "a request that is not HTTP is 400" "$(inv lam "sh python3 rawapi.py bogus")" "400"
 check_eq "two requests in one write get both answers, in order, on one connection" \
-	"$(timeout 5 python3 -c '
-import re, socket, sys
-h, p = sys.argv[1].split(":")
-s = socket.create_connection((h, int(p)))
-s.sendall(b"POST /2018-06-01/runtime/invocation/x/response HTTP/1.1\r\n"
-          b"Content-Length: 2\r\n\r\nhi"
-          b"GET /2018-06-01/other HTTP/1.1\r\nConnection: close\r\n\r\n")
-got = b""
-while True:
-    b = s.recv(4096)
-    if not b:
-        break
-    got += b
-print(" ".join(c.decode() for c in re.findall(rb"HTTP/1\.1 (\d+) ", got)))' "$api")" "400 404"
+	"$(inv lam "sh python3 rawapi.py two")" "400 404"
+check "a process that is not the runtime's gets no answer" eval \
+	'[ "$(curl -s -o /dev/null -w "%{http_code}" "http://$api/2018-06-01/nothing")" = 000 ]'
 check_eq "the runtime still answers" "$(inv lam still)" "Echo: still"
 
 # ---- a runtime that dies during a call, one that overruns the timeout
