@@ -27,12 +27,13 @@ static char *reserved_dir;
 static const char *const host_dirs[] = { "/proc", "/sys", "/dev" };
 
 /* Kernel filesystems that show the host (its processes, devices, kernel
- * state): never a source, and never carried in by a bind. */
+ * state): never a source, and never carried in by a bind. (Not autofs:
+ * it holds real mounts, /home's often.) */
 static const char *const kernel_fs[] = {
-	"proc",	    "sysfs",   "devtmpfs", "devpts",	  "cgroup",
-	"cgroup2",  "debugfs", "tracefs",  "securityfs",  "bpf",
-	"configfs", "pstore",  "efivarfs", "binfmt_misc", "fusectl",
-	"mqueue",   "nsfs",    "autofs",   "rpc_pipefs",  NULL,
+	"proc",	    "sysfs",	  "devtmpfs", "devpts",	     "cgroup",
+	"cgroup2",  "debugfs",	  "tracefs",  "securityfs",  "bpf",
+	"configfs", "pstore",	  "efivarfs", "binfmt_misc", "fusectl",
+	"mqueue",   "rpc_pipefs", "nsfs",     NULL,
 };
 
 /* The reason of a refusal: read by the caller before the next parse. */

@@ -136,7 +136,7 @@ fusermount3 -u "$MNT"
 check "the unmount ends the daemon" wait_until 20 eval '! alive "$PID"'
 check "and its worker" wait_until 20 eval '! alive "$WP"'
 check "and the instances that bound the ancestor" wait_until 20 eval '! alive "$PP" && ! alive "$HP" && ! alive "$RP"'
-PID=""
+alive "$PID" || PID=""
 
 # ---- item 19: a remount after a crash does not wait for the dead
 start_fnfs || exit 1
