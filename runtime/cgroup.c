@@ -293,6 +293,17 @@ int rt_cg_open(struct rt_cgroups *cg, const char *fs, const char *self,
 	return usable > 0 ? 0 : -ENOENT;
 }
 
+/* The id this host's groups of worker `worker_id` are named with: tagged
+ * by $FNFS_CGROUP_TAG (tests/run's per-run id marks whose groups these
+ * are; a malformed one is left out, never put in a path). */
+static void host_id(const char *worker_id, char *out, size_t n)
+{
+	if (rt_cg_tagged_id(getenv("FNFS_CGROUP_TAG"), worker_id, out, n) < 0)
+		rt_log(RT_LOG_WARN,
+		       "FNFS_CGROUP_TAG ignored: not 1 to 16 letters and "
+		       "digits");
+}
+
 int rt_cg_open_host(struct rt_cgroups *cg, const char *worker_id,
 		    const char *key)
 {
@@ -306,13 +317,7 @@ int rt_cg_open_host(struct rt_cgroups *cg, const char *worker_id,
 	n = read(fd, self, sizeof(self) - 1);
 	close(fd);
 	self[n > 0 ? n : 0] = '\0';
-	/* A tag (tests/run's per-run id) marks whose groups these are; a
-	 * malformed one is left out, never put in a path. */
-	if (rt_cg_tagged_id(getenv("FNFS_CGROUP_TAG"), worker_id, id,
-			    sizeof(id)) < 0)
-		rt_log(RT_LOG_WARN,
-		       "FNFS_CGROUP_TAG ignored: not 1 to 16 letters and "
-		       "digits");
+	host_id(worker_id, id, sizeof(id));
 	return rt_cg_open(cg, RT_CG_FS, self, id, key);
 }
 
@@ -661,7 +666,7 @@ int rt_cgroup_prune(const char *worker_id, const char *key, int wait_ms)
 	struct timespec pause = { 0, 5 * 1000 * 1000 };
 	const char *roots[RT_CG_COUNT];
 	struct rt_cgroups cg;
-	char self[4096];
+	char self[4096], id[256];
 	ssize_t len;
 	int fd, i, n, busy;
 
@@ -671,7 +676,9 @@ int rt_cgroup_prune(const char *worker_id, const char *key, int wait_ms)
 	len = read(fd, self, sizeof(self) - 1);
 	close(fd);
 	self[len > 0 ? len : 0] = '\0';
-	if (rt_cg_paths(&cg, RT_CG_FS, self, worker_id, key) < 0)
+	/* Named as the worker named them (it inherited our environment). */
+	host_id(worker_id, id, sizeof(id));
+	if (rt_cg_paths(&cg, RT_CG_FS, self, id, key) < 0)
 		return 0;
 	n = rt_cg_roots(&cg, roots);
 	for (;;) {

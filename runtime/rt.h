@@ -168,7 +168,8 @@ const char *rt_errno_name(int err);
  * and then its root group if that is empty: for a worker that will not
  * come back to remove them (killed). Kills nothing: groups with members
  * stay. Retries up to `wait_ms` while some are busy (members dying), so
- * it may block that long. Returns 0 when nothing is left, -EBUSY. */
+ * it may block that long. Returns 0 when nothing is left, -EBUSY. The
+ * names carry $FNFS_CGROUP_TAG, as rt_cg_open_host gives them. */
 int rt_cgroup_prune(const char *worker_id, const char *key, int wait_ms);
 
 /* ---- sigpending.c */

@@ -184,7 +184,8 @@ hand_root() {
 	local g
 	g=$(group_of "$(pid_of "$H/instances/0")")
 	HAND_ROOT=${g%/*}
-	[ "${HAND_ROOT##*/}" = "${PREFIX}hand" ]
+	# Under tests/run, the worker's tag comes before its id.
+	[ "${HAND_ROOT##*/}" = "${PREFIX}${FNFS_CGROUP_TAG:+$FNFS_CGROUP_TAG-}hand" ]
 }
 if [ "$CGROUPS" = yes ]; then
 	check "its group is in the root of the hand-started worker" wait_until 5 hand_root
@@ -220,7 +221,7 @@ write "$H2/command" 'sleep 300'
 check "a tagged daemon runs on it" wait_until 10 eval 'running_all "$H2" 1 && [ "$(where "$H2/instances/0")" = hand2 ]'
 h2pid=$(pid_of "$H2/instances/0")
 if [ "$CGROUPS" = yes ]; then
-	check "its group is in the root of hand2" eval '[ "$(group_of "$h2pid" | sed "s|/[^/]*$||; s|.*/||")" = "${PREFIX}hand2" ]'
+	check "its group is in the root of hand2" eval '[ "$(group_of "$h2pid" | sed "s|/[^/]*$||; s|.*/||")" = "${PREFIX}${FNFS_CGROUP_TAG:+$FNFS_CGROUP_TAG-}hand2" ]'
 fi
 kill -9 "${WPID[hand2]}"
 check "kill -9 of hand2: its daemon dies with it" wait_until 5 none_alive "$h2pid"
