@@ -14,6 +14,7 @@ struct sched_tenant {
 	struct sched_obj obj;	   /* first, so a pointer converts both ways */
 	struct sched_owner owner;  /* persisted */
 	struct events_part events; /* its lines of the journal */
+	struct events_limit limit; /* its refusals held back */
 };
 
 /* The tenant `o` belongs to, or NULL outside the tenants. */
