@@ -285,8 +285,8 @@ void sched__on_result(struct sched *s, struct sched_worker *w,
 	if (sched_fence_check(1, c->in->epoch, sched__msg_epoch(m)) !=
 	    SCHED_FENCE_ACCEPT) {
 		/* Of another assignment of its instance: late. */
-		sched__fenced(w, rt_msg_str(m, "instance"), sched__msg_epoch(m),
-			      c->in->epoch, "result");
+		sched__fenced(s, w, rt_msg_str(m, "instance"),
+			      sched__msg_epoch(m), c->in->epoch, "result");
 		return;
 	}
 	sched__call_result(s, c, st, reason, m->body, m->body_len);

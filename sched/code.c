@@ -3103,6 +3103,87 @@ static int enqueue(struct sched *s, struct sched_worker *w, const char *hash,
 	return 0;
 }
 
+int sched_code_may_serve(const char *pub, const char (*objs)[65], size_t n,
+			 const char *hash, const char *object)
+{
+	size_t i;
+
+	if (pub == NULL || pub[0] == '\0' || strcmp(pub, hash) != 0)
+		return 0;
+	if (object == NULL || strcmp(object, hash) == 0)
+		return 1;
+	for (i = 0; i < n; i++)
+		if (strcmp(objs[i], object) == 0)
+			return 1;
+	return 0;
+}
+
+/* A cluster keeps only the manifest in pub_objs: the objects it names
+ * are read from it here (it is local once a worker downloaded it). */
+static void pub_load(struct sched *s, struct code_fn *f)
+{
+	struct sched_code_state *c = st_of(s);
+	struct rt_buf p = { 0 }, text = { 0 }, why = { 0 };
+	char(*objs)[65];
+	char buf[65536];
+	ssize_t got;
+	int fd;
+
+	if (f->npub > 1 || f->pub_files <= 0 || f->pub_objs == NULL)
+		return;
+	objs = realloc(f->pub_objs, ((size_t)f->pub_files + 1) * 65);
+	if (objs == NULL)
+		return;
+	f->pub_objs = objs;
+	object_path(c, f->pub, &p);
+	fd = p.data ? open(p.data, O_RDONLY | O_CLOEXEC) : -1;
+	while (fd >= 0 && (got = read(fd, buf, sizeof(buf))) > 0)
+		rt_buf_append(&text, buf, (size_t)got);
+	if (fd >= 0 &&
+	    rt_code_manifest_parse(text.data ? text.data : "", text.len,
+				   f->pub_files, pub_obj_cb, f, &why) < 0)
+		f->npub = 1;
+	if (fd >= 0)
+		close(fd);
+	rt_buf_free(&p);
+	rt_buf_free(&text);
+	rt_buf_free(&why);
+}
+
+struct may_ctx {
+	struct sched *s;
+	const char *hash;
+	const char *object;
+};
+
+static int may_cb(const char *key, void *value, void *arg)
+{
+	struct may_ctx *x = arg;
+	struct sched_instance *in = value;
+	struct code_fn *f;
+
+	(void)key;
+	if (in->obj.parent == NULL || in->obj.parent->type != SCHED_FUNCTION)
+		return 0;
+	f = cfn_get(x->s, (struct sched_function *)in->obj.parent);
+	if (f == NULL || strcmp(f->pub, x->hash) != 0)
+		return 0;
+	if (x->object != NULL && st_of(x->s)->shared)
+		pub_load(x->s, f);
+	return sched_code_may_serve(f->pub, (const char(*)[65])f->pub_objs,
+				    f->npub, x->hash, x->object);
+}
+
+/* Whether `w` holds an instance of a function whose revision is `hash`
+ * (and that references `object`, unless NULL). */
+static int may_serve(struct sched *s, struct sched_worker *w, const char *hash,
+		     const char *object)
+{
+	struct may_ctx x = { s, hash, object };
+
+	return rt_map_each(&w->assignments, may_cb, &x) != 0;
+}
+
 void sched__code_on_message(struct sched *s, struct sched_worker *w,
 			    const struct rt_msg *m)
 {
@@ -3119,9 +3200,13 @@ void sched__code_on_message(struct sched *s, struct sched_worker *w,
 	if (strcmp(m->type, "code.want") == 0) {
 		uint64_t size;
 
-		if (refs_of(c, hash) == 0 &&
-		    !(c->shared &&
-		      store_object_known(s->store, hash, &size) == 1))
+		if (!may_serve(s, w, hash, NULL))
+			send_error(s, w, hash, hash, EACCES,
+				   "not the code of an instance on this "
+				   "worker");
+		else if (refs_of(c, hash) == 0 &&
+			 !(c->shared &&
+			   store_object_known(s->store, hash, &size) == 1))
 			send_error(s, w, hash, hash, ENOENT,
 				   "no such revision of code (it changed "
 				   "since)");
@@ -3138,6 +3223,10 @@ void sched__code_on_message(struct sched *s, struct sched_worker *w,
 			if (!rt_code_hash_valid(h))
 				send_error(s, w, hash, NULL, EINVAL,
 					   "not an object hash");
+			else if (!may_serve(s, w, hash, h))
+				send_error(s, w, hash, h, EACCES,
+					   "not the code of an instance on "
+					   "this worker");
 			else if (enqueue(s, w, hash, h) < 0)
 				send_error(s, w, hash, h, ENOMEM,
 					   "out of memory");

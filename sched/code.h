@@ -200,7 +200,16 @@ void sched__code_drop(struct sched *s, struct sched_function *fn);
 void sched__code_add_spec(struct sched *s, const struct sched_function *fn,
 			  json_t *spec);
 
-/* A worker's code.want or code.get message. */
+/* Whether a worker may be sent `object` (NULL: the revision itself) of
+ * revision `hash`, given the revision `pub` of a function with an
+ * instance on it and the `n` objects `objs` that revision references:
+ * `hash` is `pub`, and `object` is one of `objs` (or `hash`). Pure. */
+int sched_code_may_serve(const char *pub, const char (*objs)[65], size_t n,
+			 const char *hash, const char *object);
+
+/* A worker's code.want or code.get message. Only the code of a function
+ * with an instance assigned to that worker is served (a prefetch is of
+ * such a function too); anything else is refused with EACCES. */
 void sched__code_on_message(struct sched *s, struct sched_worker *w,
 			    const struct rt_msg *m);
 

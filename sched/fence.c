@@ -58,11 +58,12 @@ uint64_t sched__msg_epoch(const struct rt_msg *m)
 	return e > 0 ? (uint64_t)e : 0;
 }
 
-void sched__fenced(struct sched_worker *w, const char *id, uint64_t reported,
-		   uint64_t current, const char *what)
+void sched__fenced(const struct sched *s, struct sched_worker *w,
+		   const char *id, uint64_t reported, uint64_t current,
+		   const char *what)
 {
 	w->fenced++;
-	rt_log(RT_LOG_INFO,
+	rt_log(s->shutting_down ? RT_LOG_DEBUG : RT_LOG_INFO,
 	       "worker %s: %s about %s (epoch %llu) dropped: %s %llu",
 	       w->obj.name, what, id ? id : "?", (unsigned long long)reported,
 	       current ? "the assignment's epoch is"

@@ -55,9 +55,11 @@ double sched_rtt_update(double srtt, double sample);
 uint64_t sched__msg_epoch(const struct rt_msg *m);
 
 /* Counts and logs a report of worker `w` about instance `id` that the
- * fence dropped. */
-void sched__fenced(struct sched_worker *w, const char *id, uint64_t reported,
-		   uint64_t current, const char *what);
+ * fence dropped. While `s` shuts down it is expected (the workers stop
+ * what the controller let go of) and logged at debug level only. */
+void sched__fenced(const struct sched *s, struct sched_worker *w,
+		   const char *id, uint64_t reported, uint64_t current,
+		   const char *what);
 
 /* Tells worker `w`, which is registering, to stop and forget instance
  * `id` (a copy of epoch `epoch`, 0: any), and keeps `w` out of placement

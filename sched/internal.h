@@ -50,8 +50,10 @@ struct sched_fwd_state; /* forward.c */
 #define SCHED_ORPHANS 64 /* journal lines kept for a tenant not here yet */
 
 struct sched {
-	struct store *store;   /* owned */
-	struct events events;  /* the journal */
+	struct store *store;	   /* owned */
+	struct events events;	   /* the journal */
+	struct events_limit limit; /* the root's refusals held back */
+	int limits_held;	   /* some source holds refusals */
 	struct rt_idmap index; /* id -> struct sched_obj *, all but the root */
 	struct sched_obj root; /* the tree's root; children are tenants */
 	struct sched_obj pool; /* workers/; children are workers */
@@ -248,6 +250,10 @@ void sched__journal_stop(struct sched *s);
 
 /* The cluster's journal sends what it holds at once from now on. */
 void sched__journal_flush(struct sched *s);
+
+/* Journals the summaries of refusals held back (events_limit) from a
+ * second before now, or all of them if `all`. */
+void sched__journal_tick(struct sched *s, int all);
 
 /* Whether the cluster's journal has nothing left to send that it can
  * send (1 on one machine). */

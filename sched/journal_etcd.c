@@ -178,7 +178,7 @@ static void learn_line(struct journal_etcd *j, uint64_t off, const char *v,
 		       size_t n)
 {
 	struct journal_etcd_entry e;
-	uint64_t end = j->ev->first + j->ev->text.len;
+	uint64_t end = events_end(j->ev);
 
 	if (off < end)
 		return; /* already here */
@@ -191,7 +191,7 @@ static void learn_line(struct journal_etcd *j, uint64_t off, const char *v,
 	if (off > end) {
 		/* Lines between went before this controller saw them (it
 		 * was away while they were trimmed): offsets stay. */
-		if (j->ev->text.len > 0)
+		if (j->ev->n > 0)
 			rt_log(RT_LOG_WARN,
 			       "journal: lines %" PRIu64 "..%" PRIu64
 			       " were trimmed before this controller saw "
@@ -284,7 +284,7 @@ static void on_page(void *arg, const struct etcd_answer *a)
 	}
 	/* Every kept line up to P/evh at sync_rev is in: what is missing
 	 * below it went. */
-	end = j->ev->first + j->ev->text.len;
+	end = events_end(j->ev);
 	if (end < j->head)
 		events_restart(j->ev, j->head);
 	if (j->sync_from == 0 && j->head > j->oldest)

@@ -70,6 +70,7 @@ static void on_tick(uv_timer_t *t)
 		return;
 	note_held(s);
 	sched__leader_tick(s);
+	sched__journal_tick(s, 0);
 	if (!sched__acting(s)) {
 		/* A follower: the leader places and recovers. */
 		sched__calls_tick(s);
@@ -370,6 +371,7 @@ void sched_shutdown(struct sched *s, void (*done)(void *arg), void *arg)
 		store_stop(s->store);
 	/* The journal's last lines go before it stops (finish_shutdown),
 	 * JOURNAL_FLUSH_MS at most. */
+	sched__journal_tick(s, 1);
 	sched__journal_flush(s);
 	s->journal_until = rt_mono_ms() + JOURNAL_FLUSH_MS;
 	s->shutdown_done = done;

@@ -16,6 +16,7 @@ struct sched_tenant {
 	struct sched_owner owner;  /* persisted */
 	struct events_part events; /* its lines of the journal */
 	struct sched_quota quota;  /* its quotas and use (quota.h) */
+	struct events_limit limit; /* its refusals held back */
 };
 
 /* The tenant `o` belongs to, or NULL outside the tenants. */

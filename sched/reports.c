@@ -86,11 +86,11 @@ static struct sched_instance *owned(struct sched *s, struct sched_worker *w,
 				  in ? in->epoch : 0, epoch)) {
 	case SCHED_FENCE_ACCEPT: return in;
 	case SCHED_FENCE_IGNORE:
-		sched__fenced(w, id, epoch, in->epoch, m->type);
+		sched__fenced(s, w, id, epoch, in->epoch, m->type);
 		return NULL;
 	case SCHED_FENCE_STOP: break;
 	}
-	sched__fenced(w, id, epoch, 0, m->type);
+	sched__fenced(s, w, id, epoch, 0, m->type);
 	/* Calls it may have are no call of the controller's: no graceful
 	 * stop for them. */
 	h = json_pack("{s:s, s:s, s:b, s:b}", "type", "stop", "instance", id,
@@ -104,16 +104,17 @@ static struct sched_instance *owned(struct sched *s, struct sched_worker *w,
 
 /* Whether a message of `w` about `in` (an exit, a sample) is about its
  * current assignment there; counted and logged when it is not. */
-static int current(struct sched_worker *w, struct sched_instance *in,
-		   const char *id, uint64_t epoch, const char *what)
+static int current(const struct sched *s, struct sched_worker *w,
+		   struct sched_instance *in, const char *id, uint64_t epoch,
+		   const char *what)
 {
 	if (in == NULL || in->worker != w) {
-		sched__fenced(w, id, epoch, 0, what);
+		sched__fenced(s, w, id, epoch, 0, what);
 		return 0;
 	}
 	if (sched_fence_check(1, in->epoch, epoch) == SCHED_FENCE_ACCEPT)
 		return 1;
-	sched__fenced(w, id, epoch, in->epoch, what);
+	sched__fenced(s, w, id, epoch, in->epoch, what);
 	return 0;
 }
 
@@ -231,7 +232,7 @@ void sched__on_exited(struct sched *s, struct sched_worker *w,
 	int oom = json_is_true(json_object_get(m->header, "oom"));
 	char v[32];
 
-	if (!current(w, in, id, sched__msg_epoch(m), "exited"))
+	if (!current(s, w, in, id, sched__msg_epoch(m), "exited"))
 		return;
 	if (oom)
 		snprintf(in->last_exit, sizeof(in->last_exit), "oom");
@@ -256,7 +257,7 @@ static int sample_cb(json_t *o, struct sched *s, struct sched_worker *w)
 	/* A copy that moved away is sampled until it has stopped: quietly
 	 * ignored, as its own reports say the rest. */
 	if (in == NULL || in->worker != w ||
-	    !current(w, in, id, epoch > 0 ? (uint64_t)epoch : 0, "sample"))
+	    !current(s, w, in, id, epoch > 0 ? (uint64_t)epoch : 0, "sample"))
 		return 0;
 	in->cpu_seconds = (double)json_integer_value(
 				  json_object_get(o, "cpu_ms")) /

@@ -82,6 +82,7 @@ static void obj_free(struct sched_obj *o)
 		sched__worker_free((struct sched_worker *)o);
 	} else if (o->type == SCHED_TENANT) {
 		events_part_free(&((struct sched_tenant *)o)->events);
+		events_limit_free(&((struct sched_tenant *)o)->limit);
 	}
 	rt_map_free(&o->children);
 	free(o);
@@ -178,8 +179,8 @@ static void obj_row(const struct sched_obj *o, struct store_row *r)
  * be NULL) too. In a cluster the line goes to the cluster's journal in
  * etcd instead, and comes back into both through its watch
  * (journal_line). */
-static void journal(struct sched *s, struct sched_tenant *t, const char *kind,
-		    const char *object, const char *kvs)
+static void journal_now(struct sched *s, struct sched_tenant *t,
+			const char *kind, const char *object, const char *kvs)
 {
 	uint64_t at = sched_events_end(s);
 	struct rt_buf line = { 0 };
@@ -199,6 +200,75 @@ static void journal(struct sched *s, struct sched_tenant *t, const char *kind,
 	events_append(&s->events, now, kind, object, kvs);
 	if (t != NULL)
 		events_part_add(&t->events, &s->events, at);
+}
+
+/* Whether a line is a refusal that events_limit limits: a kind ending in
+ * ".rejected" or ".refused", but for the summaries that count already
+ * (calls.c's `function.rejected file=invoke`). */
+static int limited(const char *kind, const char *kvs)
+{
+	size_t n = strlen(kind);
+
+	if (kvs != NULL && strstr(kvs, " count=") != NULL)
+		return 0;
+	return (n > 9 && strcmp(kind + n - 9, ".rejected") == 0) ||
+	       (n > 8 && strcmp(kind + n - 8, ".refused") == 0);
+}
+
+/* As journal_now, but a refusal goes through the limit of its tenant (or
+ * the root's): a flood of them is a few lines a second and a summary. */
+static void journal(struct sched *s, struct sched_tenant *t, const char *kind,
+		    const char *object, const char *kvs)
+{
+	struct events_limit *lm = t ? &t->limit : &s->limit;
+
+	if (limited(kind, kvs) &&
+	    !events_limit_offer(lm, rt_now_ms(), kind, object, kvs)) {
+		s->limits_held = 1;
+		return;
+	}
+	journal_now(s, t, kind, object, kvs);
+}
+
+struct flush_ctx {
+	struct sched *s;
+	struct sched_tenant *t;
+	int64_t now;
+	int all;
+	int left;
+};
+
+static void flush_line(void *arg, const char *kind, const char *object,
+		       const char *kvs)
+{
+	struct flush_ctx *x = arg;
+
+	journal_now(x->s, x->t, kind, object, kvs);
+}
+
+static int flush_tenant(const char *key, void *value, void *arg)
+{
+	struct flush_ctx *x = arg;
+	struct sched_obj *o = value;
+
+	(void)key;
+	if (o->type != SCHED_TENANT)
+		return 0;
+	x->t = (struct sched_tenant *)o;
+	x->left += events_limit_flush(&x->t->limit, x->now, x->all, flush_line,
+				      x);
+	return 0;
+}
+
+void sched__journal_tick(struct sched *s, int all)
+{
+	struct flush_ctx x = { s, NULL, rt_now_ms(), all, 0 };
+
+	if (!s->limits_held)
+		return;
+	x.left = events_limit_flush(&s->limit, x.now, all, flush_line, &x);
+	rt_map_each(&s->root.children, flush_tenant, &x);
+	s->limits_held = x.left > 0;
 }
 
 /* A line of the cluster's journal came back at `at`: its tenant's part
@@ -277,7 +347,7 @@ void sched__event(struct sched *s, const struct sched_obj *o, const char *kind,
 
 uint64_t sched_events_end(const struct sched *s)
 {
-	return s->events.first + s->events.text.len;
+	return events_end(&s->events);
 }
 
 size_t sched_events_at(const struct sched *s, uint64_t off, const char **p,
@@ -481,6 +551,7 @@ void sched_close(struct sched *s)
 	store_close(s->store);
 	journal_etcd_close(s->journal);
 	events_close(&s->events);
+	events_limit_free(&s->limit);
 	free(s);
 }
 

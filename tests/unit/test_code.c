@@ -14,6 +14,7 @@
 
 #include "../../runtime/code.h"
 #include "../../sched/sched.h"
+#include "../../sched/code.h"
 #include "unit.h"
 
 /* SHA-256 test vectors (FIPS 180-2). */
@@ -382,4 +383,33 @@ TEST(code_limits_accounting)
 		sched_close(s);
 	}
 	rm_rf(dir);
+}
+
+TEST(code_served_only_to_its_instances_worker)
+{
+	char objs[3][65];
+	const char *pub = "1111111111111111111111111111111111111111111111111111"
+			  "111111111111";
+	const char *other = "22222222222222222222222222222222222222222222222222"
+			    "22222222222222";
+
+	memset(objs, 0, sizeof(objs));
+	memcpy(objs[0], pub, 65);
+	memset(objs[1], 'a', 64);
+	memset(objs[2], 'b', 64);
+	/* Its revision and the objects it references. */
+	CHECK(sched_code_may_serve(pub, (const char(*)[65])objs, 3, pub,
+				   NULL) == 1);
+	CHECK(sched_code_may_serve(pub, (const char(*)[65])objs, 3, pub,
+				   objs[2]) == 1);
+	/* Another revision, or an object of another function's code. */
+	CHECK(sched_code_may_serve(pub, (const char(*)[65])objs, 3, other,
+				   NULL) == 0);
+	CHECK(sched_code_may_serve(pub, (const char(*)[65])objs, 3, pub,
+				   other) == 0);
+	CHECK(sched_code_may_serve(pub, (const char(*)[65])objs, 3, other,
+				   objs[1]) == 0);
+	/* A function without code serves nothing. */
+	CHECK(sched_code_may_serve("", (const char(*)[65])objs, 0, pub, NULL) ==
+	      0);
 }

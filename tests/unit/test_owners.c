@@ -217,3 +217,96 @@ TEST(owners_tenant_journal)
 	events_part_free(&b);
 	events_close(&ev);
 }
+
+TEST(owners_tenant_budget)
+{
+	struct events ev;
+	struct events_part a = { 0 }, b = { 0 };
+	char buf[8192];
+	const char *p;
+	uint64_t first, at, b_at;
+	size_t n;
+	int i;
+
+	/* 34-byte lines; a part keeps at most 4000 / 8 = 500 bytes. */
+	events_init(&ev, 4000);
+	at = events_end(&ev);
+	events_append(&ev, 0, "x.y", "r/ns", NULL); /* a root line */
+	b_at = events_end(&ev);
+	events_append(&ev, 0, "x.y", "b/ns", NULL);
+	events_part_add(&b, &ev, b_at);
+	/* a floods: only its own lines go. */
+	for (i = 0; i < 1000; i++) {
+		uint64_t x = events_end(&ev);
+
+		events_append(&ev, 0, "x.y", "a/ns", NULL);
+		events_part_add(&a, &ev, x);
+	}
+	CHECK(events_end(&ev) == 1002 * 34);
+	CHECK(ev.text.len <= 2 * 34 + 500);
+	/* The root's line and b's are where they were. */
+	n = events_at(&ev, at, &p, &first);
+	CHECK(n == 2 * 34 && memcmp(p + 25, "x.y r/ns", 8) == 0 &&
+	      memcmp(p + 34 + 25, "x.y b/ns", 8) == 0);
+	/* Past them, a hole: a reader is sent to a's oldest kept line. */
+	n = events_at(&ev, 2 * 34, &p, &first);
+	CHECK(n == 0 && first > 2 * 34 && first == a.lines[a.head].at);
+	n = events_at(&ev, first, &p, &first);
+	CHECK(n > 0 && n <= 500 && memcmp(p + 25, "x.y a/ns", 8) == 0);
+	/* b's part is whole, a's offsets stay. */
+	n = events_part_at(&b, &ev, 0, buf, sizeof(buf), &first);
+	CHECK(n == 34 && first == 0);
+	CHECK(a.end == 1000 * 34);
+	n = events_part_at(&a, &ev, 0, buf, sizeof(buf), &first);
+	CHECK(n == 0 && first > 0 && first < a.end);
+	n = events_part_at(&a, &ev, first, buf, sizeof(buf), &first);
+	CHECK(n == a.end - first && n <= 500);
+	events_part_free(&a);
+	events_part_free(&b);
+	events_close(&ev);
+}
+
+struct held_lines {
+	int n;
+	char last[256];
+};
+
+static void held_line(void *arg, const char *kind, const char *object,
+		      const char *kvs)
+{
+	struct held_lines *h = arg;
+
+	h->n++;
+	snprintf(h->last, sizeof(h->last), "%s %s%s", kind, object, kvs);
+}
+
+TEST(owners_refusals_limited)
+{
+	struct events_limit lm = { 0 };
+	struct held_lines h = { 0 };
+	int i, now = 0;
+
+	for (i = 0; i < 40000; i++)
+		now += events_limit_offer(&lm, 5000, "namespace.rejected", "a",
+					  " op=mkdir");
+	CHECK(now == EVENTS_LIMIT_BURST);
+	/* Another kind is limited apart. */
+	CHECK(events_limit_offer(&lm, 5000, "function.rejected", "a/n/f",
+				 " file=memory") == 1);
+	/* Not within the second; after it, one line with the count. */
+	CHECK(events_limit_flush(&lm, 5999, 0, held_line, &h) == 1);
+	CHECK(h.n == 0);
+	CHECK(events_limit_flush(&lm, 6000, 0, held_line, &h) == 0);
+	CHECK(h.n == 1);
+	CHECK_STR(h.last, "namespace.rejected a op=mkdir count=39995");
+	/* A summary is that second's line: more wait for the next. */
+	CHECK(events_limit_offer(&lm, 6100, "namespace.rejected", "a",
+				 " op=rmdir") == 0);
+	CHECK(events_limit_offer(&lm, 7000, "namespace.rejected", "a",
+				 " op=rmdir") == 0);
+	CHECK(events_limit_flush(&lm, 7000, 1, held_line, &h) == 0);
+	CHECK_STR(h.last, "namespace.rejected a op=rmdir count=2");
+	CHECK(events_limit_offer(&lm, 8000, "namespace.rejected", "a",
+				 " op=rmdir") == 1);
+	events_limit_free(&lm);
+}
