@@ -410,7 +410,7 @@ TEST(sandbox_stop_term)
 TEST(sandbox_kill9_restarts)
 {
 	struct rt_instance *in;
-	char path[64], buf[2048], want[64];
+	char path[64], buf[2048], want[64], cmd[128], count[128];
 	pid_t first, init;
 	json_t *spec;
 	ssize_t n;
@@ -419,7 +419,12 @@ TEST(sandbox_kill9_restarts)
 	if (!can_sandbox())
 		return;
 	setup();
-	spec = sb_spec("sleep 300 & sleep 300 & exec sleep 301", "always");
+	/* A duration of this run's own (its pid): other processes of the
+	 * host sleeping 300 s are not counted. */
+	snprintf(cmd, sizeof(cmd),
+		 "sleep 300.%d & sleep 300.%d & exec sleep 301.%d",
+		 (int)getpid(), (int)getpid(), (int)getpid());
+	spec = sb_spec(cmd, "always");
 	json_object_set_new(spec, "pids", json_integer(64));
 	in = start("t/n/f/0", spec);
 	first = in->pid;
@@ -450,7 +455,10 @@ TEST(sandbox_kill9_restarts)
 	else
 		CHECK(rt_instance_init(in) != init);
 	run_for(300);
-	CHECK(system("[ \"$(pgrep -c -x -f 'sleep 300')\" = 2 ]") == 0);
+	snprintf(count, sizeof(count),
+		 "[ \"$(pgrep -c -x -f 'sleep 300[.]%d')\" = 2 ]",
+		 (int)getpid());
+	CHECK(system(count) == 0);
 	/* A stop ends the sandbox too. */
 	watched = in;
 	rt_instance_stop(in, 0);
@@ -460,7 +468,9 @@ TEST(sandbox_kill9_restarts)
 	CHECK(kill(init, 0) < 0 && errno == ESRCH);
 	teardown();
 	/* No `sleep 300` of it is left anywhere. */
-	CHECK(system("! pgrep -x -f 'sleep 300' >/dev/null") == 0);
+	snprintf(count, sizeof(count),
+		 "! pgrep -x -f 'sleep 300[.]%d' >/dev/null", (int)getpid());
+	CHECK(system(count) == 0);
 }
 
 static int calls_done;
