@@ -805,9 +805,13 @@ static int wait_ready(int rfd, pid_t child, const char *datadir)
  * holds the data directory's lock (so it is that fnfs, not a process
  * that took its pid since), and is a zombie or has SIGKILL pending (a
  * kill -9 that lands during an fsync leaves it in the kernel for a
- * moment, still holding its mount and lock). A process that is gone, or
- * that holds no lock, is not waited for. */
-static int owner_dying(const char *datadir)
+ * moment, still holding its mount and lock). Or it is gone (the lock is
+ * free) but its dead mount is still at `mp`, which stat(2) shows as
+ * live for up to the attribute timeout (1 s) after a recent access: the
+ * caller waits for its ENOTCONN. A process that is gone, with its mount
+ * gone too (fusermount3 -uz), or a pid now another process's, is not
+ * waited for. */
+static int owner_dying(const char *datadir, const char *mp)
 {
 	char path[PATH_MAX + 32], line[256];
 	FILE *f;
@@ -820,7 +824,8 @@ static int owner_dying(const char *datadir)
 		return 0; /* no lock: nobody to wait for */
 	if (flock(fd, LOCK_EX | LOCK_NB) == 0 || errno != EWOULDBLOCK) {
 		close(fd); /* free (or unknown): nobody holds it */
-		return 0;
+		return realpath(mp, path) != NULL &&
+		       mounted_as(path, "fuse.fnfs");
 	}
 	close(fd);
 	snprintf(path, sizeof(path), "%s/fnfs.pid", datadir);
@@ -861,7 +866,9 @@ int fs_mount_main(const struct fs_options *opt)
 	notify_init();
 	/* A controller killed a moment ago may still be leaving: wait for
 	 * it (bounded) rather than refuse. */
-	for (tries = 0; owner_dying(opt->datadir) && tries < 50; tries++) {
+	for (tries = 0;
+	     owner_dying(opt->datadir, opt->mountpoint) && tries < 50;
+	     tries++) {
 		struct stat st;
 
 		if (stat(opt->mountpoint, &st) < 0 && errno == ENOTCONN)

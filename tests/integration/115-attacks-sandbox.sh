@@ -131,6 +131,7 @@ HP=$(pid_of "$MNT/tenants/acme/prod/holder/instances/0")
 check "and has no FUSE mount either" eval "! grep -q ' - fuse' /proc/$HP/mountinfo"
 
 # ---- item 2: the unmount ends everything, whatever the instances bind
+# shellcheck disable=SC2034 # read by the eval below
 WP=$(worker_pids)
 fusermount3 -u "$MNT"
 check "the unmount ends the daemon" wait_until 20 eval '! alive "$PID"'
