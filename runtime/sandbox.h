@@ -20,10 +20,15 @@
 
 #define RT_SB_MOUNTS_MAX 32 /* entries of "mounts" */
 
-/* A path bound into the sandbox at the same place. */
+/* Where the function's code (its code/ tree) is inside a sandbox: a
+ * path its user can walk, unlike the worker's cache (issue 23). */
+#define RT_SB_CODE_AT "/tmp/code"
+
+/* A path bound into the sandbox at the same place (or at `at`). */
 struct rt_bind {
-	char *path; /* absolute, owned */
-	int rw;	    /* writable; else read-only */
+	char *path;	/* absolute, owned */
+	int rw;		/* writable; else read-only */
+	const char *at; /* where inside (static), or NULL: at `path` */
 };
 
 /* What the spec asks for, ready for the child. */
