@@ -368,9 +368,11 @@ void rt_sup_close(struct rt_sup *s)
 }
 
 /* Follows a run's output for its last complete line (r->last): the end
- * of a line longer than the buffer, blanks and CRs trimmed. */
+ * of a line longer than the buffer, blanks and CRs trimmed, control
+ * characters as blanks and other bytes than ASCII as '?'. */
 static void last_line(struct rt_run *r, const char *p, size_t n)
 {
+	unsigned char c;
 	size_t i;
 
 	for (i = 0; i < n; i++) {
@@ -390,9 +392,12 @@ static void last_line(struct rt_run *r, const char *p, size_t n)
 			memmove(r->cur, r->cur + 1, r->ncur - 1);
 			r->ncur--;
 		}
-		r->cur[r->ncur++] = (p[i] == '\t' || (unsigned char)p[i] >= ' ')
-					    ? p[i]
-					    : ' ';
+		/* ASCII only: a reason travels in JSON, which a byte of a
+		 * cut (or invalid) UTF-8 sequence would break. */
+		c = (unsigned char)p[i];
+		r->cur[r->ncur++] = c >= 0x80		   ? '?'
+				    : c < ' ' || c == 0x7f ? ' '
+							   : (char)c;
 	}
 }
 

@@ -48,8 +48,8 @@ for who in root alice; do
 	root) u="" t=rootco ;;
 	alice) u=$A t=acme ;;
 	esac
-	code_fn "$u" $t py "python3 app.py"
-	code_fn "$u" $t js "node app.js"
+	code_fn "$u" "$t" py "python3 app.py"
+	code_fn "$u" "$t" js "node app.js"
 	f=$MNT/tenants/$t/prod
 	check "$who: python3 app.py from code/ answers" \
 		wait_until 20 eval '[ "$(inv $t/prod/py hi 2>/dev/null)" = "py hi app.py" ]'
@@ -58,11 +58,15 @@ for who in root alice; do
 done
 check_eq "root's tenant runs as nobody" "$(stat -c %U "/proc/$(pid_of "$R/py/instances/0")")" "nobody"
 check_eq "alice's runs as alice" "$(stat -c %U "/proc/$(pid_of "$MNT/tenants/acme/prod/py/instances/0")")" "$A"
-# bob cannot read alice's code through the path her function runs in.
+# Her function runs in /tmp/code, in its sandbox; bob cannot read her
+# code in the worker's cache, nor at /tmp/code (his /tmp is not hers).
 apid=$(pid_of "$MNT/tenants/acme/prod/py/instances/0")
-acwd=$(readlink "/proc/$apid/cwd")
-check "bob cannot read alice's code by its path ($acwd)" eval '! as "$B" cat "$acwd/app.py" >/dev/null 2>&1'
+check_eq "alice's function runs in /tmp/code" "$(readlink "/proc/$apid/cwd")" "/tmp/code"
+tree=$(ls -d "$DATA"/cache/local-1/code/trees/*/t | head -1)
+check "the tree is in the worker's cache ($tree)" test -f "$tree/app.py"
+check "bob cannot read it there" eval '! as "$B" cat "$tree/app.py" >/dev/null 2>&1'
 check "nor list the code cache" eval '! as "$B" ls "$DATA/cache" >/dev/null 2>&1'
+check "nor read it at /tmp/code" eval '! as "$B" cat /tmp/code/app.py >/dev/null 2>&1'
 for f in "$R/py" "$R/js" "$MNT/tenants/acme/prod/py" "$MNT/tenants/acme/prod/js"; do
 	write "$f/state" stop
 done
@@ -143,7 +147,7 @@ t0=$(date +%s)
 out=$(inv rootco/prod/lambad x 2>&1)
 rc=$?
 t1=$(date +%s)
-check "the waiting call fails ($out)" eval '[ "$rc" != 0 ]'
+check "the waiting call fails ($out)" test "$rc" != 0
 check "with EREMOTEIO" grep -q "Remote I/O error" <<<"$out"
 check "and the init error" grep -q "Runtime.NoSuchHandler" <<<"$out"
 check "at once, not at its 40 s timeout ($((t1 - t0)) s)" eval '[ $((t1 - t0)) -lt 25 ]'
@@ -161,7 +165,7 @@ t0=$(date +%s)
 out=$(inv rootco/prod/dies x 2>&1)
 rc=$?
 t1=$(date +%s)
-check "a call waiting for an instance that fails fails ($out)" eval '[ "$rc" != 0 ]'
+check "a call waiting for an instance that fails fails ($out)" test "$rc" != 0
 check "with its reason" grep -q "cannot-start-here" <<<"$out"
 check "at once ($((t1 - t0)) s)" eval '[ $((t1 - t0)) -lt 25 ]'
 

@@ -66,7 +66,7 @@ cwd=/proc/$(pid_of "$F/instances/0")/cwd
 check "which is the unpacked code, in the worker's cache" \
 	grep -q "code/trees/[0-9a-f]*/t /tmp/code ro," "/proc/$(pid_of "$F/instances/0")/mountinfo"
 check_eq "the tree holds the same bytes" "$(cat "$cwd/lib/blob.bin" | sha256sum)" "$(sha256sum <"$A/lib/blob.bin")"
-check_eq "the tree is read-only" "$(stat -c %a "$cwd" "$cwd/run.sh" "$cwd/lib/greeting" | tr '\n' ' ')" "555 555 444 "
+check_eq "the tree is read-only" "$(stat -c %a "$cwd/" "$cwd/run.sh" "$cwd/lib/greeting" | tr '\n' ' ')" "555 555 444 "
 
 # ---- a change makes one revision, and every instance runs the new code
 write "$F/parallelism" 2
