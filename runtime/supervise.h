@@ -33,9 +33,8 @@
 /* A function's PATH unless its env sets one: a login's (Debian's). */
 #define RT_DEFAULT_PATH                                                        \
 	"/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-#define RT_LAST_WORDS                                                          \
-	160 /* an exit's reason quotes this much                               \
-	     * of the process's last line */
+/* An exit's reason quotes this much of the process's last line. */
+#define RT_LAST_WORDS 160
 /* How long past their deadline the controller's direct calls are waited
  * for by a graceful stop (the controller ends them at their deadline). */
 #define RT_DIRECT_GRACE_MS 2000
@@ -68,30 +67,33 @@ struct rt_ready;
  * been reaped and its pipes closed. Heap-allocated per spawn, since a
  * restart spawns anew while the old handles are still closing. */
 struct rt_run {
-	struct rt_instance *in;	 /* owner; NULL once the instance is gone */
-	struct rt_sup *sup;	 /* the supervisor (kept when in is gone) */
-	pid_t pid;		 /* the process (the function's own) */
-	uv_pipe_t out;		 /* its stderr (and a daemon's stdout): log */
-	uv_pipe_t req;		 /* calls: its stdin */
-	uv_pipe_t resp;		 /* calls: its stdout */
-	int nopen;		 /* pipes not yet closed */
-	int calls;		 /* it takes calls on stdin and stdout */
-	int cold;		 /* it serves the one call `call` */
-	int killed;		 /* killed by the worker (a timeout) */
-	int resp_eof;		 /* its stdout ended */
-	struct rt_buf line;	 /* hot: a response line being read */
-	struct rt_call *call;	 /* cold: the call it serves, or NULL */
-	char *cgroup;		 /* its groups' name until handed over, owned */
-	int code, sig;		 /* its exit, once reaped */
-	int reaped;		 /* its exit has been collected */
-	char cur[RT_LAST_WORDS]; /* its output's line being read */
-	size_t ncur;
-	char last[RT_LAST_WORDS]; /* its output's last complete line, or "" */
-	int notify_fd;		  /* ready notify: the read end of its
-				   * FN_NOTIFY_FD pipe until ready.c takes it,
-				   * or -1 */
-	struct rt_run *next;	  /* the supervisor's list of runs with pipes */
+	struct rt_instance *in; /* owner; NULL once the instance is gone */
+	struct rt_sup *sup;	/* the supervisor (kept when in is gone) */
+	pid_t pid;		/* the process (the function's own) */
+	uv_pipe_t out;		/* its stderr (and a daemon's stdout): log */
+	uv_pipe_t req;		/* calls: its stdin */
+	uv_pipe_t resp;		/* calls: its stdout */
+	int nopen;		/* pipes not yet closed */
+	int calls;		/* it takes calls on stdin and stdout */
+	int cold;		/* it serves the one call `call` */
+	int killed;		/* killed by the worker (a timeout) */
+	int resp_eof;		/* its stdout ended */
+	struct rt_buf line;	/* hot: a response line being read */
+	struct rt_call *call;	/* cold: the call it serves, or NULL */
+	char *cgroup;		/* its groups' name until handed over, owned */
+	int code, sig;		/* its exit, once reaped */
+	int reaped;		/* its exit has been collected */
+	int notify_fd;		/* ready notify: the read end of its
+				 * FN_NOTIFY_FD pipe until ready.c takes it,
+				 * or -1 */
+	struct rt_run *next;	/* the supervisor's list of runs with pipes */
 	struct rt_run *prev;
+
+	/* Its output's line being read, and its last complete line (or
+	 * ""), for the reason of a failing exit. */
+	char cur[RT_LAST_WORDS];
+	size_t ncur;
+	char last[RT_LAST_WORDS];
 };
 
 /* One instance. */
@@ -151,17 +153,18 @@ struct rt_instance {
 				* not taken for the new one's */
 	struct rt_ready *ready; /* ready.c: the watch of its live process
 				 * until it is ready, or NULL */
-	char last_words[RT_LAST_WORDS]; /* the last line its process wrote
-					 * before its exit (a failure's
-					 * reason names it), or "" */
-	char unready[200]; /* why its process was stopped unready, or
-			    * "" (cleared at each spawn) */
+	char unready[200];	/* why its process was stopped unready, or
+				 * "" (cleared at each spawn) */
 
 	/* Calls the controller sent its server itself and still has in
 	 * flight, as it last said (a `direct` message): a graceful stop
 	 * waits for them too, until direct_until_mono (monotonic ms). */
 	int direct;
 	int64_t direct_until_mono;
+
+	/* The last line its process wrote before its exit (a failure's
+	 * reason quotes it), or "" (cleared at each spawn). */
+	char last_words[RT_LAST_WORDS];
 };
 
 /* What the supervisor reports to its owner. Each may be NULL. They are
