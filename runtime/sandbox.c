@@ -235,10 +235,13 @@ int rt_sandbox_parse(json_t *spec, struct rt_sandbox *sb, const char **why)
 			goto out;
 		}
 		/* The function's code (the worker's cache): read-only. */
-		if (code_dir != NULL && code_dir[0] == '/' &&
-		    (rc = add_bind(sb, code_dir, 0, RT_BIND_WORKER)) < 0) {
-			*why = "out of memory";
-			goto out;
+		if (code_dir != NULL && code_dir[0] == '/') {
+			if ((rc = add_bind(sb, code_dir, 0, RT_BIND_WORKER)) <
+			    0) {
+				*why = "out of memory";
+				goto out;
+			}
+			sb->binds[sb->nbinds - 1].at = RT_SB_CODE_AT;
 		}
 		/* The directory of its FN_LISTENER socket (endpoint.c). */
 		if (listen_dir != NULL && listen_dir[0] == '/' &&
@@ -674,7 +677,8 @@ int rt_sandbox_enter(const struct rt_sandbox *sb, int err)
 		goto out;
 	}
 	for (i = 0; i < sb->nbinds; i++) {
-		const char *p = sb->binds[i].path;
+		const char *p = sb->binds[i].at != NULL ? sb->binds[i].at
+							: sb->binds[i].path;
 
 		if (move_mount(fd[i], "", AT_FDCWD, p,
 			       MOVE_MOUNT_F_EMPTY_PATH) < 0 &&

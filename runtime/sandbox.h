@@ -26,7 +26,11 @@
 	2 /* its cwd: the function's, read-only where its                      \
 	   * user may not write */
 
-/* A path bound into the sandbox at the same place. */
+/* Where the function's code (its code/ tree) is inside a sandbox: a
+ * path its user can walk, unlike the worker's cache (issue 23). */
+#define RT_SB_CODE_AT "/tmp/code"
+
+/* A path bound into the sandbox at the same place (or at `at`). */
 struct rt_bind {
 	char *path;	/* absolute, owned */
 	int rw;		/* writable; else read-only */
@@ -34,6 +38,7 @@ struct rt_bind {
 	int fd;		/* an O_PATH descriptor of it (opened by the worker,
 			 * as the function's user when `user`), or -1 */
 	int fuse_below; /* FUSE mounts lie below it (to take away) */
+	const char *at; /* where inside (static), or NULL: at `path` */
 };
 
 /* What the spec asks for, ready for the child. */

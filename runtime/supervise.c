@@ -8,6 +8,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -159,19 +160,18 @@ static size_t tail_file(const char *path, size_t max, struct rt_buf *out)
 	return r > 0 ? (size_t)r : 0;
 }
 
-int rt_instance_log_tail(struct rt_instance *in, size_t max, struct rt_buf *out)
+/* The tail of log file `path` and of its last rotated one. */
+static int log_tail(const char *path, size_t max, struct rt_buf *out)
 {
 	struct rt_buf cur = { 0 }, older = { 0 };
-	char path[4200];
+	char old[4200];
 	const char *p;
 	size_t got;
 
-	if (in->log_path == NULL)
-		return 0;
-	got = tail_file(in->log_path, max, &cur);
+	got = tail_file(path, max, &cur);
 	if (got < max) {
-		snprintf(path, sizeof(path), "%s.1", in->log_path);
-		tail_file(path, max - got, &older);
+		snprintf(old, sizeof(old), "%s.1", path);
+		tail_file(old, max - got, &older);
 	}
 	rt_buf_append(out, older.data, older.len);
 	rt_buf_append(out, cur.data, cur.len);
@@ -189,6 +189,47 @@ int rt_instance_log_tail(struct rt_instance *in, size_t max, struct rt_buf *out)
 		}
 	}
 	return 0;
+}
+
+/* The log file of instance `id` in `dir`: DIR/tenant:ns:fn:N.log (one
+ * name: its slashes become colons), or NULL for want of memory. */
+static char *log_file(const char *dir, const char *id)
+{
+	struct rt_buf path = { 0 };
+	size_t i;
+
+	if (rt_buf_printf(&path, "%s/%s.log", dir, id) < 0)
+		return NULL;
+	for (i = strlen(dir) + 1; i < path.len; i++)
+		if (path.data[i] == '/')
+			path.data[i] = ':';
+	return path.data;
+}
+
+int rt_instance_log_tail(struct rt_instance *in, size_t max, struct rt_buf *out)
+{
+	if (in->log_path == NULL)
+		return 0;
+	return log_tail(in->log_path, max, out);
+}
+
+int rt_sup_log_tail(struct rt_sup *s, const char *id, size_t max,
+		    struct rt_buf *out)
+{
+	char *path;
+	int rc = 0;
+
+	if (s->log_dir == NULL || id == NULL || strchr(id, '/') == NULL)
+		return -ENOENT;
+	path = log_file(s->log_dir, id);
+	if (path == NULL)
+		return -ENOMEM;
+	if (access(path, F_OK) < 0)
+		rc = -ENOENT;
+	else
+		rc = log_tail(path, max, out);
+	free(path);
+	return rc;
 }
 
 /* ============================================================ spawning */
@@ -326,14 +367,74 @@ void rt_sup_close(struct rt_sup *s)
 	}
 }
 
+/* Follows a run's output for its last complete line (r->last): the end
+ * of a line longer than the buffer, blanks and CRs trimmed, control
+ * characters as blanks and other bytes than ASCII as '?'. */
+static void last_line(struct rt_run *r, const char *p, size_t n)
+{
+	unsigned char c;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (p[i] == '\n') {
+			while (r->ncur > 0 && (r->cur[r->ncur - 1] == '\r' ||
+					       r->cur[r->ncur - 1] == ' '))
+				r->ncur--;
+			if (r->ncur > 0) {
+				memcpy(r->last, r->cur, r->ncur);
+				r->last[r->ncur] = '\0';
+			}
+			r->ncur = 0;
+			continue;
+		}
+		if (r->ncur == sizeof(r->cur) - 1) {
+			/* Keep the end: the cause is usually last. */
+			memmove(r->cur, r->cur + 1, r->ncur - 1);
+			r->ncur--;
+		}
+		/* ASCII only: a reason travels in JSON, which a byte of a
+		 * cut (or invalid) UTF-8 sequence would break. */
+		c = (unsigned char)p[i];
+		r->cur[r->ncur++] = c >= 0x80		   ? '?'
+				    : c < ' ' || c == 0x7f ? ' '
+							   : (char)c;
+	}
+}
+
+/* What a run wrote on its log pipe: to the log, and followed for its last
+ * line. */
+static void run_output(struct rt_run *r, const char *p, size_t n)
+{
+	if (r->in == NULL)
+		return;
+	rt_log_write(r->in, p, n);
+	last_line(r, p, n);
+}
+
 static void on_output(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
 {
 	struct rt_run *r = s->data;
 
-	if (n > 0 && r->in != NULL)
-		rt_log_write(r->in, buf->base, (size_t)n);
+	if (n > 0)
+		run_output(r, buf->base, (size_t)n);
 	if (n < 0)
 		rt_run_close(r, (uv_pipe_t *)s);
+}
+
+/* At a run's exit: what it wrote and its pipe holds still, read now (the
+ * pipe is non-blocking; at most 64 KiB), so that its last line is known
+ * when its exit is reported. */
+static void drain_output(struct rt_run *r)
+{
+	char buf[4096];
+	int fd = -1, i;
+	ssize_t n;
+
+	if (r->out.data != r || uv_is_closing((uv_handle_t *)&r->out) ||
+	    uv_fileno((uv_handle_t *)&r->out, &fd) != 0 || fd < 0)
+		return;
+	for (i = 0; i < 16 && (n = read(fd, buf, sizeof(buf))) > 0; i++)
+		run_output(r, buf, (size_t)n);
 }
 
 /* Kills a run's process and its group (a no-op once reaped: the pid may
@@ -387,6 +488,10 @@ void rt_sup_reap(struct rt_sup *s)
 			if (s->ev->call_exited != NULL)
 				s->ev->call_exited(r);
 		} else if (in != NULL && in->run == r) {
+			drain_output(r);
+			if (r->ncur > 0)
+				last_line(r, "\n", 1);
+			memcpy(in->last_words, r->last, sizeof(in->last_words));
 			in->run = NULL;
 			in->pid = 0;
 			after_exit(in, r->code, r->sig);
@@ -428,38 +533,92 @@ static void kill_other_runs(struct rt_instance *in)
 	free(v);
 }
 
-/* Builds the environment: a few of the worker's own variables, then the
- * spec's (FN_* and the function's env), then the endpoint's (PORT,
- * FN_LISTENER) and the format's (lambda.h). */
-static char **build_env(struct rt_instance *in, const char *home)
+/* The function's user as its environment and its start's errors name
+ * it: "nobody", its home, and "nobody (uid 65534)". */
+struct fn_user {
+	char name[64];
+	char home[256]; /* "" when it has no entry */
+	char who[96];
+};
+
+static void fn_user(const struct rt_sandbox *sb, struct fn_user *u)
 {
-	static const char *const keep[] = { "PATH", "HOME", "LANG", "TZ",
-					    NULL };
+	uid_t uid = sb->set_id ? sb->uid : geteuid();
+	struct passwd pw, *res = NULL;
+	char buf[4096];
+
+	memset(u, 0, sizeof(*u));
+	if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) == 0 && res != NULL) {
+		snprintf(u->name, sizeof(u->name), "%s", pw.pw_name);
+		snprintf(u->home, sizeof(u->home), "%s", pw.pw_dir);
+		snprintf(u->who, sizeof(u->who), "%s (uid %u)", pw.pw_name,
+			 (unsigned)uid);
+	} else {
+		snprintf(u->who, sizeof(u->who), "uid %u", (unsigned)uid);
+	}
+}
+
+/* Appends "NAME=value" to `out` at `*k`. */
+static void env_add(char **out, size_t *k, const char *name, const char *val)
+{
+	out[*k] = malloc(strlen(name) + strlen(val) + 2);
+	if (out[*k] != NULL)
+		sprintf(out[(*k)++], "%s=%s", name, val);
+}
+
+/* Keeps the last of the entries of `env` that set one name (a function's
+ * `env` overrides the defaults, the format's its `env`). */
+static void env_dedup(char **env)
+{
+	size_t i, j, k = 0, n;
+
+	for (i = 0; env[i] != NULL; i++) {
+		const char *eq = strchr(env[i], '=');
+		int later = 0;
+
+		n = eq != NULL ? (size_t)(eq - env[i]) + 1 : strlen(env[i]);
+		for (j = i + 1; env[j] != NULL && !later; j++)
+			later = strncmp(env[i], env[j], n) == 0;
+		if (later)
+			free(env[i]);
+		else
+			env[k++] = env[i];
+	}
+	env[k] = NULL;
+}
+
+/* Builds the environment, that of a login (environ(7)), not the worker's:
+ * PATH (the default below), HOME, USER and LOGNAME of the function's user,
+ * the worker's LANG and TZ, then the spec's (FN_* and the function's env,
+ * which may set any of those), then the endpoint's (PORT, FN_LISTENER)
+ * and the format's (lambda.h). Nothing else of the worker's reaches it. */
+static char **build_env(struct rt_instance *in, const struct fn_user *u)
+{
+	static const char *const keep[] = { "LANG", "TZ", NULL };
 	json_t *env = json_object_get(in->spec, "env"), *v;
 	size_t n = json_array_size(env), i, k = 0;
-	/* keep, env, the endpoint's two, FN_NOTIFY_FD, the format's, the NULL
-	 */
-	char **out = calloc(n + 4 + 2 + 1 + RT_LAMBDA_ENV_MAX + 1,
+	/* PATH, HOME, USER, LOGNAME, keep, env, the endpoint's two,
+	 * FN_NOTIFY_FD, the format's, the NULL */
+	char **out = calloc(4 + 2 + n + 2 + 1 + RT_LAMBDA_ENV_MAX + 1,
 			    sizeof(char *));
 	const char *val;
 
 	if (out == NULL)
 		return NULL;
-	for (i = 0; keep[i] != NULL; i++) {
-		val = getenv(keep[i]);
-		if (strcmp(keep[i], "HOME") == 0 && home != NULL)
-			val = home; /* the function's user's */
-		if (strcmp(keep[i], "PATH") == 0 && val == NULL)
-			val = "/usr/local/bin:/usr/bin:/bin";
-		if (val == NULL)
-			continue;
-		out[k] = malloc(strlen(keep[i]) + strlen(val) + 2);
-		if (out[k] != NULL)
-			sprintf(out[k++], "%s=%s", keep[i], val);
+	env_add(out, &k, "PATH", RT_DEFAULT_PATH);
+	/* A user without a home (or an entry) gets "/", as login does. */
+	env_add(out, &k, "HOME", u->home[0] != '\0' ? u->home : "/");
+	if (u->name[0] != '\0') {
+		env_add(out, &k, "USER", u->name);
+		env_add(out, &k, "LOGNAME", u->name);
 	}
+	for (i = 0; keep[i] != NULL; i++)
+		if ((val = getenv(keep[i])) != NULL)
+			env_add(out, &k, keep[i], val);
 	json_array_foreach (env, i, v) {
-		if (json_is_string(v))
-			out[k++] = strdup(json_string_value(v));
+		if (json_is_string(v) && strchr(json_string_value(v), '=') &&
+		    (out[k] = strdup(json_string_value(v))) != NULL)
+			k++;
 	}
 	if (rt_endpoint_env(in, out, &k) < 0)
 		rt_log(RT_LOG_WARN, "%s: out of memory for PORT", in->id);
@@ -468,6 +627,8 @@ static char **build_env(struct rt_instance *in, const char *home)
 	if (rt_ready_env(in, out, &k) < 0)
 		rt_log(RT_LOG_WARN, "%s: out of memory for FN_NOTIFY_FD",
 		       in->id);
+	out[k] = NULL;
+	env_dedup(out);
 	return out;
 }
 
@@ -486,6 +647,8 @@ static void spawn_failed(struct rt_instance *in, const char *why)
 	snprintf(in->reason, sizeof(in->reason), "spawn failed: %s", why);
 	/* The cause after_exit gives (else "exited (status 127)"). */
 	snprintf(in->unready, sizeof(in->unready), "spawn failed: %s", why);
+	snprintf(in->last_words, sizeof(in->last_words),
+		 "fnfs: spawn failed: %.120s", why);
 	rt_log(RT_LOG_WARN, "%s: spawn failed: %s", in->id, why);
 	if (in->sup->ev->spawned != NULL)
 		in->sup->ev->spawned(in, why);
@@ -529,7 +692,26 @@ struct child_args {
 	char **paths; /* where argv[0] may be, in order, or NULL */
 	const struct rt_cg_plan *cg;
 	const struct rt_sandbox *sb;
+	const char *who;  /* the user: "nobody (uid 65534)" */
+	const char *name; /* its name ("nobody"), else `who` */
 };
+
+/* In the child: says why `what` (a program, or "cwd DIR") cannot be used
+ * by the function's user, errno `err`: a path in the sandbox's private
+ * /tmp is not the host's. */
+static void child_cannot(const struct child_args *a, const char *verb,
+			 const char *path, int err)
+{
+	if (err == ENOENT && a->sb->isolate && strncmp(path, "/tmp/", 5) == 0)
+		rt_child_say(2, 0, "cannot ", verb, path,
+			     ": /tmp is private to the sandbox: put the "
+			     "program where ",
+			     a->name, " can read it, or in code/",
+			     (char *)NULL);
+	else
+		rt_child_say(2, err, "cannot ", verb, path, " as ", a->who,
+			     (char *)NULL);
+}
 
 /* The child's side of a spawn: die with the worker, a session and
  * process group of its own, its cgroups, its sandbox, stdio, its user,
@@ -567,8 +749,11 @@ static __attribute__((noreturn)) void child(const struct child_args *a)
 	if (null < 0 || dup2(null, 0) < 0 || dup2(a->out, 1) < 0 ||
 	    dup2(a->err, 2) < 0)
 		_exit(127);
-	/* The code's tree is under the worker's private directory: the
-	 * worker opens it, the function enters it by that descriptor. */
+	/* The code's tree is under the worker's private directory: without
+	 * a sandbox, the worker opens it, the function enters it by that
+	 * descriptor; a sandbox has it at RT_SB_CODE_AT, a path the function
+	 * may walk, for programs that open themselves by their absolute
+	 * path (python3 app.py, node app.js). */
 	if (a->code_cwd &&
 	    (code = open(a->cwd, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
 		rt_child_say(2, errno, "code ", a->cwd, (char *)NULL);
@@ -578,7 +763,7 @@ static __attribute__((noreturn)) void child(const struct child_args *a)
 		_exit(127);
 	/* As the function's user: its permissions apply. */
 	if (code >= 0 ? fchdir(code) < 0 : chdir(a->cwd) < 0) {
-		rt_child_say(2, errno, "cwd ", a->cwd, (char *)NULL);
+		child_cannot(a, "enter its cwd ", a->cwd, errno);
 		_exit(127);
 	}
 	/* ready notify: its pipe at the number FN_NOTIFY_FD names, kept
@@ -607,7 +792,7 @@ static __attribute__((noreturn)) void child(const struct child_args *a)
 		if (a->paths[i] == NULL)
 			errno = seen;
 	}
-	rt_child_say(2, errno, "cannot run ", a->argv[0], (char *)NULL);
+	child_cannot(a, "run ", a->argv[0], errno);
 	_exit(127);
 }
 
@@ -633,7 +818,7 @@ static __attribute__((noinline)) pid_t start_child(const struct child_args *a)
  * function may not: a PATH entry under a private home, say. */
 static char **program_paths(const char *name, char **env)
 {
-	const char *path = "/usr/local/bin:/usr/bin:/bin", *p, *e;
+	const char *path = RT_DEFAULT_PATH, *p, *e;
 	size_t i, n = 2, k = 0;
 	char **v;
 
@@ -711,6 +896,7 @@ struct rt_run *rt_run_spawn(struct rt_instance *in, int calls, const char *tag,
 	struct rt_cg_limits lim;
 	struct rt_cg_plan plan = { 0 };
 	struct rt_sandbox sb;
+	struct fn_user user;
 	struct child_args a;
 	struct rt_run *r = NULL, *done = NULL;
 	/* err: stderr (the log); in, out: a call's stdin and stdout */
@@ -730,7 +916,8 @@ struct rt_run *rt_run_spawn(struct rt_instance *in, int calls, const char *tag,
 	/* Plain words are exec'ed directly; a simple command through
 	 * `exec` in a shell; anything else as shell code. Either way the
 	 * pid is the program's own when it can be. */
-	env = build_env(in, sb.home);
+	fn_user(&sb, &user);
+	env = build_env(in, &user);
 	if (plain_words(cmd) && (words = split_words(cmd)) != NULL &&
 	    words[0] != NULL &&
 	    ((paths = program_paths(words[0], env)) != NULL ||
@@ -770,15 +957,18 @@ struct rt_run *rt_run_spawn(struct rt_instance *in, int calls, const char *tag,
 				 err[1],
 				 np[1],
 				 cwd != NULL && cwd[0] != '\0' ? cwd
-				 : code_dir != NULL	       ? code_dir
-							       : "/",
+				 : code_dir == NULL	       ? "/"
+				 : sb.isolate		       ? RT_SB_CODE_AT
+							       : code_dir,
 				 (cwd == NULL || cwd[0] == '\0') &&
-					 code_dir != NULL,
+					 code_dir != NULL && !sb.isolate,
 				 argv,
 				 env,
 				 paths,
 				 &plan,
-				 &sb };
+				 &sb,
+				 user.who,
+				 user.name[0] != '\0' ? user.name : user.who };
 	sigfillset(&all);
 	sigprocmask(SIG_SETMASK, &all, &old);
 	/* A sandbox: its pid namespace and init first (the instance's own,
@@ -925,6 +1115,7 @@ static void spawn(struct rt_instance *in)
 		in->restarts++;
 	in->oom_pending = 0;
 	in->unready[0] = '\0';
+	in->last_words[0] = '\0';
 	in->draining = 0;
 	if (s->simulate || rt_instance_mode_is(in, "cold")) {
 		/* A cold instance is a slot: each call forks its own
@@ -1056,7 +1247,7 @@ static void after_exit(struct rt_instance *in, int64_t code, int sig)
 {
 	const char *policy = json_string_value(
 		json_object_get(in->spec, "restart_policy"));
-	char what[64], cause[256];
+	char what[64], cause[sizeof(in->reason)];
 	int failure, early = in->state == RT_STARTING;
 
 	assert(!in->freeing && in->run == NULL);
@@ -1069,12 +1260,20 @@ static void after_exit(struct rt_instance *in, int64_t code, int sig)
 	rt_exit_words(&in->exits[0], what, sizeof(what));
 	/* Why it ended: stopped unready, or its own exit (before it was
 	 * ready, maybe). */
+	failure = in->exits[0].oom || sig != 0 || code != 0;
 	if (in->unready[0] != '\0')
 		snprintf(cause, sizeof(cause), "%s", in->unready);
+	else if (failure && code == 127 &&
+		 strncmp(in->last_words, "fnfs: ", 6) == 0)
+		/* Its start failed: the child said why (child()). */
+		snprintf(cause, sizeof(cause), "%s", in->last_words + 6);
+	else if (failure && in->last_words[0] != '\0')
+		/* Its own last words: "python3: can't open file ..." */
+		snprintf(cause, sizeof(cause), "exited (%s)%s: %s", what,
+			 early ? " before it was ready" : "", in->last_words);
 	else
 		snprintf(cause, sizeof(cause), "exited (%s)%s", what,
 			 early ? " before it was ready" : "");
-	failure = in->exits[0].oom || sig != 0 || code != 0;
 	uv_timer_stop(in->timer);
 
 	if (!in->desired_run) {
@@ -1272,8 +1471,6 @@ void rt_sup_free(struct rt_sup *s, int wait_ms)
 struct rt_instance *rt_instance_new(struct rt_sup *s, const char *id)
 {
 	struct rt_instance *in = calloc(1, sizeof(*in));
-	struct rt_buf path = { 0 };
-	size_t i;
 
 	assert(rt_map_get(&s->instances, id) == NULL);
 	if (in == NULL)
@@ -1285,13 +1482,8 @@ struct rt_instance *rt_instance_new(struct rt_sup *s, const char *id)
 	in->state = RT_STOPPED;
 	in->backoff_ms = RT_BACKOFF_FIRST_MS;
 	snprintf(in->reason, sizeof(in->reason), "not started");
-	if (s->log_dir != NULL) {
-		rt_buf_printf(&path, "%s/%s.log", s->log_dir, id);
-		for (i = strlen(s->log_dir) + 1; i < path.len; i++)
-			if (path.data[i] == '/')
-				path.data[i] = ':';
-		in->log_path = path.data;
-	}
+	if (s->log_dir != NULL)
+		in->log_path = log_file(s->log_dir, id);
 	if (in->id == NULL || in->timer == NULL ||
 	    (s->log_dir != NULL && in->log_path == NULL) ||
 	    rt_map_put(&s->instances, id, in) < 0) {

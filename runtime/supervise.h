@@ -30,6 +30,11 @@
 #define RT_EXITS_KEPT	    5	       /* exits listed in status */
 #define RT_LOG_ROTATE_BYTES (1u << 20) /* a log file rotates past this */
 #define RT_LOG_KEEP	    3	       /* rotated files kept: .1 .. .3 */
+/* A function's PATH unless its env sets one: a login's (Debian's). */
+#define RT_DEFAULT_PATH                                                        \
+	"/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+/* An exit's reason quotes this much of the process's last line. */
+#define RT_LAST_WORDS 160
 /* How long past their deadline the controller's direct calls are waited
  * for by a graceful stop (the controller ends them at their deadline). */
 #define RT_DIRECT_GRACE_MS 2000
@@ -83,6 +88,12 @@ struct rt_run {
 				 * or -1 */
 	struct rt_run *next;	/* the supervisor's list of runs with pipes */
 	struct rt_run *prev;
+
+	/* Its output's line being read, and its last complete line (or
+	 * ""), for the reason of a failing exit. */
+	char cur[RT_LAST_WORDS];
+	size_t ncur;
+	char last[RT_LAST_WORDS];
 };
 
 /* One instance. */
@@ -150,6 +161,10 @@ struct rt_instance {
 	 * waits for them too, until direct_until_mono (monotonic ms). */
 	int direct;
 	int64_t direct_until_mono;
+
+	/* The last line its process wrote before its exit (a failure's
+	 * reason quotes it), or "" (cleared at each spawn). */
+	char last_words[RT_LAST_WORDS];
 };
 
 /* What the supervisor reports to its owner. Each may be NULL. They are
@@ -306,6 +321,12 @@ void rt_instance_remove(struct rt_instance *in);
 /* Refreshes the instance's /proc figures (cpu_seconds, rss_bytes); kills
  * it when it is over its memory limit and no cgroup enforces that. */
 void rt_instance_sample(struct rt_instance *in);
+
+/* Appends the last `max` bytes of the log of the instance named `id`,
+ * which this worker no longer holds (stopped and forgotten), to `out`.
+ * Returns 0, or -ENOENT when it has no log here. */
+int rt_sup_log_tail(struct rt_sup *s, const char *id, size_t max,
+		    struct rt_buf *out);
 
 /* Appends the last `max` bytes of the instance's log to `out`. */
 int rt_instance_log_tail(struct rt_instance *in, size_t max,

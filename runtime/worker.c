@@ -731,11 +731,17 @@ static void handle(struct rt_worker *w, const struct rt_msg *m)
 		long long max = rt_msg_int(m, "max", 65536);
 		json_t *o;
 
+		int err = 0;
+
 		if (in != NULL)
 			rt_instance_log_tail(in, (size_t)(max > 0 ? max : 0),
 					     &tail);
+		else /* stopped and forgotten: its log is kept */
+			err = -rt_sup_log_tail(
+				&w->sup, rt_msg_str(m, "instance"),
+				(size_t)(max > 0 ? max : 0), &tail);
 		o = json_pack("{s:s, s:I, s:i}", "type", "reply", "seq",
-			      (json_int_t)seq, "err", in ? 0 : ENOENT);
+			      (json_int_t)seq, "err", err);
 		rt_worker_send(w, o, tail.data ? tail.data : "", tail.len);
 		rt_buf_free(&tail);
 	} else if (strcmp(m->type, "call") == 0) {

@@ -97,6 +97,9 @@ int sched__unassign(struct sched *s, struct sched_instance *in, int persist,
 	rt_map_del(&in->worker->assignments, name.data);
 	sched__hold(in->worker, v, -in->reserved_mb, -1);
 	in->reserved_mb = 0;
+	/* Its log stays there: `log` still reads it (instances.c). */
+	free(in->log_worker);
+	in->log_worker = strdup(in->worker->obj.name);
 	in->worker = NULL;
 	s->capacity_changed = 1;
 	in->pid = 0;

@@ -198,7 +198,9 @@ static void finish(struct sched *s, struct sched_call *c, int err,
 	if (err != 0) {
 		struct rt_buf why = { 0 };
 
-		if (err == EREMOTEIO)
+		if (err == EREMOTEIO && body == NULL && reason != NULL)
+			rt_buf_puts(&why, reason); /* it could not start */
+		else if (err == EREMOTEIO)
 			rt_buf_printf(&why, "the function reported: %.*s",
 				      (int)(len < 160 ? len : 160),
 				      body ? body : "");
@@ -494,6 +496,53 @@ static void refuse_unplaceable(struct sched *s, struct sched_function *fn)
 	}
 }
 
+struct failed_all {
+	int wanted;			 /* instances wanted */
+	int failed;			 /* of them, failed */
+	const struct sched_instance *in; /* the last failed one */
+};
+
+static int count_failed(const char *key, void *value, void *arg)
+{
+	struct failed_all *p = arg;
+	const struct sched_instance *in = value;
+
+	(void)key;
+	if (!in->desired_run || in->retiring)
+		return 0;
+	p->wanted++;
+	if (in->state == SCHED_FAILED) {
+		p->failed++;
+		p->in = in;
+	}
+	return 0;
+}
+
+/* When every instance the function wants has failed (its restart policy
+ * gave up: none will take a call unless someone starts it again), the
+ * waiting calls end at once, with its reason, instead of at their
+ * timeout: EREMOTEIO, since the function itself could not start (its
+ * exit, a Lambda runtime's init error). While one is in backoff, or
+ * starting, they wait for it. */
+static void refuse_failed(struct sched *s, struct sched_function *fn)
+{
+	struct sched_fn_calls *fc = fn->calls;
+	struct failed_all p = { 0, 0, NULL };
+	char why[320];
+
+	rt_map_each(&fn->obj.children, count_failed, &p);
+	if (p.wanted == 0 || p.failed < p.wanted || p.in == NULL)
+		return;
+	snprintf(why, sizeof(why), "instance %d failed: %s", p.in->n,
+		 p.in->reason[0] ? p.in->reason : "?");
+	while (fc->head != NULL) {
+		struct sched_call *c = fc->head;
+
+		unqueue(fc, c);
+		finish(s, c, EREMOTEIO, NULL, 0, why);
+	}
+}
+
 struct free_slot {
 	int slots; /* of each instance */
 	struct sched_instance *in;
@@ -557,6 +606,8 @@ void sched__dispatch(struct sched *s, struct sched_function *fn)
 	free(v);
 	if (fc->head != NULL)
 		refuse_unplaceable(s, fn);
+	if (fc->head != NULL)
+		refuse_failed(s, fn);
 }
 
 /* ============================================================== starts */

@@ -329,6 +329,7 @@ int sched_file_read(struct sched *s, struct sched_obj *o, enum sched_file f,
 	w->prefixes = calloc((size_t)c.n + 1, sizeof(char *));
 	for (i = 0; i < c.n && w->parts && w->prefixes; i++) {
 		struct sched_instance *in = c.v[i];
+		struct sched_worker *lw;
 		char *id;
 		char pfx[16];
 
@@ -336,10 +337,15 @@ int sched_file_read(struct sched *s, struct sched_obj *o, enum sched_file f,
 			snprintf(pfx, sizeof(pfx), "%d: ", in->n);
 			w->prefixes[i] = strdup(pfx);
 		}
-		if (in->worker == NULL || !in->worker->online)
+		lw = in->worker;
+		if (lw == NULL && in->log_worker != NULL)
+			/* Stopped: its last worker keeps its log. */
+			lw = (struct sched_worker *)sched_child(&s->pool,
+								in->log_worker);
+		if (lw == NULL || !lw->online)
 			continue;
 		id = sched__instance_id(in);
-		sched__request(s, in->worker,
+		sched__request(s, lw,
 			       json_pack("{s:s, s:s, s:i}", "type", "log",
 					 "instance", id, "max", SCHED_LOG_TAIL),
 			       w, i, in->obj.id);

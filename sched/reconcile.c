@@ -239,6 +239,7 @@ void sched__instance_free(struct sched_instance *in)
 {
 	sched__direct_free(in);
 	free(in->exits);
+	free(in->log_worker);
 	free(in->stats);
 }
 

@@ -212,6 +212,10 @@ void sched__on_instance(struct sched *s, struct sched_worker *w,
 		/* A rolling deploy goes on once this one runs the new
 		 * revision (or failed). */
 		sched__roll_next(s, sched__fn_of(in));
+	if (st == SCHED_FAILED && old != SCHED_FAILED &&
+	    sched__fn_of(in)->spec.mode != SCHED_MODE_DAEMON)
+		/* Calls waiting for it may have nothing left to wait for. */
+		sched__dispatch(s, sched__fn_of(in));
 	if (st == SCHED_RUNNING &&
 	    sched__fn_of(in)->spec.mode != SCHED_MODE_DAEMON) {
 		/* Ready for calls: the queue may move. */

@@ -346,7 +346,9 @@ struct sched_instance {
 	int n;
 	int desired_run;	     /* 1: start, 0: stop (persisted) */
 	struct sched_worker *worker; /* assignment, or NULL (persisted) */
-	int reserved_mb;	     /* memory taken from the worker */
+	char *log_worker; /* the worker it last ran on, which keeps its log
+			   * once it is unassigned (stopped), owned, or NULL */
+	int reserved_mb;  /* memory taken from the worker */
 	enum sched_instance_state state;
 	int pid;		/* 0: none */
 	uint64_t revision;	/* the revision it runs or last ran */

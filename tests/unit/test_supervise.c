@@ -508,6 +508,70 @@ TEST(supervise_log_capture)
 	CHECK(rmdir(dir) == 0);
 }
 
+/* A failing exit's reason quotes the last line the process wrote, read
+ * even when the exit is reaped before the output (issue 23); a line
+ * without its newline counts, a successful exit quotes nothing. */
+TEST(supervise_reason_quotes_last_words)
+{
+	struct rt_instance *in;
+
+	setup();
+	in = start_new("t/n/f/0",
+		       daemon_spec("echo first >&2; echo; printf 'cannot "
+				   "open x\\r\\n' >&2; exit 3",
+				   "never", 0));
+	want_exited = 1;
+	CHECK(run_until(exited_enough, 3000));
+	CHECK(in->state == RT_FAILED);
+	CHECK_STR(in->reason, "exited (status 3): cannot open x; "
+			      "restart_policy never restarts it");
+	rt_instance_remove(in);
+	in = start_new("t/n/f/1", daemon_spec("printf 'no newline' >&2; exit 4",
+					      "never", 0));
+	want_exited = 2;
+	CHECK(run_until(exited_enough, 3000));
+	CHECK_STR(in->reason,
+		  "exited (status 4): no newline; restart_policy never "
+		  "restarts it");
+	rt_instance_remove(in);
+	in = start_new("t/n/f/2", daemon_spec("echo fine >&2", "never", 0));
+	want_exited = 3;
+	CHECK(run_until(exited_enough, 3000));
+	CHECK(strstr(in->reason, "fine") == NULL);
+	teardown();
+}
+
+/* The log of an instance the worker no longer holds is read from its
+ * file (a stopped instance's `log`, issue 23). */
+TEST(supervise_log_tail_of_a_forgotten_instance)
+{
+	struct rt_instance *in;
+	struct rt_buf tail = { 0 };
+	char dir[] = "/tmp/fnfs-unit-XXXXXX", path[128];
+	int i;
+
+	setup();
+	CHECK(mkdtemp(dir) != NULL);
+	sup.log_dir = strdup(dir);
+	in = start_new("t/n/f/0", daemon_spec("echo kept >&2", "never", 0));
+	want_exited = 1;
+	CHECK(run_until(exited_enough, 3000));
+	for (i = 0; i < 100 && in->log_size < 5; i++) {
+		uv_run(&loop, UV_RUN_NOWAIT);
+		usleep(10 * 1000);
+	}
+	rt_instance_remove(in);
+	CHECK(rt_sup_log_tail(&sup, "t/n/f/0", 1024, &tail) == 0);
+	CHECK_STR(tail.data, "kept\n");
+	CHECK(rt_sup_log_tail(&sup, "t/n/f/9", 1024, &tail) == -ENOENT);
+	CHECK(rt_sup_log_tail(&sup, "nothing", 1024, &tail) == -ENOENT);
+	rt_buf_free(&tail);
+	teardown();
+	snprintf(path, sizeof(path), "%s/t:n:f:0.log", dir);
+	unlink(path);
+	CHECK(rmdir(dir) == 0);
+}
+
 /* A graceful stop: with calls in flight, a stop and a restart leave the
  * process alone and the instance `stopping` until the calls have ended;
  * then SIGTERM, and for the restart a new process. */
