@@ -159,31 +159,21 @@ static int read_table(struct rt_sandbox *sb, struct mnt_table *t)
 	if (f == NULL)
 		return -errno;
 	while (rc == 0 && getline(&line, &cap, f) > 0) {
-		char *field[10], *save = NULL, *tok, *type = NULL, **nv;
+		const char *type;
+		char *point, **nv;
+		unsigned long long id;
 		struct mnt *nm;
-		int n = 0;
 
-		/* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] -
-		 * TYPE SOURCE SUPER */
-		for (tok = strtok_r(line, " \n", &save); tok != NULL && n < 10;
-		     tok = strtok_r(NULL, " \n", &save)) {
-			if (strcmp(tok, "-") == 0) {
-				type = strtok_r(NULL, " \n", &save);
-				break;
-			}
-			field[n++] = tok;
-		}
-		if (n < 5 || type == NULL)
+		if ((point = rt_mountinfo_split(line, &type, &id)) == NULL)
 			continue;
-		rt_mountinfo_unescape(field[4]);
 		nm = realloc(t->m, (t->n + 1) * sizeof(*nm));
 		if (nm == NULL) {
 			rc = -ENOMEM;
 			break;
 		}
 		t->m = nm;
-		nm[t->n].id = strtoull(field[0], NULL, 10);
-		nm[t->n].point = strdup(field[4]);
+		nm[t->n].id = id;
+		nm[t->n].point = strdup(point);
 		nm[t->n].type = strdup(type);
 		t->n++;
 		if (nm[t->n - 1].point == NULL || nm[t->n - 1].type == NULL) {
@@ -199,7 +189,7 @@ static int read_table(struct rt_sandbox *sb, struct mnt_table *t)
 			break;
 		}
 		sb->hide = nv;
-		if ((sb->hide[sb->nhide] = strdup(field[4])) == NULL)
+		if ((sb->hide[sb->nhide] = strdup(point)) == NULL)
 			rc = -ENOMEM;
 		else
 			sb->nhide++;

@@ -143,6 +143,28 @@ static int parse_mounts(json_t *mounts, struct rt_sandbox *sb, const char **why)
 	return 0;
 }
 
+char *rt_mountinfo_split(char *line, const char **type, unsigned long long *id)
+{
+	char *field[10], *save = NULL, *tok;
+	int n = 0;
+
+	*type = NULL;
+	for (tok = strtok_r(line, " \n", &save); tok != NULL && n < 10;
+	     tok = strtok_r(NULL, " \n", &save)) {
+		if (strcmp(tok, "-") == 0) {
+			*type = strtok_r(NULL, " \n", &save);
+			break;
+		}
+		field[n++] = tok;
+	}
+	if (n < 5 || *type == NULL)
+		return NULL;
+	if (id != NULL)
+		*id = strtoull(field[0], NULL, 10);
+	rt_mountinfo_unescape(field[4]);
+	return field[4];
+}
+
 void rt_mountinfo_unescape(char *p)
 {
 	char *o = p;
@@ -549,7 +571,8 @@ static int base_place(const char *p)
  * buffer on the stack: nothing is allocated in the child. */
 static int sweep_once(void)
 {
-	char buf[4096], line[24576], *field[10], *save, *tok, *type;
+	char buf[4096], line[24576], *at;
+	const char *type;
 	size_t have = 0, skip = 0;
 	ssize_t got;
 	int fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC), gone = 0;
@@ -560,8 +583,6 @@ static int sweep_once(void)
 		ssize_t i;
 
 		for (i = 0; i < got; i++) {
-			int n = 0;
-
 			if (buf[i] != '\n') {
 				if (have < sizeof(line) - 1)
 					line[have++] = buf[i];
@@ -575,24 +596,13 @@ static int sweep_once(void)
 				skip = 0;
 				continue;
 			}
-			type = NULL;
-			save = NULL;
-			for (tok = strtok_r(line, " ", &save);
-			     tok != NULL && n < 10;
-			     tok = strtok_r(NULL, " ", &save)) {
-				if (strcmp(tok, "-") == 0) {
-					type = strtok_r(NULL, " ", &save);
-					break;
-				}
-				field[n++] = tok;
-			}
-			if (n < 5 || type == NULL)
+			if ((at = rt_mountinfo_split(line, &type, NULL)) ==
+			    NULL)
 				continue;
-			rt_mountinfo_unescape(field[4]);
 			if (rt_fs_is_fuse(type) ||
-			    (rt_fs_is_kernel(type) && !base_place(field[4])))
-				if (umount2(field[4],
-					    MNT_DETACH | UMOUNT_NOFOLLOW) == 0)
+			    (rt_fs_is_kernel(type) && !base_place(at)))
+				if (umount2(at, MNT_DETACH | UMOUNT_NOFOLLOW) ==
+				    0)
 					gone++;
 		}
 	}

@@ -99,6 +99,13 @@ int rt_fs_is_kernel(const char *type);
 /* Undoes mountinfo's octal escapes (\040 for a space) in place. */
 void rt_mountinfo_unescape(char *p);
 
+/* Splits one line of /proc/self/mountinfo in place ("ID PARENT MAJ:MIN
+ * ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - TYPE SOURCE SUPER"): returns its
+ * mount point, unescaped, with its filesystem type in *type and (`id` not
+ * NULL) its ID in *id, or NULL for a line of another shape. No allocation
+ * (safe in a forked child). */
+char *rt_mountinfo_split(char *line, const char **type, unsigned long long *id);
+
 /* Frees what rt_sandbox_parse allocated. */
 void rt_sandbox_free(struct rt_sandbox *sb);
 

@@ -70,6 +70,30 @@ TEST(binds_mountinfo_unescape)
 	unescape("/bad\\9", "/bad\\9");
 }
 
+/* One line of mountinfo: its mount point (unescaped), type and id; a line
+ * of another shape is NULL. */
+TEST(binds_mountinfo_split)
+{
+	char l1[] = "36 25 0:32 / /var/tmp/a\\040b rw,nosuid shared:9 - "
+		    "fuse.fnfs fnfs rw,user_id=0\n";
+	char l2[] = "40 1 0:5 / /proc rw - proc proc rw";
+	char l3[] = "12 1 0:5 / /x rw";
+	char l4[] = "1 2 - fuse";
+	unsigned long long id = 0;
+	const char *type = NULL;
+	char *at;
+
+	at = rt_mountinfo_split(l1, &type, &id);
+	CHECK(at != NULL && strcmp(at, "/var/tmp/a b") == 0);
+	CHECK(type != NULL && strcmp(type, "fuse.fnfs") == 0);
+	CHECK(id == 36);
+	at = rt_mountinfo_split(l2, &type, NULL);
+	CHECK(at != NULL && strcmp(at, "/proc") == 0 &&
+	      strcmp(type, "proc") == 0);
+	CHECK(rt_mountinfo_split(l3, &type, &id) == NULL);
+	CHECK(rt_mountinfo_split(l4, &type, &id) == NULL);
+}
+
 /* Parses a sandbox spec as nobody with one mounts entry. */
 static int parse_one(const char *path, int rw, const char **why)
 {
