@@ -157,7 +157,6 @@ names=()
 for k in $(seq 1 100); do names+=("$A/v$k/prod"); done
 mkdir -p "${names[@]}"
 for r in $(seq 1 15); do
-	s0=$(date +%s)
 	names=()
 	for k in $(seq 1 100); do
 		for i in 1 2 3 4 5; do
@@ -165,12 +164,14 @@ for r in $(seq 1 15); do
 		done
 	done
 	mkdir "${names[@]}" 2>/dev/null
+	s0=$(date +%s)
 	# each round reaches the journal before the next, in a later second
-	wait_until 20 eval 'tail -c 4000 "$EA" | grep -q "v100/prod op=mkdir name=_r${r}_5_"' || break
+	# than its last refusal (held refusals' summaries may follow it)
+	wait_until 20 eval 'tail -c 2000000 "$EA" | grep -q "v100/prod op=mkdir name=_r${r}_5_"' || break
 	wait_until 2 eval '[ "$(date +%s)" -gt "$s0" ]'
 done
 check "15 rounds of 1000 refused mkdirs reach a's journal" \
-	eval 'tail -c 4000 "$EA" | grep -q "name=_r15_5_"'
+	eval 'tail -c 2000000 "$EA" | grep -q "name=_r15_5_"'
 check "the three journals end the same" wait_until 15 eval \
 	'[ "$(stat -c %s "$EA")" = "$(stat -c %s "$EB")" ] && [ "$(stat -c %s "$EA")" = "$(stat -c %s "$EC")" ]'
 head=$(ctl get "$P/evh" --print-value-only)
