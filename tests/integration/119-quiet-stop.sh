@@ -16,6 +16,7 @@ for round in 1 2; do
 	BGPIDS+=("$demo")
 	check "round $round: the demo comes up" wait_until 30 eval 'grep -q "In another terminal" "$T/demo.out"'
 	PID=$(cat "$DATA/fnfs.pid" 2>/dev/null)
+	# shellcheck disable=SC2034 # used in the eval below
 	F=$MNT/tenants/demo/hello/ticker
 	check "round $round: its instances run" wait_until 30 eval 'state_is "$F/instances/0/state" running && state_is "$F/instances/1/state" running'
 	# A hot instance with a call behind it, too.

@@ -164,6 +164,7 @@ for r in $(seq 1 15); do
 		done
 	done
 	mkdir "${names[@]}" 2>/dev/null
+	# shellcheck disable=SC2034 # used in the eval below
 	s0=$(date +%s)
 	# each round reaches the journal before the next, in a later second
 	# than its last refusal (held refusals' summaries may follow it)
