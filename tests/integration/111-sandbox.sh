@@ -6,32 +6,8 @@
 # its files are out of reach. Root's tenants run as --run-as (nobody).
 . "$(dirname "$0")/lib.sh"
 
-A=fna$$
-B=fnb$$
-users_cleanup() {
-	cleanup
-	userdel "$A" 2>/dev/null
-	userdel "$B" 2>/dev/null
-}
-trap users_cleanup EXIT
-useradd -M -N -s /usr/sbin/nologin "$A" || exit 1
-useradd -M -N -s /usr/sbin/nologin "$B" || exit 1
-AU=$(id -u "$A")
-BU=$(id -u "$B")
-
-# as USER COMMAND...: runs the command as USER, with USER's groups.
-as() {
-	local u=$1
-	shift
-	setpriv --reuid="$u" --regid="$(id -g "$u")" --init-groups -- "$@"
-}
-
-# The users reach the mount through the test's directory; each has a
-# private working directory for its functions.
-chmod 711 "$T"
-mkdir -m 700 "$T/alice" "$T/bob"
-chown "$A:" "$T/alice"
-chown "$B:" "$T/bob"
+# alice ($A) and bob ($B), with private directories $T/alice and $T/bob.
+. "$(dirname "$0")/users.sh"
 echo "bob's secret" >"$T/bob/secret"
 chown "$B:" "$T/bob/secret"
 chmod 600 "$T/bob/secret"

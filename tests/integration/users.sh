@@ -8,9 +8,17 @@
 A=fna$$
 B=fnb$$
 users_cleanup() {
+	local u p
 	cleanup
-	userdel "$A" 2>/dev/null
-	userdel "$B" 2>/dev/null
+	# userdel refuses a user that still has processes: what is left of
+	# these users' (made for this test) is ended, by pid, first.
+	for u in "$A" "$B"; do
+		for p in $(pgrep -u "$u" 2>/dev/null); do
+			kill -9 "$p" 2>/dev/null
+		done
+		wait_until 10 eval '! pgrep -u "$u" >/dev/null'
+		userdel "$u" 2>/dev/null
+	done
 }
 trap users_cleanup EXIT
 useradd -M -N -s /usr/sbin/nologin "$A" || exit 1
