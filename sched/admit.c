@@ -258,7 +258,9 @@ int sched__admit_record(struct sched *s, const char *id,
 	if (p->transport != SCHED_UNIX) {
 		/* No process of this machine: nothing to keep the id for. */
 		key_of(id, key, sizeof(key));
-		store_setting_delete(s->store, key);
+		rc = store_setting_delete(s->store, key);
+		if (rc < 0 && rc != -ENOENT)
+			return rc;
 	}
 	if (p->transport == SCHED_TLS) {
 		/* Its certificate is newer than any revocation. */
@@ -373,12 +375,14 @@ int sched__revoked_of(struct sched *s, const char *id)
 	return store_setting_get(s->store, key, v, sizeof(v)) == 0;
 }
 
-void sched__admit_forget(struct sched *s, const char *id)
+int sched__admit_forget(struct sched *s, const char *id)
 {
 	char key[96];
+	int rc;
 
 	key_of(id, key, sizeof(key));
-	store_setting_delete(s->store, key);
+	rc = store_setting_delete(s->store, key);
+	return rc == -ENOENT ? 0 : rc;
 }
 
 void sched__logs_private(struct sched *s, const char *id)

@@ -59,8 +59,9 @@ int sched__unrevoke(struct sched *s, struct sched_worker *w);
 /* Whether worker `id` is marked revoked in the store. */
 int sched__revoked_of(struct sched *s, const char *id);
 
-/* Forgets the process registered as `id` (its worker is removed). */
-void sched__admit_forget(struct sched *s, const char *id);
+/* Forgets the process registered as `id` (its worker is removed).
+ * Returns 0 or -errno of the store. */
+STORE_MUST int sched__admit_forget(struct sched *s, const char *id);
 
 /* Makes worker `id`'s log directory (DATA/logs/ID, made by the worker
  * under its own umask) and what it holds private. */

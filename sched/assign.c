@@ -109,6 +109,14 @@ int sched__unassign(struct sched *s, struct sched_instance *in, int persist,
 	return persist ? sched__store_put(s, in) : 0;
 }
 
+void sched__unassign_model(struct sched *s, struct sched_instance *in)
+{
+	int rc = sched__unassign(s, in, 0, NULL);
+
+	assert(rc == 0); /* nothing is stored: nothing can fail */
+	(void)rc;
+}
+
 /* Whether worker `w` takes new instances now. */
 int sched__usable(const struct sched_worker *w)
 {

@@ -29,18 +29,22 @@ void sched__hold(struct sched_worker *w, struct sched_view *v, int mb,
 /* Assigns `in` to `w` (taking its memory there, in `v` too if it is not
  * NULL) under a new epoch (the last one + 1), and stores both. Returns 0
  * or -errno. */
-int sched__assign(struct sched *s, struct sched_instance *in,
-		  struct sched_worker *w, struct sched_view *v);
+STORE_MUST int sched__assign(struct sched *s, struct sched_instance *in,
+			     struct sched_worker *w, struct sched_view *v);
 
 /* Assigns `in` to `w` under its current epoch: `w` registered running
  * that very assignment, taken back as it runs. Returns 0 or -errno. */
-int sched__assign_same(struct sched *s, struct sched_instance *in,
-		       struct sched_worker *w);
+STORE_MUST int sched__assign_same(struct sched *s, struct sched_instance *in,
+				  struct sched_worker *w);
+
+/* sched__unassign in the model only (the store is told otherwise, or
+ * is the source of the change), which cannot fail. */
+void sched__unassign_model(struct sched *s, struct sched_instance *in);
 
 /* Takes `in` off its worker (its memory goes back), stored if `persist`.
  * Returns 0 or -errno of the store. */
-int sched__unassign(struct sched *s, struct sched_instance *in, int persist,
-		    struct sched_view *v);
+STORE_MUST int sched__unassign(struct sched *s, struct sched_instance *in,
+			       int persist, struct sched_view *v);
 
 /* Whether worker `w` takes new instances now. */
 int sched__usable(const struct sched_worker *w);
@@ -72,7 +76,7 @@ void sched__set_pending(struct sched *s, struct sched_instance *in,
 /* Finds a worker for `in` (placement rules in place.c) and assigns it
  * there, or says why there is none. `v` may be shared by several calls
  * for one function. Returns 0 (placed or pending) or -errno of the store. */
-int sched__place_in(struct sched *s, struct sched_instance *in,
-		    struct sched_view *v);
+STORE_MUST int sched__place_in(struct sched *s, struct sched_instance *in,
+			       struct sched_view *v);
 
 #endif

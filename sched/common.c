@@ -78,7 +78,11 @@ void sched__publish(struct sched *s, const struct sched_instance *in)
 	if (!s->leading)
 		return;
 	instance_row(in, 1, &r);
-	store_instance_publish(s->store, &r);
+	/* What the others are told is not the model: a failure (out of
+	 * memory) leaves them one change behind, until the next. */
+	if (store_instance_publish(s->store, &r) < 0)
+		rt_log(RT_LOG_ERROR, "instance %s/%d: cannot tell the others",
+		       sched__fn_of(in)->obj.name, in->n);
 }
 
 int sched__store_put(struct sched *s, const struct sched_instance *in)

@@ -28,11 +28,12 @@ const char *sched__state_word(enum sched_instance_state st);
 
 /* Stores instance `in` as it is, but wanting `run`. Returns 0 or -errno
  * of the store. */
-int sched__store_put_as(struct sched *s, const struct sched_instance *in,
-			int run);
+STORE_MUST int sched__store_put_as(struct sched *s,
+				   const struct sched_instance *in, int run);
 
 /* Stores instance `in` as it is. Returns 0 or -errno of the store. */
-int sched__store_put(struct sched *s, const struct sched_instance *in);
+STORE_MUST int sched__store_put(struct sched *s,
+				const struct sched_instance *in);
 
 /* A cluster's leader: tells the other controllers the state and pid of
  * `in` (store_instance_publish); a no-op elsewhere. */
@@ -64,7 +65,7 @@ struct sched_instance **sched__instances_sorted(struct sched_function *fn,
 
 /* Stores a worker's row (id, memory, tags, namespaces, local, drained).
  * Returns 0 or -errno of the store. */
-int sched__worker_persist(struct sched *s, struct sched_worker *w);
+STORE_MUST int sched__worker_persist(struct sched *s, struct sched_worker *w);
 
 /* A pseudo-random number (xorshift), for the random strategy. */
 unsigned long sched__random(struct sched *s);

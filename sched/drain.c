@@ -3,6 +3,7 @@
  * converging the instances of a worker whose offer changed, and rebalance
  * (loose functions to their tags, then even counts).
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 
 #include "common.h"
 #include "drain.h"
+#include "even.h"
 #include "reconcile.h"
 
 static int other_usable(struct sched *s, const struct sched_worker *w)
@@ -214,65 +216,101 @@ static int loses_tags(struct sched *s, struct sched_instance *in,
 	return sched_place_has_tags(&a, &r) && !sched_place_has_tags(&b, &r);
 }
 
+/* Of the instances on `hi`, the one to move to `lo`: one that may run
+ * there, preferring one that serves no call (a moved one's call fails),
+ * then a function not yet on `lo`. NULL when `lo` takes none of them. */
+static struct sched_instance *
+pick_move(struct sched *s, struct sched_worker *hi, struct sched_worker *lo)
+{
+	struct sched_instance **on, *pick = NULL;
+	struct rt_idmap there = { 0 };
+	size_t k, m;
+	int best;
+
+	if (lo->fencing)
+		return NULL; /* it takes no new instance for now (fence.c) */
+	functions_on(lo, &there);
+	on = (struct sched_instance **)rt_map_values(&hi->assignments, &m);
+	for (k = 0, best = -1; on != NULL && k < m && best < 3; k++) {
+		int score;
+
+		if (!on[k]->desired_run || !sched__may_run_on(s, on[k], lo) ||
+		    loses_tags(s, on[k], hi, lo))
+			continue;
+		score = (on[k]->busy == 0 ? 2 : 0) +
+			(rt_idmap_get(&there, sched__fn_of(on[k])->obj.id) ==
+			 NULL);
+		if (score > best) {
+			best = score;
+			pick = on[k];
+		}
+	}
+	free(on);
+	rt_idmap_free(&there);
+	return pick;
+}
+
+/* The usable workers of one round of rebalance and the move chosen. */
+struct even_round {
+	struct sched *s;
+	struct sched_worker **ws;
+	struct sched_instance *pick;
+};
+
+static int even_try(size_t from, size_t to, void *arg)
+{
+	struct even_round *r = arg;
+
+	r->pick = pick_move(r->s, r->ws[from], r->ws[to]);
+	return r->pick != NULL;
+}
+
 /* Rebalance, second part: moves instances until the counts of usable
- * workers differ by at most one. Returns how many moved, or -errno. */
+ * workers differ by at most one, or no worker that is two below another
+ * may take any of its instances. Each move goes from a fuller worker to
+ * an emptier one, two or more apart (even.c), so the sum of the squared
+ * counts falls and the loop ends. Returns how many moved, or -errno. */
 static int rebalance_counts(struct sched *s)
 {
 	int moved = 0, rc = 0;
 
 	while (rc == 0) {
-		size_t i, n, k, m;
+		size_t i, n, k = 0, from, to;
 		void **all = rt_map_values(&s->pool.children, &n);
-		struct sched_worker *hi = NULL, *lo = NULL;
-		struct sched_instance **on, *pick = NULL;
-		struct rt_idmap there = { 0 };
-		int best;
+		struct even_round r = { s, NULL, NULL };
+		int *count = NULL;
+		size_t *order = NULL;
 
-		for (i = 0; all != NULL && i < n; i++) {
+		if (all == NULL)
+			break; /* no worker */
+		r.ws = calloc(n, sizeof(*r.ws));
+		count = calloc(n, sizeof(*count));
+		order = calloc(n, sizeof(*order));
+		if (r.ws == NULL || count == NULL || order == NULL)
+			rc = -ENOMEM;
+		for (i = 0; rc == 0 && i < n; i++) {
 			struct sched_worker *w = all[i];
 
 			if (!sched__usable(w))
 				continue;
-			if (hi == NULL ||
-			    w->assignments.count > hi->assignments.count)
-				hi = w;
-			if (lo == NULL ||
-			    w->assignments.count < lo->assignments.count)
-				lo = w;
+			r.ws[k] = w;
+			count[k++] = (int)w->assignments.count;
+		}
+		if (rc == 0)
+			rc = sched_even_next(count, k, order, even_try, &r,
+					     &from, &to);
+		if (rc > 0) {
+			assert(r.pick != NULL && r.pick->worker == r.ws[from]);
+			rc = sched__move(s, r.pick, r.ws[to], "rebalance",
+					 NULL);
+			moved++;
+		} else if (rc == 0) {
+			rc = 1; /* as even as the workers allow */
 		}
 		free(all);
-		if (hi == NULL || hi == lo ||
-		    hi->assignments.count <= lo->assignments.count + 1)
-			break;
-		/* Move only what must move: one instance from the fullest
-		 * to the emptiest, one that may run there, preferring one
-		 * that serves no call (a moved one's call fails), then a
-		 * function not yet on it. */
-		functions_on(lo, &there);
-		on = (struct sched_instance **)rt_map_values(&hi->assignments,
-							     &m);
-		for (k = 0, best = -1; on != NULL && k < m && best < 3; k++) {
-			int score;
-
-			if (!on[k]->desired_run ||
-			    !sched__may_run_on(s, on[k], lo) ||
-			    loses_tags(s, on[k], hi, lo))
-				continue;
-			score = (on[k]->busy == 0 ? 2 : 0) +
-				(rt_idmap_get(&there,
-					      sched__fn_of(on[k])->obj.id) ==
-				 NULL);
-			if (score > best) {
-				best = score;
-				pick = on[k];
-			}
-		}
-		free(on);
-		rt_idmap_free(&there);
-		if (pick == NULL)
-			break; /* nothing there may move: as even as it gets */
-		rc = sched__move(s, pick, lo, "rebalance", NULL);
-		moved++;
+		free(r.ws);
+		free(count);
+		free(order);
 	}
 	return rc < 0 ? rc : moved;
 }

@@ -187,7 +187,7 @@ static int write_instances(struct sched *s, struct sched_obj *o,
 						      struct sched_instance *)o)
 					    : (struct sched_function *)o;
 	int restart = f == SCHED_FN_RESTART || f == SCHED_INST_RESTART, run = 1,
-	    i, began, rc;
+	    i, began, rc, derived = 0;
 	const char *file = restart ? "restart" : "state";
 	struct sched_collect c;
 
@@ -218,14 +218,17 @@ static int write_instances(struct sched *s, struct sched_obj *o,
 	/* What follows from it (assignments) is derived. */
 	began = store_begin_derived(s->store) == 0;
 	for (i = 0; i < c.n; i++) {
+		int r;
+
 		c.v[i]->desired_run = restart ? 1 : run;
-		sched__act(s, c.v[i],
-			   restart ? DECIDE_CMD_RESTART
-			   : run   ? DECIDE_CMD_START
-				   : DECIDE_CMD_STOP,
-			   NULL, wait);
+		r = sched__act(s, c.v[i],
+			       restart ? DECIDE_CMD_RESTART
+			       : run   ? DECIDE_CMD_START
+				       : DECIDE_CMD_STOP,
+			       NULL, wait);
+		derived = derived < 0 ? derived : r;
 	}
-	sched__derived_end(s, began, 0, fn->obj.name);
+	sched__derived_end(s, began, derived, fn->obj.name);
 	sched__check_free(s);
 out:
 	free(c.v);

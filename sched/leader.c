@@ -382,7 +382,7 @@ static void follow_assignment(struct sched *s, struct sched_instance *in,
 
 	if (in->worker == w)
 		return;
-	sched__unassign(s, in, 0, NULL);
+	sched__unassign_model(s, in);
 	if (w == NULL || sched_assignment_name(in, &name) < 0 ||
 	    rt_map_put(&w->assignments, name.data, in) < 0) {
 		rt_buf_free(&name);
@@ -408,7 +408,7 @@ static void follow_instance(struct sched *s, const struct store_instance *r,
 	in = (struct sched_instance *)sched_child(&fn->obj, name);
 	if (deleted) {
 		if (in != NULL) {
-			sched__unassign(s, in, 0, NULL);
+			sched__unassign_model(s, in);
 			sched__obj_drop(s, &in->obj);
 		}
 		return;

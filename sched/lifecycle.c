@@ -136,9 +136,23 @@ int sched_start(struct sched *s, struct uv_loop_s *loop,
 	s->log_path = opt->log ? strdup(opt->log) : NULL;
 	/* The pool's size: the command line, else the stored one, else 1. */
 	if (opt->workers >= 0) {
-		s->pool_size = opt->workers;
+		char was[32];
+
+		/* Stored for the next start without --workers; a store that
+		 * cannot take it fails the start, as the load above does. */
 		snprintf(v, sizeof(v), "%d", opt->workers);
-		store_setting_put(s->store, "pool_size", v);
+		if (store_setting_get(s->store, "pool_size", was, sizeof(was)) <
+			    0 ||
+		    strcmp(was, v) != 0) {
+			rc = store_setting_put(s->store, "pool_size", v);
+			if (rc < 0) {
+				rt_log(RT_LOG_ERROR,
+				       "cannot store pool_size %s: %s", v,
+				       strerror(-rc));
+				return rc;
+			}
+		}
+		s->pool_size = opt->workers;
 	} else if (store_setting_get(s->store, "pool_size", v, sizeof(v)) ==
 			   0 &&
 		   sched__parse_int(v, strlen(v), 0, SCHED_POOL_MAX, &n) == 0) {
@@ -339,8 +353,15 @@ static int stop_workers_cb(const char *key, void *value, void *arg)
 
 	(void)key;
 	if (w->local) {
-		store_worker_delete(s->store, w->obj.name);
-		sched__admit_forget(s, w->obj.name);
+		/* A failure leaves its row: the next start waits for it a
+		 * moment (SCHED_RECOVERY_MS), as after a crash. */
+		int rc = store_worker_delete(s->store, w->obj.name);
+
+		if (rc == 0)
+			rc = sched__admit_forget(s, w->obj.name);
+		if (rc < 0)
+			rt_log(RT_LOG_ERROR, "worker %s: the store failed: %s",
+			       w->obj.name, strerror(-rc));
 	}
 	if (!w->online) {
 		/* A hand-started worker that is away (killed, most likely)

@@ -79,7 +79,10 @@ void sched__roll_next(struct sched *s, struct sched_function *fn)
 
 	rt_map_each(&fn->obj.children, roll_cb, &r);
 	if (!r.taking && r.next != NULL)
-		sched__act(s, r.next, DECIDE_CONVERGE, NULL, NULL);
+		sched__derived_end(
+			s, 0,
+			sched__act(s, r.next, DECIDE_CONVERGE, NULL, NULL),
+			fn->obj.name);
 }
 
 /* Asks the decision (decide.c) what to do with `in`, filling its inputs
@@ -270,7 +273,7 @@ static void retire(struct sched *s, struct sched_instance *in, int persist,
 	sched__fn_of(in)->restarts_gone += in->restarts_total;
 	if (in->worker != NULL) {
 		sched__send_simple(s, in, "stop", 1, NULL);
-		sched__unassign(s, in, 0, NULL);
+		sched__unassign_model(s, in);
 	}
 	sched__parts(in, &t, &ns, &fn);
 	if (persist && store_instance_delete(s->store, t, ns, fn, in->n) < 0)

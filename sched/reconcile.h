@@ -19,17 +19,17 @@ enum decide_action sched__decide(struct sched *s, struct sched_instance *in,
 /* Moves `in` off its worker: the old copy is stopped and forgotten, the
  * instance goes to `to` (or wherever placement finds room, or pending)
  * and starts there. Returns 0 or -errno of the store. */
-int sched__move(struct sched *s, struct sched_instance *in,
-		struct sched_worker *to, const char *why,
-		struct sched_wait *wait);
+STORE_MUST int sched__move(struct sched *s, struct sched_instance *in,
+			   struct sched_worker *to, const char *why,
+			   struct sched_wait *wait);
 
 /* Carries out the decision for `in` (asked with `cause`): places, starts,
  * stops, restarts or moves it, adding what to wait for to `wait` (may be
  * NULL). `v` is the placement view of its function's batch, or NULL.
  * Returns 0 or -errno of the store. */
-int sched__act(struct sched *s, struct sched_instance *in,
-	       enum decide_cause cause, struct sched_view *v,
-	       struct sched_wait *wait);
+STORE_MUST int sched__act(struct sched *s, struct sched_instance *in,
+			  enum decide_cause cause, struct sched_view *v,
+			  struct sched_wait *wait);
 
 /* Makes instance `n` of `fn` in the model (not stored). Returns it, or
  * NULL without memory. */
@@ -65,7 +65,8 @@ void sched__reconcile_soon(struct sched *s);
 
 /* Deletes the rows of every instance of `fn` (inside the caller's
  * transaction, which removes the function). Returns 0 or -errno. */
-int sched__instances_unstore(struct sched *s, struct sched_function *fn);
+STORE_MUST int sched__instances_unstore(struct sched *s,
+					struct sched_function *fn);
 
 /* Stops and forgets every instance of `fn` once its removal is stored. */
 void sched__instances_drop(struct sched *s, struct sched_function *fn);

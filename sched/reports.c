@@ -166,7 +166,8 @@ void sched__on_instance(struct sched *s, struct sched_worker *w,
 		/* Stopped for good: its memory goes back to the pool. */
 		sched__inst_event(s, in, "instance.stopped", "worker",
 				  w->obj.name, NULL, NULL);
-		sched__unassign(s, in, 1, NULL);
+		sched__derived_end(s, 0, sched__unassign(s, in, 1, NULL),
+				   w->obj.name);
 		return;
 	}
 	snprintf(pid, sizeof(pid), "%d", in->pid);
@@ -207,7 +208,9 @@ void sched__on_instance(struct sched *s, struct sched_worker *w,
 	    !w->leaving)
 		/* Stopped, yet wanted (a stop overtaken by a start, a worker
 		 * that stopped it by itself): the decision says what now. */
-		sched__act(s, in, DECIDE_CONVERGE, NULL, NULL);
+		sched__derived_end(
+			s, 0, sched__act(s, in, DECIDE_CONVERGE, NULL, NULL),
+			w->obj.name);
 	if ((st != old || in->revision != oldrev) && !s->shutting_down)
 		/* A rolling deploy goes on once this one runs the new
 		 * revision (or failed). */
@@ -294,7 +297,7 @@ void sched__adopt(struct sched *s, struct sched_worker *w, json_t *running)
 {
 	json_t *r;
 	size_t i;
-	int began = store_begin(s->store) == 0;
+	int began = store_begin(s->store) == 0, rc = 0;
 
 	json_array_foreach (running, i, r) {
 		const char *id = json_string_value(
@@ -319,15 +322,20 @@ void sched__adopt(struct sched *s, struct sched_worker *w, json_t *running)
 		if (adopt && !here) {
 			/* Not placed anywhere since: take it back as it runs
 			 * (Flink's consolidation) rather than restart it. */
-			sched__assign_same(s, in, w);
+			int got = sched__assign_same(s, in, w);
+
+			rc = rc < 0 ? rc : got;
 		}
 		if (!adopt || in->worker != w) {
 			/* It runs elsewhere now, or not at all, or this copy
 			 * is of an older assignment: it stops before the
 			 * worker takes new work. */
 			if (in != NULL && in->worker == w) {
+				int got;
+
 				sched__call_lost(s, in, "a stale copy");
-				sched__unassign(s, in, 1, NULL);
+				got = sched__unassign(s, in, 1, NULL);
+				rc = rc < 0 ? rc : got;
 				in->state = in->desired_run ? SCHED_LOST
 							    : SCHED_STOPPED;
 				snprintf(in->reason, sizeof(in->reason),
@@ -349,7 +357,7 @@ void sched__adopt(struct sched *s, struct sched_worker *w, json_t *running)
 		in->reason[0] = '\0';
 		sched__publish(s, in);
 	}
-	sched__derived_end(s, began, 0, w->obj.name);
+	sched__derived_end(s, began, rc, w->obj.name);
 }
 
 void sched__worker_lost(struct sched *s, struct sched_worker *w, int quiet)
@@ -357,20 +365,22 @@ void sched__worker_lost(struct sched *s, struct sched_worker *w, int quiet)
 	size_t i, n;
 	struct sched_instance **v = (struct sched_instance **)rt_map_values(
 		&w->assignments, &n);
-	int began = store_begin(s->store) == 0;
+	int began = store_begin(s->store) == 0, rc = 0;
 
 	for (i = 0; v != NULL && i < n; i++) {
 		struct sched_instance *in = v[i];
+		int r;
 
 		if (!quiet)
 			sched__inst_event(s, in, "instance.lost", "worker",
 					  w->obj.name, NULL, NULL);
 		sched__call_lost(s, in, "its worker went away");
-		sched__unassign(s, in, 1, NULL);
+		r = sched__unassign(s, in, 1, NULL);
+		rc = rc < 0 ? rc : r;
 		in->state = in->desired_run ? SCHED_LOST : SCHED_STOPPED;
 		snprintf(in->reason, sizeof(in->reason), "worker %s went away",
 			 w->obj.name);
 	}
 	free(v);
-	sched__derived_end(s, began, 0, w->obj.name);
+	sched__derived_end(s, began, rc, w->obj.name);
 }

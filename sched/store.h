@@ -12,6 +12,11 @@
 /* The schema version this code writes, kept in PRAGMA user_version. */
 #define STORE_SCHEMA_VERSION 7
 
+/* A write's result must be looked at (issue 24): a caller that drops it
+ * changes the model without the store, so the compiler warns, and
+ * -Werror stops the build. */
+#define STORE_MUST __attribute__((warn_unused_result))
+
 enum store_kind { STORE_TENANT, STORE_NAMESPACE, STORE_FUNCTION };
 
 /* One stored object. Strings are borrowed for the duration of a call. */
@@ -77,7 +82,8 @@ typedef void (*store_done_fn)(void *arg, int err);
  * -EAGAIN when another controller changed one of them first, -EEXIST /
  * -ENOENT for a row that appeared or went, -EIO when the store cannot be
  * reached (the reason is logged). */
-int store_commit_then(struct store *st, store_done_fn done, void *arg);
+STORE_MUST int store_commit_then(struct store *st, store_done_fn done,
+				 void *arg);
 
 /* Opens (creating or migrating) the database at `path`. Returns 0 or
  * -errno (-EIO for SQLite errors, logged). */
@@ -141,7 +147,7 @@ size_t store_mirror_pending(const struct store *st);
 /* Calls `done` once this controller's model has what etcd had committed
  * when asked (store_etcd_barrier). Returns 0, -ENOENT with SQLite, or
  * -errno (then `done` is not called). */
-int store_barrier(struct store *st, store_done_fn done, void *arg);
+STORE_MUST int store_barrier(struct store *st, store_done_fn done, void *arg);
 
 /* The etcd client of a shared store, or NULL. */
 struct etcd_client *store_client(struct store *st);
@@ -164,7 +170,7 @@ int store_load(struct store *st, int (*fn)(const struct store_row *, void *),
 	       void *arg);
 
 /* Opens a write transaction. Returns 0 or -EIO. */
-int store_begin(struct store *st);
+STORE_MUST int store_begin(struct store *st);
 
 /* Opens a write transaction for derived state (instances made from a
  * spec, assignments): its commit does not wait for the disk. It survives
@@ -172,34 +178,34 @@ int store_begin(struct store *st);
  * power cut may lose it, and the controller rebuilds it from the specs
  * and the workers' reports. Nested inside a durable transaction, it is
  * durable. Returns 0 or -EIO. */
-int store_begin_derived(struct store *st);
+STORE_MUST int store_begin_derived(struct store *st);
 
 /* Commits it durably before returning. Returns 0 or -EIO, -ENOSPC for a full
  * disk (rolled back). */
-int store_commit(struct store *st);
+STORE_MUST int store_commit(struct store *st);
 
 /* Abandons it. */
 void store_rollback(struct store *st);
 
 /* Inserts a row. Returns 0, -EEXIST or -EIO. */
-int store_insert(struct store *st, const struct store_row *r);
+STORE_MUST int store_insert(struct store *st, const struct store_row *r);
 
 /* Rewrites a row's updated_ms (and, for a function, spec and revision).
  * Returns 0, -ENOENT or -EIO. */
-int store_update(struct store *st, const struct store_row *r);
+STORE_MUST int store_update(struct store *st, const struct store_row *r);
 
 /* Deletes a row. Returns 0, -ENOENT or -EIO. */
-int store_delete(struct store *st, const struct store_row *r);
+STORE_MUST int store_delete(struct store *st, const struct store_row *r);
 
 /* Rewrites a function's row for a new revision of its code (r's spec,
  * revision, run_revision and updated_ms), which its caller applies to
  * the model itself: the listener does not hear of it. Returns 0, -ENOENT
  * or -EIO/-ENOSPC. */
-int store_function_code(struct store *st, const struct store_row *r);
+STORE_MUST int store_function_code(struct store *st, const struct store_row *r);
 
 /* Rewrites a tenant's owner, group and mode (r->tenant, r->uid, r->gid,
  * r->mode). Returns 0, -ENOENT or -EIO/-ENOSPC. */
-int store_tenant_owner(struct store *st, const struct store_row *r);
+STORE_MUST int store_tenant_owner(struct store *st, const struct store_row *r);
 
 /* One stored instance: its desired state and its assignment. */
 struct store_instance {
@@ -237,16 +243,18 @@ struct store_worker {
 };
 
 /* Writes (insert or replace) an instance row. Returns 0 or -EIO. */
-int store_instance_put(struct store *st, const struct store_instance *r);
+STORE_MUST int store_instance_put(struct store *st,
+				  const struct store_instance *r);
 
 /* A cluster's leader: tells the others `r` (with its state and pid),
  * in etcd only (store_mirror_start); a no-op otherwise. Returns 0 or
  * -ENOMEM. */
-int store_instance_publish(struct store *st, const struct store_instance *r);
+STORE_MUST int store_instance_publish(struct store *st,
+				      const struct store_instance *r);
 
 /* Deletes an instance row. Returns 0 or -EIO. */
-int store_instance_delete(struct store *st, const char *tenant, const char *ns,
-			  const char *fn, int n);
+STORE_MUST int store_instance_delete(struct store *st, const char *tenant,
+				     const char *ns, const char *fn, int n);
 
 /* Calls `fn` for every stored instance. */
 int store_instance_load(struct store *st,
@@ -254,10 +262,10 @@ int store_instance_load(struct store *st,
 			void *arg);
 
 /* Writes (insert or replace) a worker row. Returns 0 or -EIO. */
-int store_worker_put(struct store *st, const struct store_worker *r);
+STORE_MUST int store_worker_put(struct store *st, const struct store_worker *r);
 
 /* Deletes a worker row. Returns 0 or -EIO. */
-int store_worker_delete(struct store *st, const char *id);
+STORE_MUST int store_worker_delete(struct store *st, const char *id);
 
 /* Calls `fn` for every known worker. */
 int store_worker_load(struct store *st,
@@ -265,10 +273,11 @@ int store_worker_load(struct store *st,
 		      void *arg);
 
 /* Sets a setting. Returns 0 or -EIO. */
-int store_setting_put(struct store *st, const char *key, const char *value);
+STORE_MUST int store_setting_put(struct store *st, const char *key,
+				 const char *value);
 
 /* Deletes a setting. Returns 0 or -EIO. */
-int store_setting_delete(struct store *st, const char *key);
+STORE_MUST int store_setting_delete(struct store *st, const char *key);
 
 /* One entry of a function's code/: a file (hash set) or a directory. */
 struct store_code_file {
@@ -289,20 +298,23 @@ struct store_code_revision {
 };
 
 /* Writes (insert or replace) an entry of code/. Returns 0 or -EIO/-ENOSPC. */
-int store_code_file_put(struct store *st, const struct store_code_file *r);
+STORE_MUST int store_code_file_put(struct store *st,
+				   const struct store_code_file *r);
 
 /* Deletes the entry at `path` of a function's code/. Returns 0 or -EIO. */
-int store_code_file_delete(struct store *st, const char *tenant, const char *ns,
-			   const char *fn, const char *path);
+STORE_MUST int store_code_file_delete(struct store *st, const char *tenant,
+				      const char *ns, const char *fn,
+				      const char *path);
 
 /* Renames the entry at `from` and everything below it to `to`. Returns 0
  * or -EIO/-ENOSPC. */
-int store_code_file_rename(struct store *st, const char *tenant, const char *ns,
-			   const char *fn, const char *from, const char *to);
+STORE_MUST int store_code_file_rename(struct store *st, const char *tenant,
+				      const char *ns, const char *fn,
+				      const char *from, const char *to);
 
 /* Deletes every entry of a function's code/. Returns 0 or -EIO. */
-int store_code_files_delete(struct store *st, const char *tenant,
-			    const char *ns, const char *fn);
+STORE_MUST int store_code_files_delete(struct store *st, const char *tenant,
+				       const char *ns, const char *fn);
 
 /* Calls `fn` for every entry of every function's code/, in order of
  * tenant, namespace, function and path (a directory before what it
@@ -314,12 +326,12 @@ int store_code_file_load(struct store *st,
 
 /* Writes (insert or replace) a function's revision of code. Returns 0 or
  * -EIO/-ENOSPC. */
-int store_code_revision_put(struct store *st,
-			    const struct store_code_revision *r);
+STORE_MUST int store_code_revision_put(struct store *st,
+				       const struct store_code_revision *r);
 
 /* Deletes a function's revision of code. Returns 0 or -EIO. */
-int store_code_revision_delete(struct store *st, const char *tenant,
-			       const char *ns, const char *fn);
+STORE_MUST int store_code_revision_delete(struct store *st, const char *tenant,
+					  const char *ns, const char *fn);
 
 /* Calls `fn` for every function's revision of code (a shared store:
  * etcd's). */
@@ -354,9 +366,9 @@ struct store_code_op {
  * 0 once this controller's code listener has the changes, -EAGAIN when
  * another controller changed one first, -EIO) or -errno; -ENOTSUP with
  * SQLite. */
-int store_code_submit(struct store *st, const struct store_row *fn,
-		      const struct store_code_op *v, size_t n,
-		      store_done_fn done, void *arg);
+STORE_MUST int store_code_submit(struct store *st, const struct store_row *fn,
+				 const struct store_code_op *v, size_t n,
+				 store_done_fn done, void *arg);
 
 struct etcd_keys_rec;
 
@@ -388,8 +400,8 @@ int store_setting_get(struct store *st, const char *key, char *out, size_t n);
 /* Revokes worker `worker`'s certificates: the one with `serial` (NULL or
  * "": none known) and every one issued at or before `revoked_ms`.
  * Returns 0 or -EIO/-ENOSPC. */
-int store_revoke(struct store *st, const char *worker, const char *serial,
-		 int64_t revoked_ms);
+STORE_MUST int store_revoke(struct store *st, const char *worker,
+			    const char *serial, int64_t revoked_ms);
 
 /* Whether the certificate of `cn` with `serial`, issued at `not_before_s`
  * (epoch seconds), is revoked. Returns 1, 0 or -EIO. */

@@ -190,6 +190,26 @@ void sched__on_register(struct sched *s, struct conn *c, const struct rt_msg *m)
 	sched__reconcile_soon(s);
 }
 
+/* Removes worker `w`'s row and its recorded process, both or neither.
+ * Returns 0 or -errno of the store (logged). */
+static int forget(struct sched *s, struct sched_worker *w)
+{
+	int rc = store_begin(s->store);
+
+	if (rc == 0)
+		rc = store_worker_delete(s->store, w->obj.name);
+	if (rc == 0)
+		rc = sched__admit_forget(s, w->obj.name);
+	if (rc == 0)
+		rc = store_commit(s->store);
+	else
+		store_rollback(s->store);
+	if (rc < 0)
+		rt_log(RT_LOG_ERROR, "worker %s: cannot remove its row: %s",
+		       w->obj.name, strerror(-rc));
+	return rc;
+}
+
 /* The connection of worker `w` closed: it is offline, or removed when it
  * was leaving (or at shutdown); its instances are lost. */
 void sched__worker_gone(struct sched *s, struct sched_worker *w,
@@ -215,10 +235,13 @@ void sched__worker_gone(struct sched *s, struct sched_worker *w,
 		sched__obj_drop(s, &w->obj);
 	} else if (w->leaving || (l != NULL && !l->wanted)) {
 		sched__worker_lost(s, w, 0);
-		sched__event(s, &w->obj, "worker.removed", kvs.data);
-		store_worker_delete(s->store, w->obj.name);
-		sched__admit_forget(s, w->obj.name);
-		sched__obj_drop(s, &w->obj);
+		if (forget(s, w) < 0) {
+			/* Its row stays: so does the worker, offline. */
+			sched__event(s, &w->obj, "worker.offline", kvs.data);
+		} else {
+			sched__event(s, &w->obj, "worker.removed", kvs.data);
+			sched__obj_drop(s, &w->obj);
+		}
 	} else {
 		sched__event(s, &w->obj, "worker.offline", kvs.data);
 		sched__worker_lost(s, w, 0);

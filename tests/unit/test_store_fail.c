@@ -11,6 +11,7 @@
 
 #include "../../sched/common.h"
 #include "../../sched/internal.h"
+#include "../../sched/workers.h"
 #include "unit.h"
 
 static char dir_path[64];
@@ -203,5 +204,71 @@ TEST(store_fail_create_and_remove)
 	CHECK(fn->obj.children.count == 2);
 	CHECK(stored_desired(0) == 1);
 	CHECK(stored_desired(1) == 1);
+	finish(s);
+}
+
+/* Issue 24: a store result the controller dropped. A --workers that the
+ * store cannot take fails the start, and the pool's size stays. */
+TEST(store_fail_start_pool_size)
+{
+	struct sched *s = NULL;
+	struct sched_options opt = { 0 };
+	char v[32];
+
+	snprintf(dir_path, sizeof(dir_path), "/tmp/fnfs-unit.XXXXXX");
+	CHECK(mkdtemp(dir_path) != NULL);
+	atexit(dir_remove);
+	CHECK(sched_open(&s, dir_path) == 0);
+	CHECK(uv_loop_init(&loop) == 0);
+	if (s == NULL)
+		return;
+	opt.workers = 3;
+	opt.self = "/bin/false";
+	store_inject_failure(s->store, 0, -ENOSPC);
+	CHECK(sched_start(s, &loop, &opt) == -ENOSPC);
+	CHECK(s->pool_size == 0);
+	CHECK(store_setting_get(s->store, "pool_size", v, sizeof(v)) ==
+	      -ENOENT);
+	sched_close(s);
+	uv_loop_close(&loop);
+}
+
+/* A leaving worker whose row the store cannot delete stays, offline,
+ * with its row; once the store takes it, it goes. */
+TEST(store_fail_worker_removed)
+{
+	struct sched *s = NULL;
+	struct sched_function *fn = fixture(&s);
+	struct sched_worker *w;
+	struct store_worker row = { "wx", 1024, "[]", "[]", 0, 0 };
+	int k;
+
+	CHECK(fn != NULL);
+	if (fn == NULL)
+		return;
+	CHECK(store_worker_put(s->store, &row) == 0);
+	w = (struct sched_worker *)sched__obj_new(s, SCHED_WORKER, &s->pool,
+						  "wx", 1, 1);
+	CHECK(w != NULL);
+	if (w == NULL)
+		return;
+	w->memory_mb = 1024;
+	/* Whichever of its writes fails (after the two of its lost
+	 * instances' transaction: begin, the row, the process, the
+	 * commit), the worker stays. */
+	for (k = 2; k < 6; k++) {
+		w->online = 1;
+		w->leaving = 1;
+		store_inject_failure(s->store, k, -EIO);
+		sched__worker_gone(s, w, "test");
+		CHECK(sched_child(&s->pool, "wx") == &w->obj);
+		if (sched_child(&s->pool, "wx") != &w->obj)
+			return; /* dropped: w is gone */
+		CHECK(!w->online);
+	}
+	store_inject_failure(s->store, -1, 0);
+	w->online = 1;
+	sched__worker_gone(s, w, "test");
+	CHECK(sched_child(&s->pool, "wx") == NULL);
 	finish(s);
 }
