@@ -16,6 +16,7 @@
 #include "instances.h"
 #include "internal.h"
 #include "owners.h"
+#include "quota.h"
 
 static const char *const mode_words[] = { "daemon", "hot", "cold" };
 
@@ -135,11 +136,13 @@ __attribute__((format(printf, 2, 3))) static void tprintf(struct text *t,
 /* The functions of a walk, by id: an id outlives its function, so one
  * removed while a reader is in the middle of a file is found missing,
  * not freed. With them, the tenants and namespaces they were taken
- * from (for stats). */
+ * from (for stats), and those tenants by id, in order of name (for
+ * their quotas). */
 struct fn_list {
 	uint64_t *ids;
 	size_t n;
 	size_t tenants, namespaces;
+	uint64_t *tids; /* `tenants` of them */
 };
 
 static int count_fns(const char *key, void *value, void *arg)
@@ -198,11 +201,14 @@ static int functions_by_path(struct sched *s, const struct sched_caller *who,
 	memset(l, 0, sizeof(*l));
 	rt_map_each(&s->root.children, count_ns_fns, &total);
 	l->ids = malloc((total + 1) * sizeof(*l->ids));
-	rc = l->ids != NULL ? sorted_children(&s->root, &t, &nt) : -ENOMEM;
+	l->tids = malloc((s->root.children.count + 1) * sizeof(*l->tids));
+	rc = l->ids != NULL && l->tids != NULL
+		     ? sorted_children(&s->root, &t, &nt)
+		     : -ENOMEM;
 	for (i = 0; rc == 0 && i < nt; i++) {
 		if (!may_read(t[i], who))
 			continue;
-		l->tenants++;
+		l->tids[l->tenants++] = t[i]->id;
 		l->namespaces += t[i]->children.count;
 		rc = sorted_children(t[i], &ns, &nn);
 		for (j = 0; rc == 0 && j < nn; j++) {
@@ -216,6 +222,7 @@ static int functions_by_path(struct sched *s, const struct sched_caller *who,
 	free(t);
 	if (rc < 0) {
 		free(l->ids);
+		free(l->tids);
 		memset(l, 0, sizeof(*l));
 	}
 	return rc;
@@ -229,10 +236,10 @@ enum { NCOL = 9 };
 #define CELL_MAX 200
 
 /* The parts of a rendering, in order: status is a header and rows;
- * metrics is a family after another (see metrics_step); stats is one
- * part. */
+ * metrics is a family after another (see metrics_step); stats is its
+ * totals, then the quotas of its tenants, a tenant a step. */
 enum { P_STATUS_HEAD, P_STATUS_ROWS, P_STATUS_END };
-enum { P_STATS, P_STATS_END };
+enum { P_STATS, P_STATS_QUOTA, P_STATS_END };
 
 struct sched_cursor {
 	enum sched_file f;
@@ -240,7 +247,7 @@ struct sched_cursor {
 	struct fn_list fns; /* the functions to show, by id */
 	int part;	    /* the part of the file reached */
 	int begun;	    /* its opening lines (a family's HELP) are out */
-	size_t i;	    /* the next function of the part */
+	size_t i;	    /* the next function (or tenant) of the part */
 	size_t width[NCOL]; /* status: the widths of its columns */
 	size_t size;	    /* status: its size at the open */
 };
@@ -254,6 +261,15 @@ static struct sched_function *fn_at(struct sched *s,
 	return o != NULL && o->type == SCHED_FUNCTION
 		       ? (struct sched_function *)o
 		       : NULL;
+}
+
+/* The i-th tenant of the walk, or NULL if it has been removed. */
+static struct sched_obj *tenant_at(struct sched *s,
+				   const struct sched_cursor *c, size_t i)
+{
+	struct sched_obj *o = sched_find(s, c->fns.tids[i]);
+
+	return o != NULL && o->type == SCHED_TENANT ? o : NULL;
 }
 
 /* ================================================================ status */
@@ -502,7 +518,8 @@ static void stats_step(struct sched *s, struct sched_cursor *c, struct text *t)
 	size_t i, online = 0, n;
 	void **w;
 
-	c->part = P_STATS_END;
+	c->part = P_STATS_QUOTA;
+	c->i = 0;
 	if (sum == NULL) {
 		t->err = -ENOMEM;
 		return;
@@ -538,6 +555,35 @@ static void stats_step(struct sched *s, struct sched_cursor *c, struct text *t)
 	if (t->err == 0)
 		t->err = render_store(s, t->b);
 	free(sum);
+}
+
+/* The quota lines of stats, a tenant a step (those the reader may read,
+ * as at the open): "quota/T/R_used N" and "quota/T/R_limit N" (or
+ * "none") for each resource R. */
+static void stats_quota_step(struct sched *s, struct sched_cursor *c,
+			     struct text *t)
+{
+	struct sched_obj *o;
+	long long used, limit;
+	int r;
+
+	if (c->i >= c->fns.tenants) {
+		c->part = P_STATS_END;
+		return;
+	}
+	o = tenant_at(s, c, c->i++);
+	for (r = 0; o != NULL && r < SCHED_QUOTA_COUNT; r++) {
+		if (sched_quota_get(s, o, r, &used, &limit) < 0)
+			continue;
+		tprintf(t, "quota/%s/%s_used %lld\n", o->name,
+			sched_quota_name(r), used);
+		if (limit < 0)
+			tprintf(t, "quota/%s/%s_limit none\n", o->name,
+				sched_quota_name(r));
+		else
+			tprintf(t, "quota/%s/%s_limit %lld\n", o->name,
+				sched_quota_name(r), limit);
+	}
 }
 
 /* =============================================================== metrics */
@@ -661,6 +707,8 @@ enum {
 	P_INST = P_LATENCY + 1,	      /* + k: inst_families[k] */
 	P_WORKER = P_INST + NINST,    /* + k: worker_families[k] */
 	P_TOTAL = P_WORKER + NWORKER, /* fnfs_calls_received_total */
+	P_QUOTA_USED,		      /* fnfs_tenant_quota_used */
+	P_QUOTA_LIMIT,		      /* fnfs_tenant_quota_limit */
 	P_METRICS_END
 };
 
@@ -809,8 +857,29 @@ static uint64_t received_total(struct sched *s, const struct sched_cursor *c)
 	return n;
 }
 
+/* The lines of tenant `o` in fnfs_tenant_quota_used (`limit` 0) or
+ * fnfs_tenant_quota_limit (1; a limit of none is +Inf). */
+static void quota_samples(struct sched *s, struct text *t, struct sched_obj *o,
+			  int limit)
+{
+	long long v[2];
+	int r;
+
+	for (r = 0; r < SCHED_QUOTA_COUNT; r++) {
+		if (sched_quota_get(s, o, r, &v[0], &v[1]) < 0)
+			continue;
+		tprintf(t, "fnfs_tenant_quota_%s{", limit ? "limit" : "used");
+		label(t, "tenant", o->name, 1);
+		label(t, "resource", sched_quota_name(r), 0);
+		if (v[limit] < 0)
+			tput(t, "} +Inf\n");
+		else
+			tprintf(t, "} %lld\n", v[limit]);
+	}
+}
+
 /* One step of metrics: a family's HELP and TYPE, or its lines for one
- * function, or a whole family of workers, or the total. */
+ * function or tenant, or a whole family of workers, or the total. */
 static void metrics_step(struct sched *s, struct sched_cursor *c,
 			 struct text *t)
 {
@@ -837,12 +906,33 @@ static void metrics_step(struct sched *s, struct sched_cursor *c,
 			family(t, worker_families[p - P_WORKER][0],
 			       worker_families[p - P_WORKER][1],
 			       worker_families[p - P_WORKER][2]);
-		} else {
+		} else if (p == P_TOTAL) {
 			family(t, "fnfs_calls_received_total", "counter",
 			       "Calls received by every function.");
+		} else if (p == P_QUOTA_USED) {
+			family(t, "fnfs_tenant_quota_used", "gauge",
+			       "What a tenant holds against each quota: memory "
+			       "in MB, code_bytes and request_bytes in bytes.");
+		} else {
+			family(t, "fnfs_tenant_quota_limit", "gauge",
+			       "A tenant's limit of each quota (+Inf: none), "
+			       "in the units of fnfs_tenant_quota_used.");
 		}
 		c->begun = 1;
 		c->i = 0;
+		return;
+	}
+	if (p >= P_QUOTA_USED) {
+		struct sched_obj *o;
+
+		if (c->i >= c->fns.tenants) {
+			c->part++;
+			c->begun = 0;
+			return;
+		}
+		o = tenant_at(s, c, c->i++);
+		if (o != NULL)
+			quota_samples(s, t, o, p == P_QUOTA_LIMIT);
 		return;
 	}
 	if (p >= P_WORKER) {
@@ -920,8 +1010,10 @@ int sched_cursor_next(struct sched *s, struct sched_cursor *c,
 
 		if (c->f == SCHED_ROOT_STATUS)
 			status_step(s, c, &t);
-		else if (c->f == SCHED_ROOT_STATS)
+		else if (c->f == SCHED_ROOT_STATS && c->part == P_STATS)
 			stats_step(s, c, &t);
+		else if (c->f == SCHED_ROOT_STATS)
+			stats_quota_step(s, c, &t);
 		else
 			metrics_step(s, c, &t);
 		if (t.err != 0) {
@@ -939,6 +1031,7 @@ void sched_cursor_close(struct sched_cursor *c)
 	if (c == NULL)
 		return;
 	free(c->fns.ids);
+	free(c->fns.tids);
 	free(c);
 }
 
@@ -992,8 +1085,8 @@ int sched__calls_render(struct sched *s, struct sched_obj *o, enum sched_file f,
 	case SCHED_FN_STATS:
 		return render_fn_stats((struct sched_function *)o, out);
 	case SCHED_ROOT_STATUS:
+	case SCHED_ROOT_STATS:
 	case SCHED_ROOT_METRICS: return render_all(s, f, out);
-	case SCHED_ROOT_STATS: return render_stats(s, out);
 	default: return -EINVAL;
 	}
 }
