@@ -250,6 +250,10 @@ struct sched_cursor {
 	size_t i;	    /* the next function (or tenant) of the part */
 	size_t width[NCOL]; /* status: the widths of its columns */
 	size_t size;	    /* status: its size at the open */
+	/* stats, metrics: each tenant's use and limit of each quota at the
+	 * open ([tenant][resource][0: used, 1: limit]), so that a use and
+	 * its limit are of one instant. */
+	long long (*quota)[SCHED_QUOTA_COUNT][2];
 };
 
 /* The i-th function of the walk, or NULL if it has been removed. */
@@ -261,6 +265,28 @@ static struct sched_function *fn_at(struct sched *s,
 	return o != NULL && o->type == SCHED_FUNCTION
 		       ? (struct sched_function *)o
 		       : NULL;
+}
+
+/* Takes the use and limits of the cursor's tenants now. Returns 0 or
+ * -ENOMEM. */
+static int quota_snapshot(struct sched *s, struct sched_cursor *c)
+{
+	size_t i;
+	int r;
+
+	c->quota = calloc(c->fns.tenants + 1, sizeof(*c->quota));
+	if (c->quota == NULL)
+		return -ENOMEM;
+	for (i = 0; i < c->fns.tenants; i++) {
+		struct sched_obj *o = sched_find(s, c->fns.tids[i]);
+
+		for (r = 0; r < SCHED_QUOTA_COUNT; r++)
+			if (o == NULL ||
+			    sched_quota_get(s, o, r, &c->quota[i][r][0],
+					    &c->quota[i][r][1]) < 0)
+				c->quota[i][r][0] = c->quota[i][r][1] = 0;
+	}
+	return 0;
 }
 
 /* The i-th tenant of the walk, or NULL if it has been removed. */
@@ -558,23 +584,24 @@ static void stats_step(struct sched *s, struct sched_cursor *c, struct text *t)
 }
 
 /* The quota lines of stats, a tenant a step (those the reader may read,
- * as at the open): "quota/T/R_used N" and "quota/T/R_limit N" (or
- * "none") for each resource R. */
+ * with their use and limits at the open; one removed since is left
+ * out): "quota/T/R_used N" and "quota/T/R_limit N" (or "none") for each
+ * resource R. */
 static void stats_quota_step(struct sched *s, struct sched_cursor *c,
 			     struct text *t)
 {
 	struct sched_obj *o;
-	long long used, limit;
+	size_t i = c->i;
 	int r;
 
-	if (c->i >= c->fns.tenants) {
+	if (i >= c->fns.tenants) {
 		c->part = P_STATS_END;
 		return;
 	}
 	o = tenant_at(s, c, c->i++);
 	for (r = 0; o != NULL && r < SCHED_QUOTA_COUNT; r++) {
-		if (sched_quota_get(s, o, r, &used, &limit) < 0)
-			continue;
+		long long used = c->quota[i][r][0], limit = c->quota[i][r][1];
+
 		tprintf(t, "quota/%s/%s_used %lld\n", o->name,
 			sched_quota_name(r), used);
 		if (limit < 0)
@@ -857,17 +884,17 @@ static uint64_t received_total(struct sched *s, const struct sched_cursor *c)
 	return n;
 }
 
-/* The lines of tenant `o` in fnfs_tenant_quota_used (`limit` 0) or
- * fnfs_tenant_quota_limit (1; a limit of none is +Inf). */
-static void quota_samples(struct sched *s, struct text *t, struct sched_obj *o,
-			  int limit)
+/* The lines of the cursor's i-th tenant `o` in fnfs_tenant_quota_used
+ * (`limit` 0) or fnfs_tenant_quota_limit (1; a limit of none is +Inf),
+ * as at the open. */
+static void quota_samples(const struct sched_cursor *c, size_t i,
+			  struct text *t, struct sched_obj *o, int limit)
 {
-	long long v[2];
 	int r;
 
 	for (r = 0; r < SCHED_QUOTA_COUNT; r++) {
-		if (sched_quota_get(s, o, r, &v[0], &v[1]) < 0)
-			continue;
+		const long long *v = c->quota[i][r];
+
 		tprintf(t, "fnfs_tenant_quota_%s{", limit ? "limit" : "used");
 		label(t, "tenant", o->name, 1);
 		label(t, "resource", sched_quota_name(r), 0);
@@ -930,9 +957,10 @@ static void metrics_step(struct sched *s, struct sched_cursor *c,
 			c->begun = 0;
 			return;
 		}
-		o = tenant_at(s, c, c->i++);
+		o = tenant_at(s, c, c->i);
 		if (o != NULL)
-			quota_samples(s, t, o, p == P_QUOTA_LIMIT);
+			quota_samples(c, c->i, t, o, p == P_QUOTA_LIMIT);
+		c->i++;
 		return;
 	}
 	if (p >= P_WORKER) {
@@ -988,10 +1016,14 @@ int sched_cursor_open(struct sched *s, enum sched_file f,
 		goto out;
 	if (f == SCHED_ROOT_STATUS)
 		status_widths(s, c);
+	else
+		rc = quota_snapshot(s, c);
+	if (rc < 0)
+		goto out;
 	*out = c;
 	return 0;
 out:
-	free(c);
+	sched_cursor_close(c);
 	return rc;
 }
 
@@ -1032,6 +1064,7 @@ void sched_cursor_close(struct sched_cursor *c)
 		return;
 	free(c->fns.ids);
 	free(c->fns.tids);
+	free(c->quota);
 	free(c);
 }
 
