@@ -433,3 +433,15 @@ int sched__quota_unstore(struct sched *s, const char *name)
 	setting_key(name, key, sizeof(key));
 	return store_setting_delete(s->store, key);
 }
+
+int sched_quota_get(struct sched *s, struct sched_obj *o,
+		    enum sched_quota_res r, long long *used, long long *limit)
+{
+	struct sched_tenant *t = sched__tenant_of(o);
+
+	if (t == NULL || &t->obj != o || (unsigned)r >= SCHED_QUOTA_COUNT)
+		return -ENOENT;
+	*limit = limit_of(s, t, r);
+	*used = t->quota.used[r];
+	return 0;
+}

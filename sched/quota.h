@@ -160,4 +160,12 @@ void sched__quota_code_add(struct sched_function *fn, int64_t delta);
  * its removal). Returns 0 or -EIO. */
 int sched__quota_unstore(struct sched *s, const char *name);
 
+/* ---- for the root's stats and metrics (report.c) */
+
+/* Tenant `t`'s use of `r` in `*used` and the limit that applies to it
+ * now in `*limit` (a number, or SCHED_QUOTA_NONE: unlimited). Returns 0,
+ * or -ENOENT when `t` is not a tenant or `r` is bad. */
+int sched_quota_get(struct sched *s, struct sched_obj *t,
+		    enum sched_quota_res r, long long *used, long long *limit);
+
 #endif

@@ -16,6 +16,7 @@
 #include "instances.h"
 #include "internal.h"
 #include "owners.h"
+#include "quota.h"
 
 static const char *const mode_words[] = { "daemon", "hot", "cold" };
 
@@ -135,11 +136,13 @@ __attribute__((format(printf, 2, 3))) static void tprintf(struct text *t,
 /* The functions of a walk, by id: an id outlives its function, so one
  * removed while a reader is in the middle of a file is found missing,
  * not freed. With them, the tenants and namespaces they were taken
- * from (for stats). */
+ * from (for stats), and those tenants by id, in order of name (for
+ * their quotas). */
 struct fn_list {
 	uint64_t *ids;
 	size_t n;
 	size_t tenants, namespaces;
+	uint64_t *tids; /* `tenants` of them */
 };
 
 static int count_fns(const char *key, void *value, void *arg)
@@ -198,11 +201,14 @@ static int functions_by_path(struct sched *s, const struct sched_caller *who,
 	memset(l, 0, sizeof(*l));
 	rt_map_each(&s->root.children, count_ns_fns, &total);
 	l->ids = malloc((total + 1) * sizeof(*l->ids));
-	rc = l->ids != NULL ? sorted_children(&s->root, &t, &nt) : -ENOMEM;
+	l->tids = malloc((s->root.children.count + 1) * sizeof(*l->tids));
+	rc = l->ids != NULL && l->tids != NULL
+		     ? sorted_children(&s->root, &t, &nt)
+		     : -ENOMEM;
 	for (i = 0; rc == 0 && i < nt; i++) {
 		if (!may_read(t[i], who))
 			continue;
-		l->tenants++;
+		l->tids[l->tenants++] = t[i]->id;
 		l->namespaces += t[i]->children.count;
 		rc = sorted_children(t[i], &ns, &nn);
 		for (j = 0; rc == 0 && j < nn; j++) {
@@ -216,6 +222,7 @@ static int functions_by_path(struct sched *s, const struct sched_caller *who,
 	free(t);
 	if (rc < 0) {
 		free(l->ids);
+		free(l->tids);
 		memset(l, 0, sizeof(*l));
 	}
 	return rc;
@@ -229,10 +236,10 @@ enum { NCOL = 9 };
 #define CELL_MAX 200
 
 /* The parts of a rendering, in order: status is a header and rows;
- * metrics is a family after another (see metrics_step); stats is one
- * part. */
+ * metrics is a family after another (see metrics_step); stats is its
+ * totals, then the quotas of its tenants, a tenant a step. */
 enum { P_STATUS_HEAD, P_STATUS_ROWS, P_STATUS_END };
-enum { P_STATS, P_STATS_END };
+enum { P_STATS, P_STATS_QUOTA, P_STATS_END };
 
 struct sched_cursor {
 	enum sched_file f;
@@ -240,9 +247,13 @@ struct sched_cursor {
 	struct fn_list fns; /* the functions to show, by id */
 	int part;	    /* the part of the file reached */
 	int begun;	    /* its opening lines (a family's HELP) are out */
-	size_t i;	    /* the next function of the part */
+	size_t i;	    /* the next function (or tenant) of the part */
 	size_t width[NCOL]; /* status: the widths of its columns */
 	size_t size;	    /* status: its size at the open */
+	/* stats, metrics: each tenant's use and limit of each quota at the
+	 * open ([tenant][resource][0: used, 1: limit]), so that a use and
+	 * its limit are of one instant. */
+	long long (*quota)[SCHED_QUOTA_COUNT][2];
 };
 
 /* The i-th function of the walk, or NULL if it has been removed. */
@@ -254,6 +265,37 @@ static struct sched_function *fn_at(struct sched *s,
 	return o != NULL && o->type == SCHED_FUNCTION
 		       ? (struct sched_function *)o
 		       : NULL;
+}
+
+/* Takes the use and limits of the cursor's tenants now. Returns 0 or
+ * -ENOMEM. */
+static int quota_snapshot(struct sched *s, struct sched_cursor *c)
+{
+	size_t i;
+	int r;
+
+	c->quota = calloc(c->fns.tenants + 1, sizeof(*c->quota));
+	if (c->quota == NULL)
+		return -ENOMEM;
+	for (i = 0; i < c->fns.tenants; i++) {
+		struct sched_obj *o = sched_find(s, c->fns.tids[i]);
+
+		for (r = 0; r < SCHED_QUOTA_COUNT; r++)
+			if (o == NULL ||
+			    sched_quota_get(s, o, r, &c->quota[i][r][0],
+					    &c->quota[i][r][1]) < 0)
+				c->quota[i][r][0] = c->quota[i][r][1] = 0;
+	}
+	return 0;
+}
+
+/* The i-th tenant of the walk, or NULL if it has been removed. */
+static struct sched_obj *tenant_at(struct sched *s,
+				   const struct sched_cursor *c, size_t i)
+{
+	struct sched_obj *o = sched_find(s, c->fns.tids[i]);
+
+	return o != NULL && o->type == SCHED_TENANT ? o : NULL;
 }
 
 /* ================================================================ status */
@@ -502,7 +544,8 @@ static void stats_step(struct sched *s, struct sched_cursor *c, struct text *t)
 	size_t i, online = 0, n;
 	void **w;
 
-	c->part = P_STATS_END;
+	c->part = P_STATS_QUOTA;
+	c->i = 0;
 	if (sum == NULL) {
 		t->err = -ENOMEM;
 		return;
@@ -538,6 +581,36 @@ static void stats_step(struct sched *s, struct sched_cursor *c, struct text *t)
 	if (t->err == 0)
 		t->err = render_store(s, t->b);
 	free(sum);
+}
+
+/* The quota lines of stats, a tenant a step (those the reader may read,
+ * with their use and limits at the open; one removed since is left
+ * out): "quota/T/R_used N" and "quota/T/R_limit N" (or "none") for each
+ * resource R. */
+static void stats_quota_step(struct sched *s, struct sched_cursor *c,
+			     struct text *t)
+{
+	struct sched_obj *o;
+	size_t i = c->i;
+	int r;
+
+	if (i >= c->fns.tenants) {
+		c->part = P_STATS_END;
+		return;
+	}
+	o = tenant_at(s, c, c->i++);
+	for (r = 0; o != NULL && r < SCHED_QUOTA_COUNT; r++) {
+		long long used = c->quota[i][r][0], limit = c->quota[i][r][1];
+
+		tprintf(t, "quota/%s/%s_used %lld\n", o->name,
+			sched_quota_name(r), used);
+		if (limit < 0)
+			tprintf(t, "quota/%s/%s_limit none\n", o->name,
+				sched_quota_name(r));
+		else
+			tprintf(t, "quota/%s/%s_limit %lld\n", o->name,
+				sched_quota_name(r), limit);
+	}
 }
 
 /* =============================================================== metrics */
@@ -661,6 +734,8 @@ enum {
 	P_INST = P_LATENCY + 1,	      /* + k: inst_families[k] */
 	P_WORKER = P_INST + NINST,    /* + k: worker_families[k] */
 	P_TOTAL = P_WORKER + NWORKER, /* fnfs_calls_received_total */
+	P_QUOTA_USED,		      /* fnfs_tenant_quota_used */
+	P_QUOTA_LIMIT,		      /* fnfs_tenant_quota_limit */
 	P_METRICS_END
 };
 
@@ -809,8 +884,29 @@ static uint64_t received_total(struct sched *s, const struct sched_cursor *c)
 	return n;
 }
 
+/* The lines of the cursor's i-th tenant `o` in fnfs_tenant_quota_used
+ * (`limit` 0) or fnfs_tenant_quota_limit (1; a limit of none is +Inf),
+ * as at the open. */
+static void quota_samples(const struct sched_cursor *c, size_t i,
+			  struct text *t, struct sched_obj *o, int limit)
+{
+	int r;
+
+	for (r = 0; r < SCHED_QUOTA_COUNT; r++) {
+		const long long *v = c->quota[i][r];
+
+		tprintf(t, "fnfs_tenant_quota_%s{", limit ? "limit" : "used");
+		label(t, "tenant", o->name, 1);
+		label(t, "resource", sched_quota_name(r), 0);
+		if (v[limit] < 0)
+			tput(t, "} +Inf\n");
+		else
+			tprintf(t, "} %lld\n", v[limit]);
+	}
+}
+
 /* One step of metrics: a family's HELP and TYPE, or its lines for one
- * function, or a whole family of workers, or the total. */
+ * function or tenant, or a whole family of workers, or the total. */
 static void metrics_step(struct sched *s, struct sched_cursor *c,
 			 struct text *t)
 {
@@ -837,12 +933,34 @@ static void metrics_step(struct sched *s, struct sched_cursor *c,
 			family(t, worker_families[p - P_WORKER][0],
 			       worker_families[p - P_WORKER][1],
 			       worker_families[p - P_WORKER][2]);
-		} else {
+		} else if (p == P_TOTAL) {
 			family(t, "fnfs_calls_received_total", "counter",
 			       "Calls received by every function.");
+		} else if (p == P_QUOTA_USED) {
+			family(t, "fnfs_tenant_quota_used", "gauge",
+			       "What a tenant holds against each quota: memory "
+			       "in MB, code_bytes and request_bytes in bytes.");
+		} else {
+			family(t, "fnfs_tenant_quota_limit", "gauge",
+			       "A tenant's limit of each quota (+Inf: none), "
+			       "in the units of fnfs_tenant_quota_used.");
 		}
 		c->begun = 1;
 		c->i = 0;
+		return;
+	}
+	if (p >= P_QUOTA_USED) {
+		struct sched_obj *o;
+
+		if (c->i >= c->fns.tenants) {
+			c->part++;
+			c->begun = 0;
+			return;
+		}
+		o = tenant_at(s, c, c->i);
+		if (o != NULL)
+			quota_samples(c, c->i, t, o, p == P_QUOTA_LIMIT);
+		c->i++;
 		return;
 	}
 	if (p >= P_WORKER) {
@@ -898,10 +1016,14 @@ int sched_cursor_open(struct sched *s, enum sched_file f,
 		goto out;
 	if (f == SCHED_ROOT_STATUS)
 		status_widths(s, c);
+	else
+		rc = quota_snapshot(s, c);
+	if (rc < 0)
+		goto out;
 	*out = c;
 	return 0;
 out:
-	free(c);
+	sched_cursor_close(c);
 	return rc;
 }
 
@@ -920,8 +1042,10 @@ int sched_cursor_next(struct sched *s, struct sched_cursor *c,
 
 		if (c->f == SCHED_ROOT_STATUS)
 			status_step(s, c, &t);
-		else if (c->f == SCHED_ROOT_STATS)
+		else if (c->f == SCHED_ROOT_STATS && c->part == P_STATS)
 			stats_step(s, c, &t);
+		else if (c->f == SCHED_ROOT_STATS)
+			stats_quota_step(s, c, &t);
 		else
 			metrics_step(s, c, &t);
 		if (t.err != 0) {
@@ -939,6 +1063,8 @@ void sched_cursor_close(struct sched_cursor *c)
 	if (c == NULL)
 		return;
 	free(c->fns.ids);
+	free(c->fns.tids);
+	free(c->quota);
 	free(c);
 }
 
@@ -992,8 +1118,8 @@ int sched__calls_render(struct sched *s, struct sched_obj *o, enum sched_file f,
 	case SCHED_FN_STATS:
 		return render_fn_stats((struct sched_function *)o, out);
 	case SCHED_ROOT_STATUS:
+	case SCHED_ROOT_STATS:
 	case SCHED_ROOT_METRICS: return render_all(s, f, out);
-	case SCHED_ROOT_STATS: return render_stats(s, out);
 	default: return -EINVAL;
 	}
 }
