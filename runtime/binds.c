@@ -36,6 +36,8 @@ static const char *const kernel_fs[] = {
 	"mqueue",   "rpc_pipefs", "nsfs",     NULL,
 };
 
+void (*rt_open_test_hook)(const struct rt_sandbox *sb);
+
 /* The reason of a refusal: read by the caller before the next parse. */
 static _Thread_local char why_buf[768];
 
@@ -331,6 +333,8 @@ static int open_user_bind(const struct rt_sandbox *sb, struct rt_bind *b,
 				      "on a FUSE filesystem, which no sandbox "
 				      "shows");
 	fd = become(sb, &id);
+	if (fd == 0 && rt_open_test_hook != NULL)
+		rt_open_test_hook(sb);
 	if (fd == 0)
 		fd = open_as_user(b->path, &rw, soft_rw);
 	unbecome(&id);

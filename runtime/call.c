@@ -69,6 +69,8 @@ void rt_call_finish(struct rt_call *c, const char *status, const char *reason,
 	if (c->sent)
 		in->nsent--;
 	c->in = NULL;
+	rt_open_binds_cancel(c->opening);
+	c->opening = NULL;
 	if (c->run != NULL) {
 		c->run->call = NULL;
 		c->run = NULL;
@@ -191,17 +193,17 @@ static void hot_send(struct rt_call *c)
 			       0);
 }
 
-/* Forks the process of a cold call. */
-static void cold_spawn(struct rt_call *c)
+/* Forks the process of a cold call, with its user and sandbox `sb`
+ * (taken). */
+static void cold_run(struct rt_call *c, struct rt_sandbox *sb)
 {
 	struct rt_instance *in = c->in;
 	struct rt_run *r;
 	const char *why = "?";
 	char tag[32];
 
-	assert(in != NULL && c->run == NULL && c->sent);
 	snprintf(tag, sizeof(tag), "c%lld", ++in->cold_spawns);
-	r = rt_run_spawn(in, 1, tag, &why);
+	r = rt_run_spawn_with(in, 1, tag, sb, &why);
 	if (r == NULL) {
 		rt_call_finish(c, "failed", why, NULL, 0);
 		return;
@@ -219,6 +221,36 @@ static void cold_spawn(struct rt_call *c)
 		if (copy == NULL || write_stdin(r, copy, c->len, 1) < 0)
 			rt_run_close(r, &r->req);
 	}
+}
+
+/* rt_run_open's answer for a cold call (not called once it is over). */
+static void cold_opened(void *arg, struct rt_sandbox *sb, const char *why)
+{
+	struct rt_call *c = arg;
+
+	assert(c->in != NULL && c->opening != NULL);
+	c->opening = NULL;
+	if (sb == NULL)
+		rt_call_finish(c, "failed", why, NULL, 0);
+	else
+		cold_run(c, sb);
+}
+
+/* Starts the process of a cold call: at once, or once its sandbox's
+ * binds are open (off the loop). */
+static void cold_spawn(struct rt_call *c)
+{
+	struct rt_sandbox *sb;
+	const char *why = "?";
+	int rc;
+
+	assert(c->in != NULL && c->run == NULL && c->opening == NULL &&
+	       c->sent);
+	rc = rt_run_open(c->in, cold_opened, c, &c->opening, &sb, &why);
+	if (rc < 0)
+		rt_call_finish(c, "failed", why, NULL, 0);
+	else if (rc == 0)
+		cold_run(c, sb);
 }
 
 /* Kills the process serving a call that is over. */

@@ -182,7 +182,9 @@ void rt_mountinfo_unescape(char *p)
 	*o = '\0';
 }
 
-int rt_sandbox_parse(json_t *spec, struct rt_sandbox *sb, const char **why)
+/* rt_sandbox_parse, which opens the binds when `open`. */
+static int parse(json_t *spec, struct rt_sandbox *sb, const char **why,
+		 int open)
 {
 	json_t *uid = json_object_get(spec, "uid"),
 	       *gid = json_object_get(spec, "gid");
@@ -272,13 +274,23 @@ int rt_sandbox_parse(json_t *spec, struct rt_sandbox *sb, const char **why)
 			goto out;
 		}
 		rc = parse_mounts(json_object_get(spec, "mounts"), sb, why);
-		if (rc == 0)
+		if (rc == 0 && open)
 			rc = rt_sandbox_open_binds(sb, why);
 	}
 out:
 	if (rc < 0)
 		rt_sandbox_free(sb);
 	return rc;
+}
+
+int rt_sandbox_parse(json_t *spec, struct rt_sandbox *sb, const char **why)
+{
+	return parse(spec, sb, why, 1);
+}
+
+int rt_sandbox_parse_only(json_t *spec, struct rt_sandbox *sb, const char **why)
+{
+	return parse(spec, sb, why, 0);
 }
 
 void rt_sandbox_free(struct rt_sandbox *sb)

@@ -17,6 +17,7 @@
 
 #include <jansson.h>
 #include <sys/types.h>
+#include <uv.h>
 
 #define RT_SB_MOUNTS_MAX 32 /* entries of "mounts" */
 
@@ -72,6 +73,45 @@ struct rt_sandbox {
  * names the path and the cause (a static buffer of this thread, good
  * until the next call). Returns 0 or -errno (`sb` is then empty). */
 int rt_sandbox_parse(json_t *spec, struct rt_sandbox *sb, const char **why);
+
+/* rt_sandbox_parse without opening the binds (they stay -1): for
+ * rt_open_binds_async when rt_sandbox_needs_thread. */
+int rt_sandbox_parse_only(json_t *spec, struct rt_sandbox *sb,
+			  const char **why);
+
+/* Whether the binds of `sb` include the function's own sources (a
+ * "mounts" entry, its cwd): paths of the host, whose lookup may hang. */
+int rt_sandbox_needs_thread(const struct rt_sandbox *sb);
+
+/* A sandbox's binds being opened off the loop (opening.c). */
+struct rt_opening;
+
+/* Called on the loop: `sb` (the callee's, to rt_sandbox_free and free)
+ * with its binds open, or NULL with the reason in `why` (good during the
+ * call only). */
+typedef void (*rt_opened_fn)(void *arg, struct rt_sandbox *sb, const char *why);
+
+/* How long a start waits for rt_open_binds_async (default 5000 ms). */
+extern int rt_open_timeout_ms;
+
+/* Tests only: called (binds.c) before each open of a function's own
+ * source, with the function user's identity taken. */
+extern void (*rt_open_test_hook)(const struct rt_sandbox *sb);
+
+/* Runs rt_sandbox_open_binds on `sb` (parsed, its binds not open; taken:
+ * emptied) on a thread of `loop`'s pool, which takes the function user's
+ * fsuid, fsgid and groups for the open (binds.c: that thread's alone),
+ * then calls `done` on the loop. After rt_open_timeout_ms `done` gets a
+ * reason instead, and what the thread still opens is closed when it
+ * ends; while two such opens hang, a new one fails at once. Returns the
+ * opening, or NULL with `why` (`sb` then stays the caller's). */
+struct rt_opening *rt_open_binds_async(uv_loop_t *loop, struct rt_sandbox *sb,
+				       rt_opened_fn done, void *arg,
+				       const char **why);
+
+/* Forgets an opening (NULL: nothing): `done` is not called; what it
+ * opens is closed when its thread ends. */
+void rt_open_binds_cancel(struct rt_opening *o);
 
 /* Names a directory no function may bind (the worker's data directory),
  * with /proc, /sys and /dev, which always are. Once, at start. Returns

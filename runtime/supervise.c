@@ -880,8 +880,9 @@ static char *group_name(const struct rt_instance *in, const char *tag)
 	return d.data;
 }
 
-struct rt_run *rt_run_spawn(struct rt_instance *in, int calls, const char *tag,
-			    const char **why)
+struct rt_run *rt_run_spawn_with(struct rt_instance *in, int calls,
+				 const char *tag, struct rt_sandbox *pre,
+				 const char **why)
 {
 	struct rt_sup *s = in->sup;
 	const char *cmd = json_string_value(
@@ -906,13 +907,19 @@ struct rt_run *rt_run_spawn(struct rt_instance *in, int calls, const char *tag,
 	pid_t pid, init = 0;
 	void *stack = NULL;
 
+	/* The user and the sandbox: what the child needs is read here, or
+	 * was (rt_run_open). */
+	if (pre != NULL) {
+		sb = *pre;
+		free(pre);
+	} else if (rt_sandbox_parse(in->spec, &sb, why) < 0) {
+		return NULL;
+	}
 	if (cmd == NULL || cmd[0] == '\0') {
+		rt_sandbox_free(&sb);
 		*why = "no command";
 		return NULL;
 	}
-	/* The user and the sandbox: what the child needs is read here. */
-	if (rt_sandbox_parse(in->spec, &sb, why) < 0)
-		return NULL;
 	/* Plain words are exec'ed directly; a simple command through
 	 * `exec` in a shell; anything else as shell code. Either way the
 	 * pid is the program's own when it can be. */
@@ -1082,6 +1089,47 @@ out:
 	return done;
 }
 
+struct rt_run *rt_run_spawn(struct rt_instance *in, int calls, const char *tag,
+			    const char **why)
+{
+	return rt_run_spawn_with(in, calls, tag, NULL, why);
+}
+
+int rt_run_open(struct rt_instance *in, rt_opened_fn done, void *arg,
+		struct rt_opening **op, struct rt_sandbox **ready,
+		const char **why)
+{
+	struct rt_sandbox sb;
+	int rc;
+
+	*op = NULL;
+	*ready = NULL;
+	rc = rt_sandbox_parse_only(in->spec, &sb, why);
+	if (rc < 0)
+		return rc;
+	if (rt_sandbox_needs_thread(&sb)) {
+		*op = rt_open_binds_async(in->sup->loop, &sb, done, arg, why);
+		if (*op == NULL) {
+			rt_sandbox_free(&sb);
+			return -EAGAIN;
+		}
+		return 1;
+	}
+	/* Only the worker's own directories: opened here, at once. */
+	if (sb.isolate && (rc = rt_sandbox_open_binds(&sb, why)) < 0) {
+		rt_sandbox_free(&sb);
+		return rc;
+	}
+	*ready = malloc(sizeof(**ready));
+	if (*ready == NULL) {
+		rt_sandbox_free(&sb);
+		*why = "out of memory";
+		return -ENOMEM;
+	}
+	**ready = sb;
+	return 0;
+}
+
 /* Whether the instance runs in `mode` ("hot", "cold"). */
 int rt_instance_mode_is(const struct rt_instance *in, const char *mode)
 {
@@ -1101,14 +1149,74 @@ static int stdio_calls(const struct rt_instance *in)
 	       (f == NULL || strcmp(f, "line") == 0 || strcmp(f, "json") == 0);
 }
 
-static void spawn(struct rt_instance *in)
+static void spawned(struct rt_instance *in)
+{
+	struct rt_sup *s = in->sup;
+
+	if (s->ev->spawned != NULL)
+		s->ev->spawned(in, NULL);
+	if (!in->freeing && in->state == RT_RUNNING && s->ev->ready != NULL)
+		s->ev->ready(in, NULL);
+}
+
+/* The rest of spawn, with the user and sandbox read (`sb`, taken). */
+static void spawn_run(struct rt_instance *in, struct rt_sandbox *sb)
 {
 	struct rt_sup *s = in->sup;
 	struct rt_run *r;
 	const char *why = "?";
 	char tag[16];
 
+	snprintf(tag, sizeof(tag), "%d", in->spawned);
+	r = rt_run_spawn_with(in, stdio_calls(in), tag, sb, &why);
+	if (r == NULL) {
+		spawn_failed(in, why);
+		return;
+	}
+	in->run = r;
+	in->pid = r->pid;
+	rt_cgroup_finish(s, in->cgroup);
+	in->cgroup = r->cgroup; /* read at its exit for an OOM kill */
+	r->cgroup = NULL;
+	/* Running once ready: now, or when its readiness says so. */
+	if (rt_ready_watch(in) != 0)
+		set_state(in, RT_RUNNING, "started");
+	spawned(in);
+}
+
+/* rt_run_open's answer for a hot instance; ignored once it was stopped
+ * (a new start opens again). */
+static void spawn_opened(void *arg, struct rt_sandbox *sb, const char *why)
+{
+	struct rt_instance *in = arg;
+
+	assert(!in->freeing && in->opening != NULL);
+	in->opening = NULL;
+	if (!in->desired_run || in->run != NULL) {
+		if (sb != NULL) {
+			rt_sandbox_free(sb);
+			free(sb);
+		}
+		return;
+	}
+	if (sb == NULL)
+		spawn_failed(in, why);
+	else
+		spawn_run(in, sb);
+}
+
+static void spawn(struct rt_instance *in)
+{
+	struct rt_sup *s = in->sup;
+	struct rt_sandbox *sb;
+	const char *why = "?";
+	int rc;
+
 	assert(in->run == NULL && !in->freeing);
+	/* A start while the last one's binds were being opened: this one's
+	 * spec may be newer. */
+	rt_open_binds_cancel(in->opening);
+	in->opening = NULL;
 	in->started_ms = rt_now_ms();
 	in->started_mono = rt_mono_ms();
 	if (in->spawned++ > 0)
@@ -1123,32 +1231,19 @@ static void spawn(struct rt_instance *in)
 		in->pid = 0;
 		set_state(in, RT_RUNNING,
 			  s->simulate ? "simulated" : "ready for calls");
-		goto spawned;
+		spawned(in);
+		return;
 	}
-	snprintf(tag, sizeof(tag), "%d", in->spawned);
 	if (rt_endpoint_prepare(in, &why) < 0 ||
 	    rt_lambda_prepare(in, &why) < 0) {
 		spawn_failed(in, why);
 		return;
 	}
-	r = rt_run_spawn(in, stdio_calls(in), tag, &why);
-	if (r == NULL) {
+	rc = rt_run_open(in, spawn_opened, in, &in->opening, &sb, &why);
+	if (rc < 0)
 		spawn_failed(in, why);
-		return;
-	}
-	in->run = r;
-	in->pid = r->pid;
-	rt_cgroup_finish(s, in->cgroup);
-	in->cgroup = r->cgroup; /* read at its exit for an OOM kill */
-	r->cgroup = NULL;
-	/* Running once ready: now, or when its readiness says so. */
-	if (rt_ready_watch(in) != 0)
-		set_state(in, RT_RUNNING, "started");
-spawned:
-	if (s->ev->spawned != NULL)
-		s->ev->spawned(in, NULL);
-	if (!in->freeing && in->state == RT_RUNNING && s->ev->ready != NULL)
-		s->ev->ready(in, NULL);
+	else if (rc == 0)
+		spawn_run(in, sb);
 }
 
 /* ============================================================= exits */
@@ -1670,6 +1765,8 @@ void rt_instance_remove(struct rt_instance *in)
 		in->run = NULL;
 		in->pid = 0;
 	}
+	rt_open_binds_cancel(in->opening);
+	in->opening = NULL;
 	ns_release(in);
 	rt_ready_unwatch(in);
 	rt_endpoint_forget(in);

@@ -19,6 +19,7 @@
 
 #include "cgroup.h"
 #include "rt.h"
+#include "sandbox.h"
 
 /* Supervision constants (spec 9). */
 #define RT_BACKOFF_FIRST_MS 100	       /* first restart delay */
@@ -119,9 +120,11 @@ struct rt_instance {
 	int nrecent;
 	struct rt_exit exits[RT_EXITS_KEPT]; /* newest first */
 	int nexits;
-	int oom_pending;       /* killed by RSS sampling for memory */
-	char reason[256];      /* why it is in its state */
-	char *cgroup;	       /* its groups' name (cgroup.h), owned, or NULL */
+	int oom_pending;  /* killed by RSS sampling for memory */
+	char reason[256]; /* why it is in its state */
+	char *cgroup;	  /* its groups' name (cgroup.h), owned, or NULL */
+	struct rt_opening *opening; /* its next run's binds being opened
+				     * (rt_run_open), or NULL */
 	struct rt_ns_init *ns; /* its sandbox's pid namespace and init, kept
 				* across its runs (supervise.c), or NULL */
 	int log_fd;	       /* the open log file, or -1 */
@@ -347,6 +350,21 @@ void rt_log_write(struct rt_instance *in, const char *p, size_t n);
  * yet the instance's `run`), or NULL with `why` (a static string). */
 struct rt_run *rt_run_spawn(struct rt_instance *in, int calls, const char *tag,
 			    const char **why);
+
+/* rt_run_spawn with the user and sandbox of `pre` (from rt_run_open;
+ * taken, even on failure), or (NULL) of the spec, read here. */
+struct rt_run *rt_run_spawn_with(struct rt_instance *in, int calls,
+				 const char *tag, struct rt_sandbox *pre,
+				 const char **why);
+
+/* Reads the user and sandbox of `in`'s spec for a spawn. When the
+ * sandbox binds the function's own sources (its mounts, its cwd), they
+ * are opened off the loop (rt_open_binds_async): returns 1 with the
+ * opening in *op, and `done` follows on the loop. Otherwise returns 0
+ * with what to pass rt_run_spawn_with in *ready. Or -errno with `why`. */
+int rt_run_open(struct rt_instance *in, rt_opened_fn done, void *arg,
+		struct rt_opening **op, struct rt_sandbox **ready,
+		const char **why);
 
 /* Closes pipe `p` of run `r` if it is open. */
 void rt_run_close(struct rt_run *r, uv_pipe_t *p);

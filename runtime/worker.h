@@ -42,9 +42,11 @@ struct rt_call {
 	int sent;	    /* handed to a process (in->nsent counts it) */
 	uv_timer_t *timer;  /* the deadline; owned until closed */
 	struct rt_run *run; /* cold: its process */
-	struct rt_buf resp; /* cold: its stdout so far */
-	void *lambda;	    /* lambda.c: the runtime API it was handed to */
-	void *http;	    /* http.c: its transfer under way, or NULL */
+	struct rt_opening *opening; /* cold: its sandbox's binds being
+				     * opened, before its process */
+	struct rt_buf resp;	    /* cold: its stdout so far */
+	void *lambda; /* lambda.c: the runtime API it was handed to */
+	void *http;   /* http.c: its transfer under way, or NULL */
 };
 
 /* The worker process. */

@@ -7,9 +7,11 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -149,6 +151,7 @@ static void teardown(void)
 }
 
 static int want_exited, want_spawned;
+static struct rt_instance *watched;
 
 static int exited_enough(void)
 {
@@ -159,8 +162,6 @@ static int spawned_enough(void)
 {
 	return rec.spawned >= want_spawned;
 }
-
-static struct rt_instance *watched;
 
 static int stopped(void)
 {
@@ -175,6 +176,13 @@ static json_t *sb_spec(const char *cmd, const char *policy)
 			 "uid", NOBODY, "gid", NOBODY, "isolation", "sandbox");
 }
 
+static int start_answered(void)
+{
+	return watched->opening == NULL;
+}
+
+/* Starts `in`, and waits for its spawn: a sandbox's own sources (its
+ * cwd, mounts) are opened off the loop first (rt_run_open). */
 static struct rt_instance *start(const char *id, json_t *spec)
 {
 	struct rt_instance *in = rt_instance_new(&sup, id);
@@ -183,6 +191,8 @@ static struct rt_instance *start(const char *id, json_t *spec)
 		exit(1);
 	CHECK(rt_instance_start(in, spec, 1) == 0);
 	json_decref(spec);
+	watched = in;
+	CHECK(run_until(start_answered, 8000));
 	return in;
 }
 
@@ -441,7 +451,7 @@ TEST(sandbox_kill9_restarts)
 	CHECK(strstr(buf, want) != NULL);
 	init = rt_instance_init(in);
 	CHECK(init > 0);
-	CHECK(kill(first, SIGKILL) == 0);
+	CHECK(first > 0 && kill(first, SIGKILL) == 0);
 	want_spawned = 2;
 	CHECK(run_until(spawned_enough, 3000));
 	CHECK(rec.exited >= 1 && rec.exits[0].signal == SIGKILL);
@@ -963,4 +973,130 @@ TEST(sandbox_child_say_is_one_line)
 	CHECK(strlen(out) == 1024 && out[1023] == '\n');
 	CHECK(strncmp(out, "fnfs: code xxx", 14) == 0);
 	CHECK(strchr(out, '\n') == out + 1023);
+}
+
+/* ------------------------------------ binds opened off the loop thread */
+
+/* The hook in the open (binds.c): on a thread of the pool, as the
+ * function's user, it waits (10 s at most) for the loop to say it kept
+ * serving. Were the open on the loop thread, the loop could not say so. */
+static int hold_rd = -1, hold_wr = -1, ticks, hook_calls;
+static pid_t hook_tid, loop_tid;
+static uid_t hook_fsuid, loop_fsuid = (uid_t)-1;
+static int hook_released;
+
+static void slow_open(const struct rt_sandbox *sb)
+{
+	struct pollfd p = { hold_rd, POLLIN, 0 };
+	char c;
+
+	(void)sb;
+	hook_calls++;
+	hook_tid = (pid_t)syscall(SYS_gettid);
+	hook_fsuid = (uid_t)syscall(SYS_setfsuid, (uid_t)-1);
+	if (poll(&p, 1, 10000) == 1 && read(hold_rd, &c, 1) == 1)
+		hook_released = 1;
+}
+
+static void on_tick(uv_timer_t *t)
+{
+	(void)t;
+	/* The loop's own identity is the worker's meanwhile. */
+	if (hook_calls > 0 && ++ticks == 3) {
+		loop_fsuid = (uid_t)syscall(SYS_setfsuid, (uid_t)-1);
+		if (write(hold_wr, "x", 1) < 0)
+			return;
+	}
+}
+
+static int hook_done(void)
+{
+	return hook_released;
+}
+
+static void hold_setup(uv_timer_t *tick)
+{
+	int fds[2];
+
+	CHECK(pipe(fds) == 0);
+	hold_rd = fds[0];
+	hold_wr = fds[1];
+	ticks = hook_calls = hook_released = 0;
+	hook_tid = 0;
+	loop_tid = (pid_t)syscall(SYS_gettid);
+	rt_open_test_hook = slow_open;
+	uv_timer_init(&loop, tick);
+	uv_timer_start(tick, on_tick, 20, 20);
+}
+
+static void hold_teardown(uv_timer_t *tick)
+{
+	rt_open_test_hook = NULL;
+	rt_open_timeout_ms = 5000;
+	uv_close((uv_handle_t *)tick, NULL);
+	close(hold_rd);
+	close(hold_wr);
+}
+
+/* A slow open of a sandbox's cwd (held in the hook) runs on another
+ * thread, as the function's user, while the loop goes on serving; the
+ * instance then starts as usual. */
+TEST(sandbox_open_off_the_loop)
+{
+	struct rt_instance *in;
+	uv_timer_t tick;
+	json_t *spec;
+	char *log;
+
+	if (!can_sandbox())
+		return;
+	setup();
+	hold_setup(&tick);
+	in = rt_instance_new(&sup, "t/n/f/0");
+	CHECK(in != NULL);
+	if (in == NULL)
+		return;
+	spec = sb_spec("echo started END", "never");
+	CHECK(rt_instance_start(in, spec, 1) == 0);
+	json_decref(spec);
+	CHECK(in->opening != NULL && in->run == NULL);
+	CHECK(run_until(hook_done, 8000));
+	CHECK(ticks >= 3 && loop_fsuid == 0);
+	CHECK(hook_tid != 0 && hook_tid != loop_tid);
+	CHECK(hook_fsuid == NOBODY);
+	want_exited = 1;
+	CHECK(run_until(exited_enough, 8000));
+	CHECK(rec.spawned == 1 && rec.failed_spawns == 0);
+	log = log_of(in, "END");
+	CHECK(strstr(log, "started END") != NULL);
+	free(log);
+	hold_teardown(&tick);
+	teardown();
+}
+
+/* An open that takes longer than the limit fails the start with a
+ * reason, at the limit; what it opens later is closed. */
+TEST(sandbox_open_time_limit)
+{
+	struct rt_instance *in;
+	uv_timer_t tick;
+
+	if (!can_sandbox())
+		return;
+	setup();
+	hold_setup(&tick);
+	uv_timer_stop(&tick); /* nothing releases it before the limit */
+	rt_open_timeout_ms = 100;
+	in = start("t/n/f/0", sb_spec("echo started END", "never"));
+	CHECK(rec.failed_spawns == 1 && rec.spawned == 0);
+	CHECK(strstr(rec.why, "took over 100 ms") != NULL);
+	CHECK(in->state == RT_FAILED && in->run == NULL);
+	CHECK(strstr(in->reason, "took over 100 ms") != NULL);
+	/* Let the thread go: its descriptors are closed once it ends
+	 * (teardown's uv_loop_close checks nothing is left behind). */
+	CHECK(write(hold_wr, "x", 1) == 1);
+	CHECK(run_until(hook_done, 8000));
+	run_for(100);
+	hold_teardown(&tick);
+	teardown();
 }
