@@ -53,6 +53,7 @@ descends() {
 # descend from WORKER's process.
 under() {
 	local f pid n=0
+	# shellcheck disable=SC2013 # /proc/PID/FILE: one word each
 	for f in $(grep -lszxF "$RUN_MARK" /proc/[0-9]*/environ); do
 		if ! grep -qszxF "$2" "$f"; then
 			continue

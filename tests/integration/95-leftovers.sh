@@ -17,6 +17,7 @@ CGROUPS=$(stat_of "$W/local-1/status" cgroups)
 # environment.
 pids_with() {
 	local f pid
+	# shellcheck disable=SC2013 # /proc/PID/FILE: one word each
 	for f in $(grep -lszxF "$RUN_MARK" /proc/[0-9]*/environ); do
 		if grep -qszxF "$1" "$f"; then
 			pid=${f#/proc/}

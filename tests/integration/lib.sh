@@ -28,6 +28,7 @@ _n=0
 # looked at closer.
 our_workers() {
 	local f pid
+	# shellcheck disable=SC2013 # /proc/PID/FILE: one word each
 	for f in $(grep -lsaF "$T/" /proc/[0-9]*/cmdline); do
 		pid=${f#/proc/}
 		pid=${pid%/cmdline}
@@ -336,6 +337,7 @@ mark_env() {
 # instance, wherever it runs.
 procs_with() {
 	local f n=0
+	# shellcheck disable=SC2013 # /proc/PID/FILE: one word each
 	for f in $(grep -lszxF "$RUN_MARK" /proc/[0-9]*/environ); do
 		if grep -qszxF "$1" "$f"; then
 			n=$((n + 1))
