@@ -21,6 +21,8 @@ cp "$top/tests/run" "$fake/tests/run"
 ln -s "$top/tests/integration/lib.sh" "$top/tests/integration/fixtures" "$fake/tests/integration/"
 ln -s "$FNFS" "$fake/fnfs"
 export SELFTEST=$T
+# The foreign groups' hash: this test's own (two runs of it may meet).
+export FOREIGN=c0ffee$$
 
 # The directory of this process's group where groups can be made: the
 # memory hierarchy (v1), else the unified one (v2).
@@ -40,7 +42,7 @@ cat >"$fake/tests/integration/01-foreign.sh" <<'EOF'
 g=$(cat "$SELFTEST/cgdir")
 echo "$FNFS_TEST_RUN" >"$SELFTEST/run1"
 if [ -n "$g" ]; then
-	mkdir "$g/fnfs-00c0ffee-local-1" "$g/fnfs-00c0ffee-rother1-local-1"
+	mkdir "$g/fnfs-$FOREIGN-local-1" "$g/fnfs-$FOREIGN-rother1-local-1"
 fi
 ip netns add "fnfs-ctl-$$"
 echo "fnfs-ctl-$$" >"$SELFTEST/foreign-ns"
@@ -65,10 +67,11 @@ ip netns add "fnfs-$FNFS_TEST_RUN-leak-$$"
 echo "ok 2 - left things"
 EOF
 
-# 03-slow outlives the run's limit (3 s here) and leaves a process in a
+# 03-slow outlives its limit (3 s) and leaves a process in a
 # session of its own (out of its process group); 04-user leaves a user
 # of its own. Both are reported and removed.
 cat >"$fake/tests/integration/03-slow.sh" <<'EOF'
+# tests/run timeout: 3
 . "$(dirname "$0")/lib.sh"
 echo "$FNFS_TEST_RUN" >"$SELFTEST/run3"
 setsid sleep 300 </dev/null >/dev/null 2>&1 &
@@ -87,7 +90,7 @@ cg_dir >"$T/cgdir"
 # Not the outer run's TESTS: the inner one runs all of its tests, 4 at
 # a time.
 t0=$(date +%s)
-env -u TESTS FNFS_TEST_TIMEOUT=3 "$fake/tests/run" -j 4 --integration-only >"$T/run.out" 2>&1
+env -u TESTS "$fake/tests/run" -j 4 --integration-only >"$T/run.out" 2>&1
 rc=$?
 sed 's/^/   # /' "$T/run.out"
 run=$(cat "$T/run" 2>/dev/null)
@@ -105,9 +108,9 @@ umount "$m" 2>/dev/null
 rmdir "$m" 2>/dev/null
 g=$(cat "$T/cgdir")
 if [ -n "$g" ]; then
-	check "the foreign groups are not named" eval '! grep -q "00c0ffee" "$T/run.out"'
-	check "the foreign groups are still there" test -d "$g/fnfs-00c0ffee-local-1" -a -d "$g/fnfs-00c0ffee-rother1-local-1"
-	rmdir "$g/fnfs-00c0ffee-local-1" "$g/fnfs-00c0ffee-rother1-local-1" 2>/dev/null
+	check "the foreign groups are not named" eval '! grep -q "$FOREIGN" "$T/run.out"'
+	check "the foreign groups are still there" test -d "$g/fnfs-$FOREIGN-local-1" -a -d "$g/fnfs-$FOREIGN-rother1-local-1"
+	rmdir "$g/fnfs-$FOREIGN-local-1" "$g/fnfs-$FOREIGN-rother1-local-1" 2>/dev/null
 fi
 check "its own namespace is named" grep -q "netns fnfs-$run-leak-" "$T/run.out"
 check "its own namespace is removed" eval '! ip netns list | grep -q "fnfs-$run-"'
