@@ -3,6 +3,8 @@
 #   make                 build ./fnfs
 #   make run             mount a demo at ./mnt in the foreground (Ctrl-C ends it)
 #   make test            install missing deps, build, run unit + integration tests
+#                        (side by side: JOBS=N tests at a time, default 2 per CPU)
+#   make check-fast      unit tests + the smoke tests (under 2 minutes)
 #   make SANITIZE=1 test the same with AddressSanitizer and UBSan
 #   make lint            clang-format check, cppcheck, shellcheck
 #   make install         PREFIX=/usr/local DESTDIR=: fnfs, fnfs(1), fnfs.service
@@ -51,7 +53,7 @@ LIB_OBJ := $(patsubst %.c,$(B)/%.o,$(RUNTIME_SRC) $(SCHED_SRC)) \
 FS_OBJ := $(patsubst %.c,$(B)/%.o,$(FS_SRC))
 UNIT_OBJ := $(patsubst %.c,$(B)/%.o,$(UNIT_SRC))
 
-.PHONY: all run test unit integration lint install uninstall clean deps FORCE
+.PHONY: all run test check-fast unit integration lint install uninstall clean deps FORCE
 
 all: fnfs
 
@@ -101,15 +103,23 @@ run: deps
 	$(MAKE) --no-print-directory fnfs
 	./scripts/demo
 
+# tests/run -j: independent tests side by side (see tests/run).
+JOBS ?=
 test: deps
 	$(MAKE) --no-print-directory fnfs $(B)/unit-tests
-	./tests/run $(B)/unit-tests
+	./tests/run $(if $(JOBS),-j $(JOBS)) $(B)/unit-tests
+
+# The edit-compile-test loop: the unit tests and the tests marked
+# "# tests/run: smoke", side by side.
+check-fast:
+	$(MAKE) --no-print-directory fnfs $(B)/unit-tests
+	./tests/run --smoke $(if $(JOBS),-j $(JOBS)) $(B)/unit-tests
 
 unit: $(B)/unit-tests
 	$(B)/unit-tests
 
 integration: fnfs
-	./tests/run --integration-only
+	./tests/run $(if $(JOBS),-j $(JOBS)) --integration-only
 
 lint:
 	clang-format --dry-run --Werror fs/*.[ch] sched/*.[ch] runtime/*.[ch] runtime/init/*.[ch] \

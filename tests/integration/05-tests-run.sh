@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# tests/run itself: its check of what a test leaves on the host (workers'
+# tests/run itself: tests side by side (-j), each with an id of its own, a
+# time limit per test, and its check of what a test leaves on the host (workers'
 # cgroups, network namespaces, mounts) counts, and removes, only what
 # this run's own tests made, named with the run's id. What another
 # process makes meanwhile (another fnfs, another run of the tests) is
@@ -10,6 +11,7 @@
 # another fnfs or another run would name them, and passes; 02-leaves
 # starts fnfs, kills its controller and its worker with SIGKILL (their
 # cgroup stays), and leaves a network namespace of its run.
+# tests/run: smoke
 . "$(dirname "$0")/lib.sh"
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -19,6 +21,8 @@ cp "$top/tests/run" "$fake/tests/run"
 ln -s "$top/tests/integration/lib.sh" "$top/tests/integration/fixtures" "$fake/tests/integration/"
 ln -s "$FNFS" "$fake/fnfs"
 export SELFTEST=$T
+# The foreign groups' hash: this test's own (two runs of it may meet).
+export FOREIGN=c0ffee$$
 
 # The directory of this process's group where groups can be made: the
 # memory hierarchy (v1), else the unified one (v2).
@@ -36,8 +40,9 @@ cat >"$fake/tests/integration/01-foreign.sh" <<'EOF'
 # Named as an fnfs without a tag, and as another run's worker, would name
 # them; a namespace of another test's, a mount of another run's test.
 g=$(cat "$SELFTEST/cgdir")
+echo "$FNFS_TEST_RUN" >"$SELFTEST/run1"
 if [ -n "$g" ]; then
-	mkdir "$g/fnfs-00c0ffee-local-1" "$g/fnfs-00c0ffee-rother1-local-1"
+	mkdir "$g/fnfs-$FOREIGN-local-1" "$g/fnfs-$FOREIGN-rother1-local-1"
 fi
 ip netns add "fnfs-ctl-$$"
 echo "fnfs-ctl-$$" >"$SELFTEST/foreign-ns"
@@ -62,9 +67,30 @@ ip netns add "fnfs-$FNFS_TEST_RUN-leak-$$"
 echo "ok 2 - left things"
 EOF
 
+# 03-slow outlives its limit (3 s) and leaves a process in a
+# session of its own (out of its process group); 04-user leaves a user
+# of its own. Both are reported and removed.
+cat >"$fake/tests/integration/03-slow.sh" <<'EOF'
+# tests/run timeout: 3
+. "$(dirname "$0")/lib.sh"
+echo "$FNFS_TEST_RUN" >"$SELFTEST/run3"
+setsid sleep 300 </dev/null >/dev/null 2>&1 &
+echo $! >"$SELFTEST/stray"
+echo "ok 1 - started"
+sleep 100
+EOF
+cat >"$fake/tests/integration/04-user.sh" <<'EOF'
+. "$(dirname "$0")/lib.sh"
+u=fnu$$
+useradd -M -N -s /usr/sbin/nologin -c "fnfs-test $FNFS_TEST_RUN" "$u" && echo "$u" >"$SELFTEST/user"
+echo "ok 1 - made a user"
+EOF
+
 cg_dir >"$T/cgdir"
-# Not the outer run's TESTS: the inner one runs both of its tests.
-env -u TESTS "$fake/tests/run" --integration-only >"$T/run.out" 2>&1
+# Not the outer run's TESTS: the inner one runs all of its tests, 4 at
+# a time.
+t0=$(date +%s)
+env -u TESTS "$fake/tests/run" -j 4 --integration-only >"$T/run.out" 2>&1
 rc=$?
 sed 's/^/   # /' "$T/run.out"
 run=$(cat "$T/run" 2>/dev/null)
@@ -82,9 +108,9 @@ umount "$m" 2>/dev/null
 rmdir "$m" 2>/dev/null
 g=$(cat "$T/cgdir")
 if [ -n "$g" ]; then
-	check "the foreign groups are not named" eval '! grep -q "00c0ffee" "$T/run.out"'
-	check "the foreign groups are still there" test -d "$g/fnfs-00c0ffee-local-1" -a -d "$g/fnfs-00c0ffee-rother1-local-1"
-	rmdir "$g/fnfs-00c0ffee-local-1" "$g/fnfs-00c0ffee-rother1-local-1" 2>/dev/null
+	check "the foreign groups are not named" eval '! grep -q "$FOREIGN" "$T/run.out"'
+	check "the foreign groups are still there" test -d "$g/fnfs-$FOREIGN-local-1" -a -d "$g/fnfs-$FOREIGN-rother1-local-1"
+	rmdir "$g/fnfs-$FOREIGN-local-1" "$g/fnfs-$FOREIGN-rother1-local-1" 2>/dev/null
 fi
 check "its own namespace is named" grep -q "netns fnfs-$run-leak-" "$T/run.out"
 check "its own namespace is removed" eval '! ip netns list | grep -q "fnfs-$run-"'
@@ -95,4 +121,16 @@ if grep -q 'cgroups yes' "$T/cgroups" 2>/dev/null; then
 else
 	echo "# skipped, not counted: its worker's group (no cgroups on this machine)"
 fi
+# shellcheck disable=SC2034 # read in the eval below
+run3=$(cat "$T/run3" 2>/dev/null)
+check "each test has an id of its own" eval '[ -n "$run3" ] && [ "$(sort -u "$T/run1" "$T/run" "$T/run3" | wc -l)" = 3 ]'
+check "the tests ran side by side (the slow one is cut at 3 s)" test $(($(date +%s) - t0)) -lt 40
+check "the slow test is killed at its limit" grep -q "^not ok - 03-slow took more than 3 s (killed)" "$T/run.out"
+stray=$(cat "$T/stray" 2>/dev/null)
+check "its stray process is named" grep -q "^    process $stray sleep 300" "$T/run.out"
+check "and ended" eval '! alive "$stray"'
+u=$(cat "$T/user" 2>/dev/null)
+check "a test's user left behind is named" grep -q "^    user $u\$" "$T/run.out"
+check "and removed" eval '[ -n "$u" ] && ! getent passwd "$u" >/dev/null'
+check "each test's time is shown, and the slowest" eval 'grep -q "^== 04-user ([0-9.]* s)" "$T/run.out" && grep -q "^# slowest" "$T/run.out"'
 done_testing

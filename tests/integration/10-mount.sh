@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Mounting, the root files, unmounting (fusermount3, SIGTERM, SIGINT),
 # refusals, and the clean-up of a stale mount after a crash.
+# tests/run: smoke
 . "$(dirname "$0")/lib.sh"
 
 check "fnfs mount returns with the mount ready" start_fnfs

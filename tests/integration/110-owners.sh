@@ -20,8 +20,8 @@ owners_cleanup() {
 }
 trap owners_cleanup EXIT
 if ! { groupadd "$A" && groupadd "$B" && groupadd "$S" &&
-	useradd -M -N -s /usr/sbin/nologin -g "$A" "$A" &&
-	useradd -M -N -s /usr/sbin/nologin -g "$B" -G "$S" "$B"; }; then
+	useradd -M -N -s /usr/sbin/nologin -c "fnfs-test ${FNFS_TEST_RUN:-$$}" -g "$A" "$A" &&
+	useradd -M -N -s /usr/sbin/nologin -c "fnfs-test ${FNFS_TEST_RUN:-$$}" -g "$B" -G "$S" "$B"; }; then
 	echo "not ok 1 - cannot create the test users"
 	exit 1
 fi

@@ -177,11 +177,11 @@ link_up "$NS_M1"
 check "after the heal, m1 comes back" wait_until 15 state_is "$W/m1/state" healthy
 # copies_of FUNCTION N: live processes, on any machine, of instance N.
 copies_of() {
-	local f n=0 env
-	for f in /proc/[0-9]*/environ; do
-		env=$({ tr '\0' '\n' <"$f"; } 2>/dev/null) || continue
-		grep -qx "$RUN_MARK" <<<"$env" && grep -qx "FN_FUNCTION=$1" <<<"$env" &&
-			grep -qx "FN_INSTANCE=$2" <<<"$env" && n=$((n + 1))
+	local f n=0
+	# shellcheck disable=SC2013 # /proc/PID/FILE: one word each
+	for f in $(grep -lszxF "$RUN_MARK" /proc/[0-9]*/environ); do
+		grep -qszxF "FN_FUNCTION=$1" "$f" &&
+			grep -qszxF "FN_INSTANCE=$2" "$f" && n=$((n + 1))
 	done
 	echo "$n"
 }

@@ -9,7 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 
 free_port() {
-	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+	free_ports 1
 }
 PORT=$(free_port)
 W=$MNT/workers

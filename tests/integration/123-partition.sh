@@ -52,10 +52,10 @@ descends() {
 # under WORKER VAR=VALUE: how many of the run's processes with VAR=VALUE
 # descend from WORKER's process.
 under() {
-	local f pid n=0 env
-	for f in /proc/[0-9]*/environ; do
-		env=$({ tr '\0' '\n' <"$f"; } 2>/dev/null) || continue
-		if ! grep -qx "$RUN_MARK" <<<"$env" || ! grep -qx "$2" <<<"$env"; then
+	local f pid n=0
+	# shellcheck disable=SC2013 # /proc/PID/FILE: one word each
+	for f in $(grep -lszxF "$RUN_MARK" /proc/[0-9]*/environ); do
+		if ! grep -qszxF "$2" "$f"; then
 			continue
 		fi
 		pid=${f#/proc/}

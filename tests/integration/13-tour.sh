@@ -3,6 +3,7 @@
 # `make run` starts) going, from the directory that holds the mount and
 # ./fnfs, every command of its console blocks, checking that each prints
 # what the README shows (see fixtures/tour.py for how outputs compare).
+# tests/run: smoke
 . "$(dirname "$0")/lib.sh"
 top=$(cd "$(dirname "$0")/../.." && pwd)
 

@@ -31,11 +31,7 @@ TTL=2
 check "3 etcd members healthy within 20 s" etcd_start_cluster 3
 EP=${ETCD_ENDPOINTS//http:\/\//}
 
-read -r "PORT[a]" "PORT[b]" "PORT[c]" < <(python3 -c '
-import socket
-s=[socket.socket() for _ in range(3)]
-for x in s: x.bind(("127.0.0.1",0))
-print(*[x.getsockname()[1] for x in s])')
+read -r "PORT[a]" "PORT[b]" "PORT[c]" < <(free_ports 3 | xargs)
 
 # One CA, made once, copied to every controller.
 check "fnfs ca init" "$FNFS" ca init --data "$T/da"

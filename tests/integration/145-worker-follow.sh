@@ -19,7 +19,7 @@ declare -A CP
 trap 'cluster_cleanup; etcd_cleanup; cleanup' EXIT
 
 free_port() {
-	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+	free_ports 1
 }
 P1=$(free_port)
 P2=$(free_port)
@@ -168,11 +168,7 @@ check "the workers stop their instances and exit" \
 TTL=3
 check "3 etcd members healthy within 20 s" etcd_start_cluster 3
 EP=${ETCD_ENDPOINTS//http:\/\//}
-read -r "CP[a]" "CP[b]" "CP[c]" < <(python3 -c '
-import socket
-s=[socket.socket() for _ in range(3)]
-for x in s: x.bind(("127.0.0.1",0))
-print(*[x.getsockname()[1] for x in s])')
+read -r "CP[a]" "CP[b]" "CP[c]" < <(free_ports 3 | xargs)
 for m in a b c; do
 	mkdir -p "$T/d$m" && chmod 700 "$T/d$m" && cp -a "$DATA/ca" "$T/d$m/ca"
 done

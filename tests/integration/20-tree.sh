@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The tenants/ tree: mkdir and rmdir at each level, names, errno, listings,
 # types, modes and times.
+# tests/run: smoke
 . "$(dirname "$0")/lib.sh"
 start_fnfs || exit 1
 F=$MNT/tenants/acme/prod/thumb

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # The event journal: line format, absolute offsets, tail -n and tail -f.
+# tests/run: smoke
 . "$(dirname "$0")/lib.sh"
 start_fnfs || exit 1
 

@@ -2,6 +2,7 @@
 # Daemon functions run as supervised instances: pids, environment,
 # symlinks, restart, stop and start (persisted), new revisions,
 # parallelism, logs, and a clean unmount that leaves nothing behind.
+# tests/run: smoke
 . "$(dirname "$0")/lib.sh"
 start_fnfs || exit 1
 check "the local worker registers" wait_until 10 state_is "$MNT/workers/local-1/state" healthy

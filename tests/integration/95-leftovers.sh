@@ -16,10 +16,10 @@ CGROUPS=$(stat_of "$W/local-1/status" cgroups)
 # pids_with VAR=VALUE: pids of this run's processes with it in their
 # environment.
 pids_with() {
-	local f pid env
-	for f in /proc/[0-9]*/environ; do
-		env=$({ tr '\0' '\n' <"$f"; } 2>/dev/null) || continue
-		if grep -qx "$RUN_MARK" <<<"$env" && grep -qx "$1" <<<"$env"; then
+	local f pid
+	# shellcheck disable=SC2013 # /proc/PID/FILE: one word each
+	for f in $(grep -lszxF "$RUN_MARK" /proc/[0-9]*/environ); do
+		if grep -qszxF "$1" "$f"; then
 			pid=${f#/proc/}
 			echo "${pid%/environ}"
 		fi

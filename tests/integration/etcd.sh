@@ -31,18 +31,10 @@ if ! declare -p ETCD_WRAP >/dev/null 2>&1; then
 fi
 
 # etcd_free_ports N: N distinct free TCP ports on 127.0.0.1, one a line
-# (all held open together while they are chosen, so they differ).
+# (all held open together while they are chosen, so they differ; from
+# the test's own range under tests/run: free-ports.py).
 etcd_free_ports() {
-	python3 - "$1" <<'PY'
-import socket, sys
-socks = []
-for _ in range(int(sys.argv[1])):
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    socks.append(s)
-for s in socks:
-    print(s.getsockname()[1])
-PY
+	python3 "$(dirname "${BASH_SOURCE[0]}")/free-ports.py" "$1" "$T/.ports"
 }
 
 # etcd_run I STATE: starts member I in the background (STATE "new" for a

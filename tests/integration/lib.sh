@@ -10,8 +10,8 @@ FNFS=${FNFS:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/fnfs}
 # Not under /tmp, which every function sees as a private tmpfs of its own:
 # the programs and directories a test gives its functions must be seen.
 # Traversable (not listable) by the users functions run as (nobody).
-# Under tests/run, the name carries the run's id ($FNFS_TEST_RUN): the
-# run counts what is left of its own tests only.
+# Under tests/run, the name carries the test's id ($FNFS_TEST_RUN): the
+# run counts what is left of each of its tests only.
 T=$(mktemp -d "/var/tmp/fnfs-it.${FNFS_TEST_RUN:+$FNFS_TEST_RUN.}XXXXXX")
 chmod 711 "$T"
 MNT=$T/mnt
@@ -23,9 +23,13 @@ _n=0
 
 # Pids of fnfs workers started for this test: their command line names
 # this test's own directory (a crashed controller leaves them behind).
+# One grep reads every process's command line (a loop of programs per
+# process costs seconds on a busy machine); only those naming $T are
+# looked at closer.
 our_workers() {
 	local f pid
-	for f in /proc/[0-9]*/cmdline; do
+	# shellcheck disable=SC2013 # /proc/PID/FILE: one word each
+	for f in $(grep -lsaF "$T/" /proc/[0-9]*/cmdline); do
 		pid=${f#/proc/}
 		pid=${pid%/cmdline}
 		if { tr '\0' ' ' <"$f"; } 2>/dev/null | grep -q "^[^ ]*fnfs worker .*$T/"; then
@@ -103,6 +107,12 @@ check_fails_with() {
 # write FILE VALUE: echo VALUE > FILE, as a user does (a newline included).
 write() {
 	echo "$2" >"$1"
+}
+
+# free_ports N: N distinct TCP ports free on 127.0.0.1, one a line; under
+# tests/run, from this test's own range (free-ports.py).
+free_ports() {
+	python3 "$(dirname "${BASH_SOURCE[0]}")/free-ports.py" "$1" "$T/.ports"
 }
 
 # wait_until SECONDS COMMAND...: polls the command every 20 ms until it
@@ -326,10 +336,10 @@ mark_env() {
 # marked with mark_env) have it in their environment: every copy of an
 # instance, wherever it runs.
 procs_with() {
-	local f n=0 env
-	for f in /proc/[0-9]*/environ; do
-		env=$({ tr '\0' '\n' <"$f"; } 2>/dev/null) || continue
-		if grep -qx "$RUN_MARK" <<<"$env" && grep -qx "$1" <<<"$env"; then
+	local f n=0
+	# shellcheck disable=SC2013 # /proc/PID/FILE: one word each
+	for f in $(grep -lszxF "$RUN_MARK" /proc/[0-9]*/environ); do
+		if grep -qszxF "$1" "$f"; then
 			n=$((n + 1))
 		fi
 	done

@@ -21,8 +21,10 @@ users_cleanup() {
 	done
 }
 trap users_cleanup EXIT
-useradd -M -N -s /usr/sbin/nologin "$A" || exit 1
-useradd -M -N -s /usr/sbin/nologin "$B" || exit 1
+# The GECOS names the test (tests/run counts its users left behind).
+USERS_GECOS="fnfs-test ${FNFS_TEST_RUN:-$$}"
+useradd -M -N -s /usr/sbin/nologin -c "$USERS_GECOS" "$A" || exit 1
+useradd -M -N -s /usr/sbin/nologin -c "$USERS_GECOS" "$B" || exit 1
 # shellcheck disable=SC2034 # used by the tests that source this
 AU=$(id -u "$A")
 # shellcheck disable=SC2034
