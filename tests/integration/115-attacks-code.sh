@@ -133,14 +133,14 @@ check "the controller places them there" wait_until 10 eval '[ "$(where "$AF/ins
 # ask COMMAND...: sends a command to the spy and waits for its answer
 # (one line per object for get); prints the answer lines.
 ask() {
-	local n k
+	local n k kind=$1
 	n=$(wc -l <"$SPY_OUT")
 	echo "$*" >&7
 	# shellcheck disable=SC2034 # read in the eval below
 	k=1
 	# shellcheck disable=SC2034
 	[ "$1" = get ] && k=$(($# - 2))
-	wait_until 30 eval '[ "$(tail -n +$((n + 1)) "$SPY_OUT" | grep -c "^$1 ")" -ge $k ]'
+	wait_until 30 eval '[ "$(tail -n +$((n + 1)) "$SPY_OUT" | grep -c "^$kind ")" -ge $k ]'
 	tail -n +$((n + 1)) "$SPY_OUT" | grep "^$1 "
 }
 DENIED="err 13 not the code of an instance on this worker bytes=0"
