@@ -82,7 +82,7 @@ EOF
 cat >"$fake/tests/integration/04-user.sh" <<'EOF'
 . "$(dirname "$0")/lib.sh"
 u=fnu$$
-useradd -M -N -s /usr/sbin/nologin -c "fnfs-test $FNFS_TEST_RUN" "$u" && echo "$u" >"$SELFTEST/user"
+passwd_locked useradd -M -N -s /usr/sbin/nologin -c "fnfs-test $FNFS_TEST_RUN" "$u" && echo "$u" >"$SELFTEST/user"
 echo "ok 1 - made a user"
 EOF
 

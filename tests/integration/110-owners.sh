@@ -12,16 +12,16 @@ B=fb$$ # bob: owns nothing; a member of group S
 S=fs$$ # a group shared by alice's tenant team and bob
 owners_cleanup() {
 	cleanup
-	userdel "$A" 2>/dev/null
-	userdel "$B" 2>/dev/null
-	groupdel "$A" 2>/dev/null
-	groupdel "$B" 2>/dev/null
-	groupdel "$S" 2>/dev/null
+	passwd_locked userdel "$A" 2>/dev/null
+	passwd_locked userdel "$B" 2>/dev/null
+	passwd_locked groupdel "$A" 2>/dev/null
+	passwd_locked groupdel "$B" 2>/dev/null
+	passwd_locked groupdel "$S" 2>/dev/null
 }
 trap owners_cleanup EXIT
-if ! { groupadd "$A" && groupadd "$B" && groupadd "$S" &&
-	useradd -M -N -s /usr/sbin/nologin -c "fnfs-test ${FNFS_TEST_RUN:-$$}" -g "$A" "$A" &&
-	useradd -M -N -s /usr/sbin/nologin -c "fnfs-test ${FNFS_TEST_RUN:-$$}" -g "$B" -G "$S" "$B"; }; then
+if ! { passwd_locked groupadd "$A" && passwd_locked groupadd "$B" && passwd_locked groupadd "$S" &&
+	passwd_locked useradd -M -N -s /usr/sbin/nologin -c "fnfs-test ${FNFS_TEST_RUN:-$$}" -g "$A" "$A" &&
+	passwd_locked useradd -M -N -s /usr/sbin/nologin -c "fnfs-test ${FNFS_TEST_RUN:-$$}" -g "$B" -G "$S" "$B"; }; then
 	echo "not ok 1 - cannot create the test users"
 	exit 1
 fi

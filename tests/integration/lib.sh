@@ -117,6 +117,13 @@ free_ports() {
 
 # wait_until SECONDS COMMAND...: polls the command every 20 ms until it
 # succeeds (0) or the time is up (1).
+# passwd_locked CMD...: useradd, userdel, groupadd and groupdel take
+# /etc/passwd's lock and fail at once when another holds it, as tests side
+# by side do: ours take turns on one lock (bounded wait).
+passwd_locked() {
+	flock -w 30 /run/fnfs-tests-passwd.lock "$@"
+}
+
 wait_until() {
 	local limit=$1 end
 	shift

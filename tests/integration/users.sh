@@ -17,14 +17,14 @@ users_cleanup() {
 			kill -9 "$p" 2>/dev/null
 		done
 		wait_until 10 eval '! pgrep -u "$u" >/dev/null'
-		userdel "$u" 2>/dev/null
+		passwd_locked userdel "$u" 2>/dev/null
 	done
 }
 trap users_cleanup EXIT
 # The GECOS names the test (tests/run counts its users left behind).
 USERS_GECOS="fnfs-test ${FNFS_TEST_RUN:-$$}"
-useradd -M -N -s /usr/sbin/nologin -c "$USERS_GECOS" "$A" || exit 1
-useradd -M -N -s /usr/sbin/nologin -c "$USERS_GECOS" "$B" || exit 1
+passwd_locked useradd -M -N -s /usr/sbin/nologin -c "$USERS_GECOS" "$A" || exit 1
+passwd_locked useradd -M -N -s /usr/sbin/nologin -c "$USERS_GECOS" "$B" || exit 1
 # shellcheck disable=SC2034 # used by the tests that source this
 AU=$(id -u "$A")
 # shellcheck disable=SC2034
