@@ -48,7 +48,7 @@ for b in ${FNFS_TEST_PART:-${BENCHES:-${all[*]}}}; do
 	# shown: 5 s before it.
 	limit=${BENCH_TIMEOUT:-50}
 	if [ -n "${FNFS_TEST_PART:-}" ]; then
-		limit=$((${FNFS_TEST_TIMEOUT:-60} - SECONDS - 5))
+		limit=$((${FNFS_TEST_TIMEOUT:-300} - SECONDS - 5))
 	fi
 	# Each bench builds what it needs and runs ./fnfs (or $FNFS).
 	(cd "$top" && FNFS=$FNFS timeout --foreground "$limit" "scripts/bench/$b" --quick) >"$T/$b.out" 2>&1
