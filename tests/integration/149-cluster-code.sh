@@ -158,12 +158,21 @@ check "w2 downloaded the big file" eval 'find "$T/w-w2" -type f -size +2000k | g
 
 # ---- etcd stopped: a write into code/ fails with EIO, nothing stops
 pid2=$(pid_of "$(fn_of "$L2")/instances/0")
+t_stop=$(date +%s)
 for i in 0 1 2; do etcd_stop "$i"; done
 check_fails_with "a new file in code/ fails while etcd is away" "Input/output error" \
 	sh -c "echo x >'$(fn_of "$L2")/code/new.txt'"
 check "the reason is in the function's error file" grep -q "etcd" "$(fn_of "$L2")/error"
 check_eq "the instance keeps running, same pid" "$(pid_of "$(fn_of "$L2")/instances/0")" "$pid2"
-check_eq "and answers" "$(inv "$L2" still)" "v2 still $hb"
+# It answers while its lease lasts; past it (a slow machine) the leader
+# holds, and says so, as 151-lease-lapse shows.
+out=$(inv "$L2" still 2>&1)
+if [ "$out" != "v2 still $hb" ] && [ $(($(date +%s) - t_stop)) -ge "$TTL" ] &&
+	grep -q "holding" <<<"$out"; then
+	echo "# the lease ran out before the call (a slow machine): it was refused as holding"
+	out="v2 still $hb"
+fi
+check_eq "and answers" "$out" "v2 still $hb"
 check_eq "code/ still reads" "$(sha256sum <"$(fn_of "$L2")/code/big.bin" | cut -c1-64)" "$hb"
 
 # etcd back, so that the controllers end quickly.

@@ -12,7 +12,7 @@ users_cleanup() {
 	cleanup
 	# userdel refuses a user that still has processes: what is left of
 	# these users' (made for this test) is ended, by pid, first.
-	for u in "$A" "$B"; do
+	for u in "${USERS_MADE[@]}"; do
 		for p in $(pgrep -u "$u" 2>/dev/null); do
 			kill -9 "$p" 2>/dev/null
 		done
@@ -23,6 +23,8 @@ users_cleanup() {
 trap users_cleanup EXIT
 # The GECOS names the test (tests/run counts its users left behind).
 USERS_GECOS="fnfs-test ${FNFS_TEST_RUN:-$$}"
+# The names as made: a test may reuse $A and $B for its own values.
+USERS_MADE=("$A" "$B")
 passwd_locked useradd -M -N -s /usr/sbin/nologin -c "$USERS_GECOS" "$A" || exit 1
 passwd_locked useradd -M -N -s /usr/sbin/nologin -c "$USERS_GECOS" "$B" || exit 1
 # shellcheck disable=SC2034 # used by the tests that source this
