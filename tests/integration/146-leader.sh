@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# tests/run: alone
+# (side by side under load, 146 and 147 hung reading a follower's mount)
 # A cluster that runs instances (issue 14): three controllers on a
 # 3-member etcd, each with --listen on loopback and the same cluster CA,
 # two workers over mutual TLS given every controller's address. One

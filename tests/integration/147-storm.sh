@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# tests/run: alone
+# (side by side under load, 146 and 147 hung reading a follower's mount)
 # A write storm on a cluster (issue 14): 32 writers on three mounts of a
 # 3-member etcd, each writing its own function's timeout in a loop for
 # STORM_S seconds (60 by default) while a controller is killed -9 at
