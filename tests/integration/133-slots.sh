@@ -47,7 +47,7 @@ check_eq "its instance has 4 slots" "$(stat_of "$S/instances/0/status" slots)" 4
 # Four slow calls share the one instance: no scale-out for them.
 pids=()
 for i in 1 2 3 4; do
-	printf 'sleep 2 s%s' "$i" | "$FNFS" invoke acme/prod/slots --mount "$MNT" >"$T/slow.$i" 2>&1 &
+	printf 'hold four s%s' "$i" | "$FNFS" invoke acme/prod/slots --mount "$MNT" >"$T/slow.$i" 2>&1 &
 	pids+=("$!")
 	BGPIDS+=("$!")
 done
@@ -57,9 +57,10 @@ check_eq "instance stats: busy 1, busy_slots 4" "$(stat_of "$S/instances/0/stats
 check_eq "function stats: busy_slots 4 of 4" "$(stat_of "$S/stats" busy_slots) $(stat_of "$S/stats" slots)" "4 4"
 check "function status: busy_slots and instance_0 busy 4/4" eval 'slots_busy "$S/status" 4 && grep -q "^instance_0 running local-1 [0-9]* busy 4/4$" "$S/status"'
 check_eq "one instance serves them (no launch for calls that have a slot)" "$(ls "$S/instances" | wc -l)" 1
+touch "$R/four"
 ok_slow=0
 for i in 1 2 3 4; do
-	wait "${pids[$((i - 1))]}" && [ "$(cat "$T/slow.$i")" = "SLEEP 2 S$i" ] && ok_slow=$((ok_slow + 1))
+	wait "${pids[$((i - 1))]}" && [ "$(cat "$T/slow.$i")" = "HOLD FOUR S$i" ] && ok_slow=$((ok_slow + 1))
 done
 check_eq "the four answers each went to its own call" "$ok_slow" 4
 check "no slot is busy after them" wait_until 5 slots_busy "$S/stats" 0
@@ -79,16 +80,17 @@ check_eq "and the slow one gets its own answer" "$(cat "$T/first")" "SLEEP 1.5 S
 reset_most
 pids=()
 for i in $(seq 10); do
-	printf 'sleep 8 b%s' "$i" | "$FNFS" invoke acme/prod/slots --mount "$MNT" >"$T/burst.$i" 2>&1 &
+	printf 'hold ten b%s' "$i" | "$FNFS" invoke acme/prod/slots --mount "$MNT" >"$T/burst.$i" 2>&1 &
 	pids+=("$!")
 	BGPIDS+=("$!")
 done
 check "ten calls: 8 in flight on two instances, as the function counts" wait_until 20 eval 'slots_busy "$S/stats" 8 && [ "$(inflight)" = 8 ]'
 check_eq "two instances of four busy slots each" "$(stat_of "$S/instances/0/status" busy_slots) $(stat_of "$S/instances/1/status" busy_slots)" "4 4"
 check_eq "the other two wait in the queue" "$(stat_of "$S/stats" queue_depth)" 2
+touch "$R/ten"
 ok_burst=0
 for i in $(seq 10); do
-	wait "${pids[$((i - 1))]}" && [ "$(cat "$T/burst.$i")" = "SLEEP 8 B$i" ] && ok_burst=$((ok_burst + 1))
+	wait "${pids[$((i - 1))]}" && [ "$(cat "$T/burst.$i")" = "HOLD TEN B$i" ] && ok_burst=$((ok_burst + 1))
 done
 check_eq "all ten answered right" "$ok_burst" 10
 check_eq "never more than 8 at once" "$(most)" 8
