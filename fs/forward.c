@@ -28,7 +28,10 @@ int fs_node_forwarded(const struct fs_node *n)
 	case FS_POOL_STRATEGY:
 	case FS_POOL_REBALANCE:
 	case FS_FN_INVOKE: return 1;
-	default: return 0;
+	default:
+		/* A tenant's limits: the leader writes them to the shared
+		 * store, and every controller reads them from there. */
+		return n->kind >= FS_QUOTA_FILE && n->kind < FS_QUOTA_USAGE;
 	}
 }
 
@@ -59,6 +62,9 @@ int fs_node_path(const struct fs_node *n, struct rt_buf *out)
 		return -ENOMEM;
 	if (name == NULL)
 		return 0;
+	if (n->kind >= FS_QUOTA_FILE && n->kind < FS_QUOTA_USAGE &&
+	    rt_buf_puts(out, "/quota") < 0)
+		return -ENOMEM;
 	return rt_buf_printf(out, "%s%s", out->len > 0 ? "/" : "", name) < 0
 		       ? -ENOMEM
 		       : 0;

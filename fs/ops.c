@@ -671,8 +671,10 @@ struct pending {
 	struct handle *h;
 	struct sched_wait *wait;
 	struct sched_fwd *fwd; /* a write forwarded to the leader, or NULL */
-	size_t size;	       /* of the read, or of the write to acknowledge */
-	off_t off;	       /* of the read */
+	char *sent;	       /* a forwarded quota write: what it said */
+	size_t sent_len;
+	size_t size; /* of the read, or of the write to acknowledge */
+	off_t off;   /* of the read */
 	int is_read;
 };
 
@@ -717,6 +719,7 @@ static void on_interrupt(fuse_req_t req, void *arg)
 	else
 		sched_wait_cancel(p->fs->sched, p->wait);
 	fuse_reply_err(req, EINTR);
+	free(p->sent);
 	free(p);
 }
 
@@ -1212,9 +1215,22 @@ static void op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 static void on_fwd_done(void *arg, int err, const char *body, size_t len)
 {
+	struct pending *p = arg;
+	const struct fs_node *n = &p->h->node;
+	char *sent = p->sent;
+
 	(void)body;
 	(void)len;
+	/* The leader took a tenant's limit: this mount holds it at once,
+	 * before the shared store brings the leader's record. */
+	if (err == 0 && sent != NULL &&
+	    sched_find(p->fs->sched, p->h->id) == n->obj)
+		(void)sched_quota_keep(
+			p->fs->sched, n->obj,
+			(enum sched_quota_res)(n->kind - FS_QUOTA_FILE), sent,
+			p->sent_len);
 	on_done(arg, err);
+	free(sent);
 }
 
 /* A follower of a cluster: the write of `p` goes to the leader, as the
@@ -1226,9 +1242,22 @@ static int write_forwarded(struct pending *p, const char *buf, size_t size)
 	int rc;
 
 	rc = fs_node_path(&p->h->node, &path);
+	if (rc == 0 && p->h->node.kind >= FS_QUOTA_FILE &&
+	    p->h->node.kind < FS_QUOTA_USAGE) {
+		p->sent = malloc(size > 0 ? size : 1);
+		if (p->sent == NULL)
+			rc = -ENOMEM;
+		else
+			memcpy(p->sent, buf, size);
+		p->sent_len = size;
+	}
 	if (rc == 0)
 		rc = sched_fwd_write(p->fs->sched, path.data, buf, size,
 				     &p->h->who.who, on_fwd_done, p, &p->fwd);
+	if (rc != SCHED_LATER) {
+		free(p->sent);
+		p->sent = NULL;
+	}
 	rt_buf_free(&path);
 	return rc;
 }

@@ -1,7 +1,8 @@
 /*
  * forward.h - what a follower of a cluster forwards to the leader: the
  * writes whose state only the leader holds (instances' and functions'
- * state and restart, workers/ID/state, pool_size, strategy, rebalance),
+ * state and restart, workers/ID/state, pool_size, strategy, rebalance,
+ * a tenant's quota/ files),
  * calls (invoke) and the reads of logs (the leader asks its workers).
  * It goes over the controllers' own link: a TLS 1.3 connection to the
  * leader's --listen address with certificates of the cluster CA (OU

@@ -30,6 +30,7 @@
 #include "elect.h"
 #include "etcd_keys.h"
 #include "leader.h"
+#include "quota.h"
 #include "reconcile.h"
 #include "reports.h"
 
@@ -160,6 +161,7 @@ static void take_office(struct sched *s)
 	s->recovery_until = rt_mono_ms() + s->heartbeat_timeout +
 			    SCHED_RECOVERY_MS;
 	rt_map_each(&s->pool.children, mark_waiting_cb, s);
+	(void)sched__quota_sweep(s); /* tenants removed while none led */
 	sched_event(s, "controller.leader", s->name, NULL);
 	rt_log(RT_LOG_INFO, "controller %s: the leader", s->name);
 	sched__reconcile_all(s);
@@ -470,6 +472,7 @@ void sched__leader_derived(void *arg, const struct etcd_keys_rec *r,
 		break;
 	case ETCD_KEYS_WORKER: follow_worker(s, &r->worker, deleted); break;
 	case ETCD_KEYS_SETTING:
+		sched__quota_setting_changed(s, r->key);
 		if (!deleted && strcmp(r->key, "strategy") == 0 &&
 		    sched_strategy_parse(r->value, strlen(r->value)) >= 0)
 			s->strategy = sched_strategy_parse(r->value,

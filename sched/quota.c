@@ -434,6 +434,86 @@ int sched__quota_unstore(struct sched *s, const char *name)
 	return store_setting_delete(s->store, key);
 }
 
+/* The keys found stale by sweep_cb. */
+struct stale {
+	struct sched *s;
+	char **key;
+	size_t n, cap;
+};
+
+static int sweep_cb(const char *key, void *arg)
+{
+	struct stale *st = arg;
+	char **grown;
+
+	if (sched_child(&st->s->root, key + 6) != NULL)
+		return 0;
+	if (st->n == st->cap) {
+		grown = realloc(st->key, (st->cap * 2 + 8) * sizeof(*grown));
+		if (grown == NULL)
+			return -ENOMEM;
+		st->key = grown;
+		st->cap = st->cap * 2 + 8;
+	}
+	st->key[st->n] = strdup(key);
+	return st->key[st->n] == NULL ? -ENOMEM : (st->n++, 0);
+}
+
+int sched__quota_sweep(struct sched *s)
+{
+	struct stale st = { .s = s };
+	size_t i;
+	int rc = store_setting_each(s->store, "quota:", sweep_cb, &st);
+
+	if (rc == 0 && st.n > 0) {
+		rc = store_begin(s->store);
+		if (rc == 0) {
+			for (i = 0; rc == 0 && i < st.n; i++)
+				rc = store_setting_delete(s->store, st.key[i]);
+			if (rc == 0)
+				rc = store_commit(s->store);
+			else
+				store_rollback(s->store);
+		}
+	}
+	if (rc < 0)
+		rt_log(RT_LOG_ERROR,
+		       "store: the quotas of removed tenants not deleted: %s",
+		       strerror(-rc));
+	for (i = 0; i < st.n; i++)
+		free(st.key[i]);
+	free(st.key);
+	return rc;
+}
+
+int sched_quota_keep(struct sched *s, struct sched_obj *o,
+		     enum sched_quota_res r, const char *buf, size_t len)
+{
+	struct sched_tenant *t = sched__tenant_of(o);
+	struct rt_buf why = { 0 };
+	long long v;
+	int rc;
+
+	if (t == NULL || (unsigned)r >= SCHED_QUOTA_COUNT)
+		return -ENOENT;
+	rc = sched_quota_parse(buf, len, &v, &why);
+	if (rc == 0)
+		quota_of(s, t)->limit[r] = v;
+	rt_buf_free(&why);
+	return rc;
+}
+
+void sched__quota_setting_changed(struct sched *s, const char *key)
+{
+	struct sched_obj *o;
+
+	if (strncmp(key, "quota:", 6) != 0)
+		return;
+	o = sched_child(&s->root, key + 6);
+	if (o != NULL && o->type == SCHED_TENANT)
+		((struct sched_tenant *)o)->quota.loaded = 0;
+}
+
 int sched_quota_get(struct sched *s, struct sched_obj *o,
 		    enum sched_quota_res r, long long *used, long long *limit)
 {

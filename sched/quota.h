@@ -160,6 +160,26 @@ void sched__quota_code_add(struct sched_function *fn, int64_t delta);
  * its removal). Returns 0 or -EIO. */
 int sched__quota_unstore(struct sched *s, const char *name);
 
+/* A follower of a cluster had its write of `buf` to tenant `t`'s limit
+ * `r` applied by the leader: keeps that limit until the shared store
+ * brings the leader's record, so that this mount reads, and checks, what
+ * it wrote at once. A value the leader took always parses here too.
+ * Returns 0, -ENOENT or -EINVAL. */
+int sched_quota_keep(struct sched *s, struct sched_obj *t,
+		     enum sched_quota_res r, const char *buf, size_t len);
+
+/* The leader of a cluster deletes the stored quotas of every tenant
+ * that is gone: one removed on a follower (whose own delete reaches only
+ * its copy), or while no controller led. A tenant made again under that
+ * name starts from the defaults. Returns 0 or -EIO (logged). */
+int sched__quota_sweep(struct sched *s);
+
+/* A follower of a cluster was told that the stored setting `key` changed
+ * (the leader wrote it to the shared store, and the store has it): when
+ * it is a tenant's quotas, they are read from the store again at their
+ * next use, so every controller checks the limits the leader set. */
+void sched__quota_setting_changed(struct sched *s, const char *key);
+
 /* ---- for the root's stats and metrics (report.c) */
 
 /* Tenant `t`'s use of `r` in `*used` and the limit that applies to it

@@ -604,6 +604,10 @@ static void apply_delete(struct sched *s, struct sched_obj *o,
 	sched_obj_path(o, &path);
 	touch(o->parent, r->updated_ms);
 	sched__obj_drop(s, o);
+	/* Removed on a follower, whose delete of its quotas reached its own
+	 * copy only: the leader's reaches them all. */
+	if (r->kind == STORE_TENANT && store_shared(s->store) && s->leading)
+		(void)sched__quota_sweep(s);
 	/* A tenant's own end is in the whole journal only: its part is
 	 * gone with it. */
 	if (!quiet)

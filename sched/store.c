@@ -1163,6 +1163,26 @@ int store_setting_delete(struct store *st, const char *key)
 	return rc < 0 ? rc : mirror_rec(st, &rec, 1);
 }
 
+int store_setting_each(struct store *st, const char *prefix,
+		       int (*fn)(const char *key, void *arg), void *arg)
+{
+	sqlite3_stmt *q = NULL;
+	int rc = 0, step;
+
+	if (sqlite3_prepare_v2(st->db,
+			       "SELECT key FROM settings WHERE substr(key, 1, "
+			       "length(?1)) = ?1 ORDER BY key",
+			       -1, &q, NULL) != SQLITE_OK)
+		return db_fail(st, "settings");
+	sqlite3_bind_text(q, 1, prefix, -1, SQLITE_STATIC);
+	while (rc == 0 && (step = sqlite3_step(q)) == SQLITE_ROW)
+		rc = fn(col_text(q, 0), arg);
+	if (rc == 0 && step != SQLITE_DONE)
+		rc = db_fail(st, "settings");
+	sqlite3_finalize(q);
+	return rc;
+}
+
 int store_setting_get(struct store *st, const char *key, char *out, size_t n)
 {
 	sqlite3_stmt *q = NULL;

@@ -397,6 +397,12 @@ struct sqlite3 *store_db(struct store *st);
 /* Reads a setting into `out` (n bytes). Returns 0, -ENOENT or -EIO. */
 int store_setting_get(struct store *st, const char *key, char *out, size_t n);
 
+/* Calls `fn` with the key of every setting that begins with `prefix`,
+ * in key order, until it returns nonzero (which is returned). Returns 0,
+ * that, or -EIO. `fn` must not write to the store. */
+int store_setting_each(struct store *st, const char *prefix,
+		       int (*fn)(const char *key, void *arg), void *arg);
+
 /* Revokes worker `worker`'s certificates: the one with `serial` (NULL or
  * "": none known) and every one issued at or before `revoked_ms`.
  * Returns 0 or -EIO/-ENOSPC. */

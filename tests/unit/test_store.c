@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "../../sched/events.h"
@@ -118,6 +119,49 @@ TEST(store_rollback_keeps_nothing)
 	store_rollback(st);
 	CHECK(store_load(st, collect, &c) == 0);
 	CHECK(c.n == 0);
+	store_close(st);
+}
+
+static int keys_cb(const char *key, void *arg)
+{
+	struct rows *c = arg;
+	size_t n = strlen(c->last);
+
+	c->n++;
+	snprintf(c->last + n, sizeof(c->last) - n, "%s,", key);
+	return strcmp(key, "quota:stop") == 0 ? 7 : 0;
+}
+
+/* The settings of one prefix, in key order, and nothing else: a prefix
+ * with LIKE's own characters is taken literally. */
+TEST(store_setting_each_prefix)
+{
+	const char *dir = tmpdir();
+	char path[128];
+	struct store *st;
+	struct rows c = { 0 };
+
+	snprintf(path, sizeof(path), "%s/fnfs.db", dir);
+	CHECK(store_open(&st, path) == 0);
+	CHECK(store_begin(st) == 0);
+	CHECK(store_setting_put(st, "quota:zed", "functions=1") == 0);
+	CHECK(store_setting_put(st, "strategy", "pack") == 0);
+	CHECK(store_setting_put(st, "quota:acme", "memory=10") == 0);
+	CHECK(store_setting_put(st, "quotas", "x") == 0);
+	CHECK(store_setting_put(st, "q%ota:x", "x") == 0);
+	CHECK(store_commit(st) == 0);
+	CHECK(store_setting_each(st, "quota:", keys_cb, &c) == 0);
+	CHECK(c.n == 2);
+	CHECK(strcmp(c.last, "quota:acme,quota:zed,") == 0);
+	memset(&c, 0, sizeof(c));
+	CHECK(store_setting_each(st, "q%ota:", keys_cb, &c) == 0);
+	CHECK(strcmp(c.last, "q%ota:x,") == 0);
+	memset(&c, 0, sizeof(c));
+	CHECK(store_begin(st) == 0);
+	CHECK(store_setting_put(st, "quota:stop", "x") == 0);
+	CHECK(store_commit(st) == 0);
+	CHECK(store_setting_each(st, "quota:", keys_cb, &c) == 7);
+	CHECK(c.n == 2); /* acme, then stop, which ends it */
 	store_close(st);
 }
 
