@@ -96,6 +96,12 @@ static void on_bound(uv_timer_t *t)
 	uv_stop(t->loop);
 }
 
+/* The bound of the waits that only bring a test to its start (a first
+ * leader, both candidates settled): generous, since a loaded machine
+ * (the suite runs tests side by side) makes them slow, and what they
+ * wait for is polled, so a quick one costs nothing. */
+#define SETTLE_MS 30000
+
 static int run_until(uv_loop_t *loop, int (*pred)(void *), void *arg, int ms)
 {
 	uv_timer_t t;
@@ -295,7 +301,7 @@ TEST(elect_live_one_leader)
 	CHECK(elect_start(&loop, k[0].c, NAME, "x", 1, &cb, &bad) == -EINVAL &&
 	      bad == NULL); /* shorter than etcd's shortest lease */
 	CHECK(elect_start(&loop, k[0].c, "", "x", TTL_S, &cb, &bad) == -EINVAL);
-	CHECK(run_until(&loop, settled, &f, 8000) == 0);
+	CHECK(run_until(&loop, settled, &f, SETTLE_MS) == 0);
 	lead = leader_of(&f);
 	CHECK(lead != NULL);
 	if (lead == NULL)
@@ -349,10 +355,10 @@ TEST(elect_live_failover)
 	if (cluster_up(&cl) < 0)
 		goto out;
 	CHECK(cand_start(&k[0], &loop, "ctl-a", cl.endpoints, 600) == 0);
-	CHECK(run_until(&loop, is_leader, &k[0], 6000) == 0);
+	CHECK(run_until(&loop, is_leader, &k[0], SETTLE_MS) == 0);
 	CHECK(cand_start(&k[1], &loop, "ctl-b", cl.endpoints, 600) == 0);
 	CHECK(cand_start(&k[2], &loop, "ctl-c", cl.endpoints, 600) == 0);
-	CHECK(run_until(&loop, settled, &f, 6000) == 0);
+	CHECK(run_until(&loop, settled, &f, SETTLE_MS) == 0);
 	CHECK(leader_of(&f) == &k[0]);
 	CHECK(elect_fence(k[0].e, &fence) == 0);
 	fence_keep(&fence, &old);
@@ -456,9 +462,9 @@ TEST(elect_live_partition)
 		goto out;
 	CHECK(proxies_new(&loop, &cl, px, via, sizeof(via)) == 0);
 	CHECK(cand_start(&k[0], &loop, "ctl-a", via, 600) == 0);
-	CHECK(run_until(&loop, is_leader, &k[0], 6000) == 0);
+	CHECK(run_until(&loop, is_leader, &k[0], SETTLE_MS) == 0);
 	CHECK(cand_start(&k[1], &loop, "ctl-b", cl.endpoints, 600) == 0);
-	CHECK(run_until(&loop, settled, &f, 6000) == 0);
+	CHECK(run_until(&loop, settled, &f, SETTLE_MS) == 0);
 	CHECK(elect_fence(k[0].e, &fence) == 0);
 	fence_keep(&fence, &old);
 	for (i = 0; i < 3; i++)
@@ -527,9 +533,9 @@ TEST(elect_live_member_cut)
 		goto out;
 	CHECK(proxies_new(&loop, &cl, px, via, sizeof(via)) == 0);
 	CHECK(cand_start(&k[0], &loop, "ctl-a", via, 400) == 0);
-	CHECK(run_until(&loop, is_leader, &k[0], 6000) == 0);
+	CHECK(run_until(&loop, is_leader, &k[0], SETTLE_MS) == 0);
 	CHECK(cand_start(&k[1], &loop, "ctl-b", cl.endpoints, 400) == 0);
-	CHECK(run_until(&loop, settled, &f, 6000) == 0);
+	CHECK(run_until(&loop, settled, &f, SETTLE_MS) == 0);
 	snprintf(first, sizeof(first), "%s", etcd_client_endpoint(k[0].c));
 	for (i = 0; i < 3; i++)
 		if (px[i] != NULL &&
@@ -586,9 +592,9 @@ TEST(elect_live_revoked)
 	if (cluster_up(&cl) < 0)
 		goto out;
 	CHECK(cand_start(&k[0], &loop, "ctl-a", cl.endpoints, 600) == 0);
-	CHECK(run_until(&loop, is_leader, &k[0], 6000) == 0);
+	CHECK(run_until(&loop, is_leader, &k[0], SETTLE_MS) == 0);
 	CHECK(cand_start(&k[1], &loop, "ctl-b", cl.endpoints, 600) == 0);
-	CHECK(run_until(&loop, settled, &f, 6000) == 0);
+	CHECK(run_until(&loop, settled, &f, SETTLE_MS) == 0);
 	CHECK(elect_fence(k[0].e, &fence) == 0);
 	fence_keep(&fence, &old);
 	CHECK(await(&loop, etcd_leader(k[1].c, NAME, got_cb, &g), &g) == 0);
@@ -688,10 +694,10 @@ TEST(elect_live_resign)
 	if (cluster_up(&cl) < 0)
 		goto out;
 	CHECK(cand_start(&k[0], &loop, "ctl-a", cl.endpoints, 600) == 0);
-	CHECK(run_until(&loop, is_leader, &k[0], 6000) == 0);
+	CHECK(run_until(&loop, is_leader, &k[0], SETTLE_MS) == 0);
 	CHECK(cand_start(&k[1], &loop, "ctl-b", cl.endpoints, 600) == 0);
 	elect_tune(k[1].e, 800);
-	CHECK(run_until(&loop, settled, &f, 6000) == 0);
+	CHECK(run_until(&loop, settled, &f, SETTLE_MS) == 0);
 	CHECK(elect_fence(k[0].e, &fence) == 0);
 	fence_keep(&fence, &old);
 	changes = k[1].changes;

@@ -194,7 +194,7 @@ static void pair_stop(struct sched *a, struct sched *b)
 	sched_fwd_close(a);
 	sched_shutdown(a, shut, &done);
 	sched_shutdown(b, shut, &done);
-	run_until(&done, 5000);
+	run_until(&done, 20000);
 	done = done >= 2;
 	uv_run(&loop, UV_RUN_NOWAIT);
 	sched_close(a);
@@ -218,8 +218,8 @@ TEST(forward_write_and_call_over_tls)
 			      &w, &f) == SCHED_LATER);
 	CHECK(sched_fwd_call(b, "tenants/t/ns/fn/invoke", "hello", 5, &who,
 			     on_answer, &c, &f) == SCHED_LATER);
-	run_until(&c.done, 5000);
-	run_until(&w.done, 1000);
+	run_until(&c.done, 20000);
+	run_until(&w.done, 5000);
 	CHECK(w.done && w.err == 0);
 	CHECK(c.done && c.err == 0);
 	CHECK_STR(c.body, "echo:hello");
@@ -232,7 +232,7 @@ TEST(forward_write_and_call_over_tls)
 	v.answer_err = EACCES;
 	CHECK(sched_fwd_write(b, "workers/w1/state", "drain", 5, &who,
 			      on_answer, &r, &f) == SCHED_LATER);
-	run_until(&r.done, 5000);
+	run_until(&r.done, 20000);
 	CHECK(r.done && r.err == EACCES);
 	CHECK_STR(v.value, "drain");
 	CHECK_STR(sched__fwd_last_error(b), "");
@@ -250,14 +250,14 @@ TEST(forward_read_of_a_log)
 	pair_start(&a, &b, &v);
 	CHECK(sched_fwd_read(b, "tenants/t/ns/fn/instances/0/log", &who,
 			     on_answer, &r, &f) == SCHED_LATER);
-	run_until(&r.done, 5000);
+	run_until(&r.done, 20000);
 	CHECK(r.done && r.err == 0);
 	CHECK_STR(r.body, "log of tenants/t/ns/fn/instances/0/log\n");
 	CHECK(v.reads == 1 && v.who.uid == 1000 && v.who.gid == 1001);
 	/* More than a frame carries: refused on the leader, EFBIG. */
 	CHECK(sched_fwd_read(b, "tenants/t/ns/fn/big", &who, on_answer, &big,
 			     &f) == SCHED_LATER);
-	run_until(&big.done, 5000);
+	run_until(&big.done, 20000);
 	CHECK(big.done && big.err == EFBIG && big.body[0] == '\0');
 	pair_stop(a, b);
 }
@@ -274,7 +274,7 @@ TEST(forward_worker_certificate_is_refused_as_a_peer)
 	sched__fwd_cert_role(b, RT_CA_ROLE_WORKER, "peer");
 	CHECK(sched_fwd_write(b, "workers/pool_size", "3", 1, &who, on_answer,
 			      &w, &f) == SCHED_LATER);
-	run_until(&w.done, 5000);
+	run_until(&w.done, 20000);
 	CHECK(w.done && w.err == EAGAIN);
 	CHECK(v.writes == 0);
 	CHECK(strstr(sched__fwd_last_error(b),
@@ -294,7 +294,7 @@ TEST(forward_controller_certificate_may_not_register_as_a_worker)
 	sched__fwd_cert_role(b, RT_CA_ROLE_CONTROLLER, "register");
 	CHECK(sched_fwd_write(b, "workers/pool_size", "3", 1, &who, on_answer,
 			      &w, &f) == SCHED_LATER);
-	run_until(&w.done, 5000);
+	run_until(&w.done, 20000);
 	CHECK(w.done && w.err == EAGAIN);
 	CHECK(strstr(sched__fwd_last_error(b),
 		     "a controller's certificate may not register as a "
@@ -316,7 +316,7 @@ TEST(forward_leader_change_and_lost_link_end_with_eagain)
 	v.hold = 1;
 	CHECK(sched_fwd_call(b, "tenants/t/ns/fn/invoke", "x", 1, &who,
 			     on_answer, &c1, &f) == SCHED_LATER);
-	run_until(&v.calls, 5000);
+	run_until(&v.calls, 20000);
 	CHECK(v.calls == 1 && !c1.done);
 	/* Another leader: what was in flight ends at the next check. */
 	t0 = rt_mono_ms();
@@ -331,13 +331,13 @@ TEST(forward_leader_change_and_lost_link_end_with_eagain)
 	/* Nobody listens there: refused at once, EAGAIN too. */
 	CHECK(sched_fwd_call(b, "tenants/t/ns/fn/invoke", "y", 1, &who,
 			     on_answer, &c2, &f) == SCHED_LATER);
-	run_until(&c2.done, 5000);
+	run_until(&c2.done, 20000);
 	CHECK(c2.done && c2.err == EAGAIN);
 	/* Back to a: linked again; then the leader goes. */
 	sched__fwd_target(b, "a", a->listen->addr);
 	CHECK(sched_fwd_call(b, "tenants/t/ns/fn/invoke", "z", 1, &who,
 			     on_answer, &c3, &f) == SCHED_LATER);
-	run_until(&v.calls, 5000);
+	run_until(&v.calls, 20000);
 	while (v.calls < 2 && !c3.done)
 		run_until(&c3.done, 100);
 	CHECK(v.calls == 2 && !c3.done);

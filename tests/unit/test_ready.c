@@ -284,7 +284,7 @@ TEST(ready_notify_on_a_loop)
 	CHECK(in->ready != NULL);
 	/* A ready from elsewhere meanwhile would count: it is what lambda
 	 * does. Here the line comes. */
-	CHECK(run_until(is_ready, 5000));
+	CHECK(run_until(is_ready, 20000));
 	CHECK(in->state == RT_RUNNING && rec.ready == 1);
 	CHECK_STR(in->reason, "ready (notify)");
 	CHECK(in->ready == NULL); /* the watch ended */
@@ -299,9 +299,9 @@ TEST(ready_notify_on_a_loop)
 	CHECK(in->state == RT_STOPPING && rec.ready == 1);
 	/* The new process is starting once the old one has gone, then
 	 * ready by its own line. */
-	CHECK(run_until(one_exit, 5000));
+	CHECK(run_until(one_exit, 20000));
 	CHECK(in->state == RT_STARTING);
-	CHECK(run_until(is_ready2, 5000));
+	CHECK(run_until(is_ready2, 20000));
 	CHECK(rec.ready == 2 && rec.spawned == 2);
 	CHECK_STR(in->reason, "ready (notify)");
 	teardown();
@@ -337,12 +337,12 @@ TEST(ready_timeout_stops_it)
 				 "notify", "ready_timeout", 1, "restart_policy",
 				 "never", "grace_ms", 500));
 	CHECK(in->state == RT_STARTING);
-	CHECK(run_until(is_unready, 3000));
+	CHECK(run_until(is_unready, 10000));
 	CHECK_STR(rec.why, "not ready within 1 s: no line on FN_NOTIFY_FD yet");
 	CHECK(in->state == RT_STOPPING);
 	CHECK(strstr(in->reason, "not ready within 1 s") != NULL);
 	CHECK(in->ready == NULL);
-	CHECK(run_until(one_exit, 3000));
+	CHECK(run_until(one_exit, 10000));
 	CHECK(in->exits[0].signal == SIGTERM);
 	CHECK(in->state == RT_FAILED);
 	CHECK_STR(in->reason, "not ready within 1 s: no line on FN_NOTIFY_FD "
@@ -377,7 +377,7 @@ TEST(ready_tcp_probe)
 	      NULL);
 	/* Then its process listens on its PORT (only its own socket
 	 * counts: test_peer.c, 116-attacks-ports.sh). */
-	CHECK(run_until(is_ready, 5000));
+	CHECK(run_until(is_ready, 20000));
 	CHECK(in->state == RT_RUNNING);
 	CHECK_STR(in->reason, "ready (tcp)");
 	teardown();
