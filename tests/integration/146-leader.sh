@@ -73,10 +73,7 @@ check "all $N run" wait_until 60 running_all "$F" "$N"
 
 # What the followers show: the same instances, workers and pids.
 snapshot() { # snapshot MOUNT: "N worker pid" per instance
-	local d
-	for d in "$1"/tenants/acme/prod/sleeper/instances/*; do
-		echo "${d##*/} $(where "$d") $(pid_of "$d")"
-	done | sort -n
+	placement_of "$1/tenants/acme/prod/sleeper"
 }
 snapshot "$T/m$L" >"$T/before"
 for m in a b c; do

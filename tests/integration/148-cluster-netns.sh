@@ -35,10 +35,7 @@ CLUSTER=it8
 check "fnfs ca init" machines_ca
 
 snapshot() {
-	local d
-	for d in "$1"/tenants/acme/prod/sleeper/instances/*; do
-		echo "${d##*/} $(where "$d") $(pid_of "$d")"
-	done | sort -n
+	placement_of "$1/tenants/acme/prod/sleeper"
 }
 # ns_count NS: processes of this run's functions in namespace NS.
 ns_count() {

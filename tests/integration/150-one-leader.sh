@@ -48,10 +48,7 @@ CLUSTER=it9
 check "fnfs ca init" machines_ca
 
 snapshot() {
-	local d
-	for d in "$1/$F"/instances/*; do
-		echo "${d##*/} $(where "$d") $(pid_of "$d")"
-	done | sort -n
+	placement_of "$1/$F"
 }
 for m in a b c; do check "controller $m mounts in its namespace" start_ctl "$m"; done
 check "one leads within $((TTL + 2)) s" wait_until $((TTL + 2)) eval '[ -n "$(leader)" ]'

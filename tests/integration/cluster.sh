@@ -7,6 +7,7 @@
 #   leader           the live controller that leads by its own word, or ""
 #   cluster_cleanup  unmounts every mount, ends every controller by pid
 #   inst_view DIR    a function's instances as a mount shows them
+#   placement_of DIR "N WORKER PID" per instance of a function
 #
 # The test's trap: trap 'cluster_cleanup; etcd_cleanup; cleanup' EXIT.
 # shellcheck shell=bash
@@ -42,12 +43,14 @@ leader() {
 # shows it: state, pid, worker, then its status and stats but for the
 # lines that are each mount's own (docs/reference.md: reason,
 # busy_slots, exit_N; the calls' counters, cpu, rss, uptime), for
-# comparing a follower's view with the leader's.
+# comparing a follower's view with the leader's. One process reads them
+# all (fixtures/view.py): a cat per file took minutes for 100 instances
+# on a loaded machine.
 inst_view() {
-	local d
-	for d in "$1"/instances/*; do
-		echo "== ${d##*/} $(cat "$d/state") $(pid_of "$d") $(where "$d")"
-		grep -Ev '^(reason|busy_slots|exit_[0-9]+) ' "$d/status"
-		grep -E '^(pid|restarts_total) ' "$d/stats"
-	done
+	python3 "$FIXTURES/view.py" instances "$1"
+}
+
+# placement_of FUNCTION-DIR: "N WORKER PID" per instance, by N.
+placement_of() {
+	python3 "$FIXTURES/view.py" placement "$1"
 }

@@ -276,43 +276,10 @@ write_checked() {
 
 # tree_of ROOT: every file and directory under ROOT (a cluster's
 # tenants/) with its mode and owner, and each file's content, for
-# comparing the trees of two mounts file by file. One python process
-# walks it (a stat and a cat per file took minutes on a loaded machine).
+# comparing the trees of two mounts file by file (fixtures/view.py: one
+# process reads it all).
 tree_of() {
-	python3 - "$1" <<'EOS'
-import os
-import sys
-
-# Error lines are each controller's own, journals and stats are live;
-# instances have files of their own; code/ is compared elsewhere.
-SKIP = {"events", "error", "status", "stats", "metrics"}
-os.chdir(sys.argv[1])
-paths = ["."]
-for top, dirs, files in os.walk("."):
-    dirs[:] = [d for d in dirs if d != "code"]
-    paths += [os.path.join(top, n) for n in dirs + files]
-out = sys.stdout.buffer
-for p in sorted(paths, key=os.fsencode):
-    if os.path.basename(p) in SKIP or "/instances" in p:
-        continue
-    st = os.lstat(p)
-    out.write(b"%s %o:%d:%d\n" % (os.fsencode(p), st.st_mode & 0o7777, st.st_uid, st.st_gid))
-    if os.path.isfile(p):
-        # As cat: what reads, up to an error (a stream may say EAGAIN).
-        try:
-            fd = os.open(p, os.O_RDONLY)
-        except OSError:
-            continue
-        try:
-            while True:
-                b = os.read(fd, 65536)
-                if not b:
-                    break
-                out.write(b)
-        except OSError:
-            pass
-        os.close(fd)
-EOS
+	python3 "$FIXTURES/view.py" tree "$1"
 }
 
 # ---- workers started by hand
