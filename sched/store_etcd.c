@@ -16,6 +16,11 @@
 #define WAIT_MS 10000
 /* How soon a broken watch is set up again. */
 #define REWATCH_MS 500
+/* How long the open reads the rows again while etcd answers that it is
+ * busy (EAGAIN: "leader changed" while its members elect one), and the
+ * pause between two reads. Any other error ends the open at once. */
+#define OPEN_RETRY_MS 15000
+#define OPEN_PAUSE_MS 200
 /* The kinds of key a resync reads (kinds[] below). */
 #define NKINDS 10
 /* The most operations of one txn of the leader's writes (etcd takes 128;
@@ -1577,6 +1582,7 @@ int store_etcd_open(struct store_etcd **out, uv_loop_t *loop,
 {
 	struct store_etcd *e = calloc(1, sizeof(*e));
 	struct rt_buf p = { 0 };
+	uint64_t t0;
 	int rc = -ENOMEM;
 
 	*out = NULL;
@@ -1627,11 +1633,24 @@ int store_etcd_open(struct store_etcd **out, uv_loop_t *loop,
 		goto out;
 	}
 	e->mirror_tm->data = e;
-	/* The read before the mount serves: the loop runs for it alone. */
+	/* The read before the mount serves: the loop runs for it alone, so
+	 * a pause between two reads keeps nobody waiting. */
 	e->loading = 1;
-	resync(e);
-	while (e->syncing)
-		uv_run(loop, UV_RUN_ONCE);
+	uv_update_time(loop);
+	for (t0 = uv_now(loop);;) {
+		resync(e);
+		while (e->syncing)
+			uv_run(loop, UV_RUN_ONCE);
+		if (e->sync_rc != -EAGAIN ||
+		    uv_now(loop) - t0 + OPEN_PAUSE_MS > OPEN_RETRY_MS)
+			break;
+		rt_log(RT_LOG_WARN,
+		       "etcd: busy; the rows are read again in "
+		       "%d ms",
+		       OPEN_PAUSE_MS);
+		uv_sleep(OPEN_PAUSE_MS);
+		uv_update_time(loop);
+	}
 	e->loading = 0;
 	rc = e->sync_rc;
 	if (rc == 0)
