@@ -78,7 +78,9 @@ lost=()
 for ((i = 0; i < WRITERS; i++)); do
 	a=$(cat "$T/acked.$i") t=$(cat "$T/tried.$i")
 	for m in a b c; do
-		if ! wait_until 10 eval 'v=$(cat "$T/m$m/tenants/s/p/f$i/timeout"); [ "$v" -ge "$a" ] && [ "$v" -le "$t" ]'; then
+		if ! mountpoint -q "$T/m$m"; then
+			lost+=("f$i on $m: not mounted")
+		elif ! wait_until 10 eval 'v=$(cat "$T/m$m/tenants/s/p/f$i/timeout"); [ "$v" -ge "$a" ] && [ "$v" -le "$t" ]'; then
 			lost+=("f$i on $m: $(cat "$T/m$m/tenants/s/p/f$i/timeout") (acked $a, tried $t)")
 		fi
 	done
