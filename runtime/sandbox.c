@@ -649,8 +649,7 @@ static void *template_thread(void *arg)
 	}
 	for (i = j->sb->nhide - 1; i >= 0; i--)
 		detach(j->sb->hide[i]);
-	for (i = 0; i < 8 && sweep_once("/proc/thread-self/mountinfo") > 0;
-	     i++)
+	for (i = 0; i < 8 && sweep_once("/proc/thread-self/mountinfo") > 0; i++)
 		;
 	if (mount_setattr(AT_FDCWD, "/", AT_RECURSIVE, &ro, sizeof(ro)) < 0) {
 		j->fd = -errno;
