@@ -12,6 +12,7 @@
 #include <linux/seccomp.h>
 #include <net/if.h>
 #include <poll.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <sched.h>
 #include <signal.h>
@@ -577,17 +578,18 @@ static int base_place(const char *p)
 	       rt_path_under(p, "/dev");
 }
 
-/* Detaches, from the sandbox's view, each mount of /proc/self/mountinfo
- * that is FUSE's, or a kernel filesystem away from /proc, /sys and /dev
- * (a copy a bind brought in). Returns how many it detached. With a
- * buffer on the stack: nothing is allocated in the child. */
-static int sweep_once(void)
+/* Detaches, from the view `mountinfo` lists (/proc/self/mountinfo, or
+ * /proc/thread-self/mountinfo in a thread), each mount that is FUSE's,
+ * or a kernel filesystem away from /proc, /sys and /dev (a copy a bind
+ * brought in). Returns how many it detached. With a buffer on the
+ * stack: nothing is allocated in the child. */
+static int sweep_once(const char *mountinfo)
 {
 	char buf[4096], line[24576], *at;
 	const char *type;
 	size_t have = 0, skip = 0;
 	ssize_t got;
-	int fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC), gone = 0;
+	int fd = open(mountinfo, O_RDONLY | O_CLOEXEC), gone = 0;
 
 	if (fd < 0)
 		return 0;
@@ -622,7 +624,61 @@ static int sweep_once(void)
 	return gone;
 }
 
-int rt_sandbox_enter(const struct rt_sandbox *sb, int err)
+/* What a template's thread is given and gives back. */
+struct template_job {
+	const struct rt_sandbox *sb;
+	int fd; /* the namespace, or -errno */
+};
+
+/* The thread of rt_sandbox_template: a mount namespace of its own (a
+ * thread may have one), the host's view there made a slave, without the
+ * FUSE mounts and the stray kernel filesystems, read-only and nosuid;
+ * then a descriptor of it, in the process's table. */
+static void *template_thread(void *arg)
+{
+	struct mount_attr ro = { .attr_set = MOUNT_ATTR_RDONLY |
+					     MOUNT_ATTR_NOSUID };
+	struct template_job *j = arg;
+	int i;
+
+	j->fd = -EIO;
+	if (unshare(CLONE_NEWNS) < 0 ||
+	    mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0) {
+		j->fd = -errno;
+		return NULL;
+	}
+	for (i = j->sb->nhide - 1; i >= 0; i--)
+		detach(j->sb->hide[i]);
+	for (i = 0; i < 8 && sweep_once("/proc/thread-self/mountinfo") > 0; i++)
+		;
+	if (mount_setattr(AT_FDCWD, "/", AT_RECURSIVE, &ro, sizeof(ro)) < 0) {
+		j->fd = -errno;
+		return NULL;
+	}
+	j->fd = open("/proc/thread-self/ns/mnt", O_RDONLY | O_CLOEXEC);
+	if (j->fd < 0)
+		j->fd = -errno;
+	return NULL;
+}
+
+int rt_sandbox_template(const struct rt_sandbox *sb)
+{
+	struct template_job j = { sb, -EIO };
+	sigset_t all, old;
+	pthread_t t;
+	int rc;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&t, NULL, template_thread, &j);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0)
+		return -rc;
+	pthread_join(t, NULL);
+	return j.fd;
+}
+
+int rt_sandbox_enter(const struct rt_sandbox *sb, int tmpl, int err)
 {
 	struct mount_attr root_ro = { .attr_set = MOUNT_ATTR_RDONLY |
 						  MOUNT_ATTR_NOSUID };
@@ -659,6 +715,12 @@ int rt_sandbox_enter(const struct rt_sandbox *sb, int err)
 	}
 	if (sb->no_net)
 		flags |= CLONE_NEWNET;
+	/* A copy of the prepared view rather than of the worker's: the
+	 * steps below still run, with little left to do. */
+	if (tmpl >= 0 && setns(tmpl, CLONE_NEWNS) < 0) {
+		fail(err, "setns", NULL);
+		goto out;
+	}
 	if (unshare(flags) < 0) {
 		fail(err, "unshare", NULL);
 		goto out;
@@ -719,7 +781,7 @@ int rt_sandbox_enter(const struct rt_sandbox *sb, int err)
 	}
 	/* What the worker's view did not list (mounted since, or under
 	 * another name), until nothing more goes. */
-	for (i = 0; i < 8 && sweep_once() > 0; i++)
+	for (i = 0; i < 8 && sweep_once("/proc/self/mountinfo") > 0; i++)
 		;
 	rc = 0;
 out:

@@ -186,12 +186,23 @@ int rt_sandbox_worker_alive(void);
 void rt_child_say(int fd, int err, const char *s, ...)
 	__attribute__((sentinel));
 
+/* In the worker: a prepared view for rt_sandbox_enter to copy, made on
+ * a thread of its own: a mount namespace where the host's mounts are
+ * slaves, without the FUSE mounts of `sb->hide` nor any other FUSE or
+ * stray kernel filesystem, all read-only and nosuid. Returns a
+ * close-on-exec descriptor of it, or -errno. Its owner keeps it across
+ * the runs of one instance (never another's) and closes it. */
+int rt_sandbox_template(const struct rt_sandbox *sb);
+
 /* In the child, as root, after its cgroups: the namespaces and the
  * mounts: every bind nosuid and nodev, no FUSE filesystem left in the
  * view (neither the host's nor one a bind carried in), no copy of a
- * kernel filesystem (proc, sysfs...) brought in by a bind. Writes the
- * reason to `err` and returns -1 on failure. */
-int rt_sandbox_enter(const struct rt_sandbox *sb, int err);
+ * kernel filesystem (proc, sysfs...) brought in by a bind. The new mount
+ * namespace is a copy of `tmpl` (rt_sandbox_template) when it is not -1,
+ * else of the worker's; every step runs either way, since the host's
+ * mounts made since reach the template. Writes the reason to `err` and
+ * returns -1 on failure. */
+int rt_sandbox_enter(const struct rt_sandbox *sb, int tmpl, int err);
 
 /* In the child, last before chdir and exec: capabilities, the identity,
  * no_new_privs, the seccomp filter, umask 022. Writes the reason to

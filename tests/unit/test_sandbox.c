@@ -537,6 +537,88 @@ TEST(sandbox_cold_call)
 	CHECK(kill(init, 0) < 0 && errno == ESRCH);
 }
 
+/* The cold calls of one instance copy the view prepared with its
+ * sandbox (rt_sandbox_template): a host mount that reaches it later (a
+ * shared place, here) is still read-only there, and a kernel file
+ * system mounted later is still taken away. */
+TEST(sandbox_template_late_mounts)
+{
+	static const struct rt_sup_events cold_events = {
+		.spawned = ev_spawned,
+		.exited = ev_exited,
+		.call_exited = ev_call_exited,
+	};
+	char base[64], cmd[1024], sh[512];
+	struct rt_instance *in;
+	struct rt_run *r;
+	const char *why = NULL;
+	char *log;
+	pid_t init;
+
+	if (!can_sandbox())
+		return;
+	setup();
+	sup.ev = &cold_events;
+	/* A shared place outside /tmp (the sandbox's own /tmp covers it). */
+	snprintf(base, sizeof(base), "/var/tmp/fnfs-sbx-late-XXXXXX");
+	CHECK(mkdtemp(base) != NULL);
+	chmod(base, 0755);
+	snprintf(sh, sizeof(sh),
+		 "mount --bind %s %s && mount --make-shared %s && "
+		 "mkdir %s/late %s/proc",
+		 base, base, base, base, base);
+	CHECK(system(sh) == 0);
+	snprintf(cmd, sizeof(cmd),
+		 "test -e %s/late/mark && echo late-seen; "
+		 "touch %s/late/x 2>/dev/null && echo late-rw; "
+		 "test -e %s/proc/self && echo proc-seen; echo END",
+		 base, base, base);
+	in = start("t/n/late/0",
+		   json_pack("{s:s, s:s, s:i, s:s, s:i}", "command", cmd,
+			     "mode", "cold", "uid", NOBODY, "isolation",
+			     "sandbox", "pids", 64));
+	calls_done = 0;
+	r = rt_run_spawn(in, 1, "c1", &why);
+	CHECK(r != NULL);
+	if (r == NULL)
+		return;
+	r->cold = 1;
+	init = rt_instance_init(in);
+	rt_run_close(r, &r->req);
+	CHECK(run_until(call_done, 5000));
+	/* Mounted after the instance's view was made. */
+	snprintf(sh, sizeof(sh),
+		 "mount -t tmpfs -o mode=0777 late %s/late && "
+		 "touch %s/late/mark && mount -t proc proc %s/proc",
+		 base, base, base);
+	CHECK(system(sh) == 0);
+	calls_done = 0;
+	r = rt_run_spawn(in, 1, "c2", &why);
+	CHECK(r != NULL);
+	if (r != NULL) {
+		r->cold = 1;
+		rt_run_close(r, &r->req);
+		CHECK(run_until(call_done, 5000));
+	}
+	/* Kept across the calls when a group ends what a call leaves. */
+	if (rt_cg_has(&sup.cg, RT_CG_PIDS))
+		CHECK(rt_instance_init(in) == init);
+	log = log_of(in, "late-seen");
+	CHECK(strstr(log, "late-seen\n") != NULL);
+	CHECK(strstr(log, "late-rw") == NULL);
+	CHECK(strstr(log, "proc-seen") == NULL);
+	CHECK(strstr(log, "END\nlate-seen\nEND\n") != NULL);
+	if (strstr(log, "END\nlate-seen\nEND\n") == NULL)
+		fprintf(stderr, "  log: %s\n", log);
+	free(log);
+	teardown();
+	snprintf(sh, sizeof(sh),
+		 "umount -l %s/proc; umount -l %s/late; umount -l %s; "
+		 "rm -rf %s",
+		 base, base, base, base);
+	CHECK(system(sh) == 0);
+}
+
 /* A fork bomb stops at "pids"; the supervisor and another function
  * keep working; a stop ends it all. */
 TEST(sandbox_pids_fork_bomb)
