@@ -68,6 +68,7 @@ struct sched_fwd {
 	sched_fwd_fn done; /* NULL: nobody waits */
 	void *arg;
 	uv_timer_t timer; /* the bound */
+	int bound_ms;	  /* its length */
 	char *path;	  /* owned */
 	json_t *header;	  /* owned until sent */
 	char *body;	  /* owned until sent */
@@ -649,8 +650,9 @@ static void fwd_timeout(uv_timer_t *t)
 	f->st->qtail = &f->st->queue;
 	for (pp = &f->st->queue; *pp != NULL; pp = &(*pp)->next)
 		f->st->qtail = &(*pp)->next;
-	rt_buf_printf(&why, "the leader did not answer within %llu ms",
-		      (unsigned long long)uv_timer_get_repeat(t));
+	/* The timer is a one-shot: its repeat is 0, its length is here. */
+	rt_buf_printf(&why, "the leader did not answer within %d ms",
+		      f->bound_ms);
 	set_error(f->st->s, f->path, NULL, why.data);
 	rt_buf_free(&why);
 	fwd_finish(f, ETIMEDOUT, NULL, NULL, 0);
@@ -734,6 +736,7 @@ static int fwd_start(struct sched *s, const char *op, const char *path,
 	}
 	uv_timer_init(s->loop, &f->timer);
 	f->timer.data = f;
+	f->bound_ms = bound;
 	uv_timer_start(&f->timer, fwd_timeout, (uint64_t)bound, 0);
 	*st->qtail = f;
 	st->qtail = &f->next;
