@@ -20,6 +20,7 @@ struct op_req {
 	sched_done_fn done;
 	void *arg;
 	int tries;
+	int64_t until; /* rt_mono_ms: no try starts after it */
 };
 
 static void req_free(struct op_req *q)
@@ -63,7 +64,8 @@ static void on_store(void *arg, int err)
 	/* Lost a race: the model now has the winner's change (the store
 	 * calls back once it is applied), so the write is checked against
 	 * it again, and may now be refused (EEXIST, ENOTEMPTY, ...). */
-	while (rc == -EAGAIN && ++q->tries < SCHED_OP_TRIES) {
+	while (rc == -EAGAIN && ++q->tries < SCHED_OP_TRIES &&
+	       rt_mono_ms() < q->until) {
 		rc = run_once(q->s, &q->op, on_store, q);
 		if (rc == SCHED_LATER)
 			return;
@@ -83,6 +85,7 @@ static struct op_req *req_new(struct sched *s, const struct sched_op *op,
 	if (q == NULL)
 		return NULL;
 	q->s = s;
+	q->until = rt_mono_ms() + SCHED_OP_DEADLINE_MS;
 	q->op = *op;
 	q->done = done;
 	q->arg = arg;

@@ -35,6 +35,10 @@ struct sched_op {
 /* How often a write that lost a race is checked and tried again: each
  * round has a winner, so N writers of one key end within N rounds. */
 #define SCHED_OP_TRIES 64
+/* And for how long in all: each try is bounded (the store's request and
+ * its wait for the watch), but 64 of them against an etcd that answers
+ * "unavailable" would keep a writer for minutes. */
+#define SCHED_OP_DEADLINE_MS 30000
 
 /* Applies `op` (copied: nothing of it need outlive the call). Returns 0
  * once applied (a create's object is then the child `name` of `id`), a
@@ -42,7 +46,8 @@ struct sched_op {
  * sched_function_write give (-ENOENT when object `id` is gone), or
  * SCHED_LATER: `done` is called once, with 0 when the change is applied
  * on this controller, or with the positive errno; -EAGAIN when it lost
- * SCHED_OP_TRIES races in a row, -EIO when the store cannot be reached
+ * SCHED_OP_TRIES races in a row or was still losing them (or the store
+ * still busy) after SCHED_OP_DEADLINE_MS, -EIO when the store cannot be reached
  * (`done` may be NULL: nobody waits). */
 int sched_op_run(struct sched *s, const struct sched_op *op, sched_done_fn done,
 		 void *arg);
