@@ -11,6 +11,7 @@
 
 #include "assign.h"
 #include "common.h"
+#include "instance_state.h"
 
 static int check_free_cb(const char *key, void *value, void *arg)
 {
@@ -66,7 +67,9 @@ static int assign_at(struct sched *s, struct sched_instance *in,
 	sched__hold(w, v, in->reserved_mb, 1);
 	in->sent_revision = 0;
 	in->sent_stop = 0;
-	in->state = in->desired_run ? SCHED_STARTING : SCHED_STOPPED;
+	sched__instance_set_state(
+		in, in->desired_run ? SCHED_STARTING : SCHED_STOPPED,
+		"assigned");
 	in->reason[0] = '\0';
 	sched__inst_event(s, in, "instance.assigned", "worker", w->obj.name,
 			  NULL, NULL);
@@ -222,7 +225,7 @@ void sched__set_pending(struct sched *s, struct sched_instance *in,
 
 	if (in->state == SCHED_PENDING && strcmp(in->reason, reason) == 0)
 		return;
-	in->state = SCHED_PENDING;
+	sched__instance_set_state(in, SCHED_PENDING, reason);
 	snprintf(in->reason, sizeof(in->reason), "%s", reason);
 	if (rt_mono_ms() < s->recovery_until)
 		return;
