@@ -55,6 +55,10 @@ static int assign_at(struct sched *s, struct sched_instance *in,
 	struct rt_buf name = { 0 };
 	int rc;
 
+	/* One worker at a time: it is unassigned first (no second copy),
+	 * and an epoch never goes back (the fence relies on it). */
+	assert(in->worker == NULL && in->reserved_mb == 0);
+	assert(epoch >= in->epoch && w->obj.type == SCHED_WORKER);
 	rc = sched_assignment_name(in, &name);
 	if (rc == 0)
 		rc = rt_map_put(&w->assignments, name.data, in);
@@ -96,8 +100,13 @@ int sched__unassign(struct sched *s, struct sched_instance *in, int persist,
 
 	if (in->worker == NULL)
 		return 0;
+	void *held;
+
 	sched_assignment_name(in, &name);
-	rt_map_del(&in->worker->assignments, name.data);
+	held = rt_map_del(&in->worker->assignments, name.data);
+	/* Its worker's map held it (or the name could not be made). */
+	assert(held == in || name.data == NULL);
+	(void)held;
 	sched__hold(in->worker, v, -in->reserved_mb, -1);
 	in->reserved_mb = 0;
 	/* Its log stays there: `log` still reads it (instances.c). */
@@ -251,6 +260,7 @@ int sched__place_in(struct sched *s, struct sched_instance *in,
 	struct rt_buf why = { 0 };
 	int k, rc = 0;
 
+	assert(in->worker == NULL && in->desired_run); /* placed once */
 	if (s->loop == NULL)
 		return 0;
 	if (rt_mono_ms() < s->recovery_until) {
@@ -266,6 +276,7 @@ int sched__place_in(struct sched *s, struct sched_instance *in,
 	if (k < 0) {
 		sched__set_pending(s, in, why.data ? why.data : "no worker");
 	} else {
+		assert((size_t)k < v->n);
 		rc = sched__assign(s, in, v->ws[k], v);
 		v->w[k].same_function++;
 	}

@@ -4,6 +4,7 @@
  * out (place, start, stop, restart, move); reconciliation makes and
  * retires the instances a function's spec wants and acts on each.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -183,6 +184,7 @@ int sched__act(struct sched *s, struct sched_instance *in,
 		 * (the decision checked that it fits). */
 		int delta = fn->spec.memory - in->reserved_mb;
 
+		assert(in->worker != NULL); /* it fits where it is */
 		sched__hold(in->worker, v, delta, 0);
 		in->reserved_mb = fn->spec.memory;
 		if (delta < 0)
@@ -206,6 +208,7 @@ int sched__act(struct sched *s, struct sched_instance *in,
 		sched__send_simple(s, in, "stop", 0, wait);
 		break;
 	case DECIDE_RESTART:
+		assert(in->worker != NULL && in->worker->online);
 		sched__inst_event(s, in, "instance.restarting", "worker",
 				  in->worker->obj.name, "reason", res.reason);
 		if (in->sent_revision != fn->run_revision ||
