@@ -4,6 +4,7 @@
  * and heartbeat samples, adoption of what a registering worker already
  * runs, and the loss of a worker's instances.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,6 +127,7 @@ void sched__on_instance(struct sched *s, struct sched_worker *w,
 
 	if (in == NULL)
 		return;
+	assert(in->worker == w); /* the fence let only its own through */
 	old = in->state;
 	oldpid = in->pid;
 	oldrev = in->revision;
