@@ -3,6 +3,11 @@
  * (sched/instance_state.c): what may follow each state, and which states
  * an instance may take with and without a worker.
  */
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "../../sched/instance_state.h"
 #include "unit.h"
 
@@ -91,4 +96,80 @@ TEST(instance_state_fits_assignment)
 		      cases[i][2]);
 	}
 	CHECK(!sched__instance_state_fits(L + 1, 1));
+}
+
+/* An instance t/ns/fn/0 in state `st`, on a worker when `assigned`. */
+struct fake {
+	struct sched_obj t, ns;
+	struct sched_function fn;
+	struct sched_worker w;
+	struct sched_instance in;
+};
+
+static void fake_init(struct fake *f, enum sched_instance_state st,
+		      int assigned)
+{
+	memset(f, 0, sizeof(*f));
+	snprintf(f->t.name, sizeof(f->t.name), "t");
+	snprintf(f->ns.name, sizeof(f->ns.name), "ns");
+	snprintf(f->fn.obj.name, sizeof(f->fn.obj.name), "fn");
+	f->ns.parent = &f->t;
+	f->fn.obj.parent = &f->ns;
+	f->in.obj.parent = &f->fn.obj;
+	f->in.obj.type = SCHED_INSTANCE;
+	f->in.state = st;
+	f->in.worker = assigned ? &f->w : NULL;
+}
+
+/* Whether setting `to` on an instance in `from` (assigned or not) kills
+ * the process with the assert (run in a child). */
+static int aborts(enum sched_instance_state from, int assigned,
+		  enum sched_instance_state to)
+{
+	pid_t pid;
+	int status;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid == 0) {
+		struct fake f;
+
+		/* The log line before the assert is expected: keep it out. */
+		if (freopen("/dev/null", "w", stderr) == NULL)
+			_exit(3);
+		fake_init(&f, from, assigned);
+		sched__instance_set_state(&f.in, to, "test");
+		_exit(f.in.state == to ? 0 : 2);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) < 0)
+		return -1;
+	return WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT;
+}
+
+TEST(instance_set_state_asserts)
+{
+	struct fake f;
+
+	/* Legal changes are made. */
+	CHECK(aborts(P, 1, SG) == 0); /* just assigned */
+	CHECK(aborts(SG, 1, R) == 0);
+	CHECK(aborts(R, 0, P) == 0);
+	CHECK(aborts(R, 1, L) == 0);
+	/* A pending one cannot jump to running, nor be pending on a worker,
+	 * nor run without one. */
+	CHECK(aborts(P, 1, R) == 1);
+	CHECK(aborts(L, 1, P) == 1);
+	CHECK(aborts(L, 0, R) == 1);
+	/* What a worker reports: its six words; anything else is lost. */
+	fake_init(&f, SG, 1);
+	CHECK(sched__instance_reported(&f.in, "running") == R);
+	CHECK(f.in.state == R);
+	CHECK(sched__instance_reported(&f.in, "pending") == L);
+	CHECK(sched__instance_reported(&f.in, "backoff") == B);
+	CHECK(sched__instance_reported(&f.in, NULL) == L);
+	CHECK(sched__instance_reported(&f.in, "failed") == F);
+	/* A record restored: any state, no transition checked. */
+	fake_init(&f, P, 1);
+	sched__instance_restore(&f.in, R);
+	CHECK(f.in.state == R);
 }
