@@ -97,13 +97,14 @@ int sched__unassign(struct sched *s, struct sched_instance *in, int persist,
 		    struct sched_view *v)
 {
 	struct rt_buf name = { 0 };
+	void *held;
 
 	if (in->worker == NULL)
 		return 0;
-	void *held;
-
 	sched_assignment_name(in, &name);
-	held = rt_map_del(&in->worker->assignments, name.data);
+	held = name.data != NULL
+		       ? rt_map_del(&in->worker->assignments, name.data)
+		       : NULL;
 	/* Its worker's map held it (or the name could not be made). */
 	assert(held == in || name.data == NULL);
 	(void)held;
