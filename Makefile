@@ -5,7 +5,9 @@
 #   make test            install missing deps, build, run unit + integration tests
 #                        (side by side: JOBS=N tests at a time, default 2 per CPU)
 #   make check-fast      unit tests + the smoke tests (under 2 minutes)
-#   make SANITIZE=1 test the same with AddressSanitizer and UBSan
+#   make SANITIZE=1 test the same with AddressSanitizer and UBSan (and the
+#                        model's debug checks, FNFS_DEBUG; DEBUG=1 alone
+#                        adds those to any build)
 #   make lint            clang-format check, cppcheck, shellcheck
 #   make install         PREFIX=/usr/local DESTDIR=: fnfs, fnfs(1), fnfs.service
 
@@ -29,10 +31,13 @@ endif
 ifeq ($(SANITIZE),1)
 VARIANT := san
 CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer \
-	  -fno-sanitize-recover=undefined
+	  -fno-sanitize-recover=undefined -DFNFS_DEBUG
 LDFLAGS += -fsanitize=address,undefined
 else
 VARIANT := rel
+endif
+ifeq ($(DEBUG),1)
+CFLAGS += -DFNFS_DEBUG
 endif
 
 # pkg-config is asked only when compiling, so `make help`-like targets and

@@ -1,6 +1,7 @@
 /*
  * buf.c - growable byte buffers and key=value quoting.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,8 @@ int rt_buf_reserve(struct rt_buf *b, size_t extra)
 	size_t cap;
 	char *p;
 
+	/* A buffer is empty, or holds len bytes and a NUL within cap. */
+	assert(b->cap == 0 ? b->len == 0 : b->len < b->cap);
 	if (extra > SIZE_MAX / 2 - b->len)
 		return -ENOMEM;
 	if (need <= b->cap)
@@ -38,6 +41,7 @@ int rt_buf_append(struct rt_buf *b, const void *p, size_t n)
 	if (n > 0)
 		memcpy(b->data + b->len, p, n);
 	b->len += n;
+	assert(b->len < b->cap);
 	b->data[b->len] = '\0';
 	return 0;
 }
@@ -60,8 +64,11 @@ int rt_buf_vprintf(struct rt_buf *b, const char *fmt, va_list ap)
 	rc = rt_buf_reserve(b, (size_t)n);
 	if (rc < 0)
 		return rc;
-	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+	/* The same arguments print the same length again. */
+	rc = vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+	assert(rc == n);
 	b->len += (size_t)n;
+	assert(b->len < b->cap && b->data[b->len] == '\0');
 	return 0;
 }
 
@@ -78,6 +85,7 @@ int rt_buf_printf(struct rt_buf *b, const char *fmt, ...)
 
 void rt_buf_reset(struct rt_buf *b)
 {
+	assert(b->data != NULL || b->cap == 0);
 	b->len = 0;
 	if (b->data != NULL)
 		b->data[0] = '\0';

@@ -21,6 +21,7 @@
  * function cannot read it.
  */
 #include <dirent.h>
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -221,6 +222,9 @@ static void tree_drop(struct rt_worker *w, struct tree *t)
 	struct cache *c = cache_of(w);
 	size_t i;
 
+	/* Unused, unwaited, and no download or build refers to it. */
+	assert(t->users == 0 && t->waits == NULL);
+	assert(t->state == READY || t->state == FAILED);
 	rt_map_del(&c->all, t->hash);
 	if (t->receiving)
 		rt_code_asm_free(&t->a);
@@ -259,6 +263,8 @@ static void tree_fail(struct rt_worker *w, struct tree *t, int err,
 {
 	struct wait *q;
 
+	/* Only a download or a build fails. */
+	assert(t->state == FETCHING || t->state == BUILDING);
 	t->state = FAILED;
 	snprintf(t->why, sizeof(t->why), "%s", why);
 	rt_log(RT_LOG_WARN, "worker %s: code %.12s: %s", w->id, t->hash, why);
@@ -294,6 +300,7 @@ static void use(struct rt_worker *w, const char *id, const char *hash)
 		}
 	}
 	if (was != NULL && (t = rt_map_get(&c->all, was)) != NULL) {
+		assert(t->users > 0); /* counted when `id` took it */
 		t->users--;
 		tree_tidy(w, t);
 	}
@@ -318,6 +325,7 @@ static void tree_ready(struct rt_worker *w, struct tree *t)
 {
 	struct wait *q;
 
+	assert(t->state == BUILDING); /* unpacked by its build */
 	t->state = READY;
 	while ((q = t->waits) != NULL) {
 		struct rt_instance *in = rt_map_get(&w->sup.instances, q->id);
@@ -502,6 +510,7 @@ static void tree_build(struct rt_worker *w, struct tree *t)
 		tree_fail(w, t, ENOMEM, "code: out of memory");
 		return;
 	}
+	assert(t->state == FETCHING && t->have_man);
 	t->state = BUILDING;
 	memcpy(j->man, t->man.data, t->man.len);
 	j->len = t->man.len;
@@ -622,6 +631,7 @@ static int got_manifest(struct rt_worker *w, struct tree *t)
 /* Everything `t` needs is here: it is unpacked. */
 static void fetched(struct rt_worker *w, struct tree *t)
 {
+	assert(t->state == FETCHING && t->got == t->nneed && !t->receiving);
 	if (t->waits == NULL && t->users == 0 && !t->prefetched) {
 		t->state = FAILED; /* nobody wants it any more */
 		tree_tidy(w, t);

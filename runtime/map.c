@@ -2,6 +2,7 @@
  * map.c - hash maps: string keys with chaining, 64-bit ids with open
  * addressing. Both grow by doubling; neither shrinks.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,8 @@ static int map_grow(struct rt_map *m)
 	size_t n = m->nslots ? m->nslots * 2 : 16, i;
 	struct rt_map_entry **slots = calloc(n, sizeof(*slots));
 
+	/* Slots are a power of two: a hash is masked, not divided. */
+	assert((n & (n - 1)) == 0 && n > m->nslots);
 	if (slots == NULL)
 		return -ENOMEM;
 	for (i = 0; i < m->nslots; i++) {
@@ -41,6 +44,7 @@ static int map_grow(struct rt_map *m)
 
 		for (; e != NULL; e = next) {
 			next = e->next;
+			assert((e->hash & (m->nslots - 1)) == i);
 			e->next = slots[e->hash & (n - 1)];
 			slots[e->hash & (n - 1)] = e;
 		}
@@ -79,6 +83,7 @@ int rt_map_put(struct rt_map *m, const char *key, void *value)
 		if (rc < 0)
 			return rc;
 	}
+	assert(m->count < m->nslots); /* at most one entry a slot on average */
 	e = malloc(sizeof(*e) + klen + 1);
 	if (e == NULL)
 		return -ENOMEM;
@@ -107,6 +112,7 @@ void *rt_map_del(struct rt_map *m, const char *key)
 			*pp = e->next;
 			v = e->value;
 			free(e);
+			assert(m->count > 0);
 			m->count--;
 			return v;
 		}
@@ -150,6 +156,7 @@ void **rt_map_values(const struct rt_map *m, size_t *n)
 		return NULL;
 	rt_map_each(m, values_cb, &p);
 	*n = (size_t)(p - v);
+	assert(*n == m->count); /* count is the number of entries */
 	return v;
 }
 
@@ -190,6 +197,8 @@ static int idmap_resize(struct rt_idmap *m, size_t n)
 	void **values = calloc(n, sizeof(*values));
 	size_t i;
 
+	/* A power of two, with room left: a probe always ends. */
+	assert((n & (n - 1)) == 0 && n > m->count * 2);
 	if (keys == NULL || values == NULL) {
 		free(keys);
 		free(values);
@@ -206,6 +215,7 @@ static int idmap_resize(struct rt_idmap *m, size_t n)
 			;
 		keys[j] = k;
 		values[j] = m->values[i];
+		assert(values[j] != NULL);
 	}
 	free(m->keys);
 	free(m->values);
@@ -247,6 +257,7 @@ int rt_idmap_put(struct rt_idmap *m, uint64_t id, void *value)
 		if (rc < 0)
 			return rc;
 	}
+	assert(m->used < m->nslots); /* a free slot ends the probe */
 	for (j = hash_id(id) & (m->nslots - 1);
 	     m->keys[j] != 0 && m->keys[j] != IDMAP_TOMB;
 	     j = (j + 1) & (m->nslots - 1))
@@ -270,6 +281,7 @@ void rt_idmap_del(struct rt_idmap *m, uint64_t id)
 		if (m->keys[j] == id) {
 			m->keys[j] = IDMAP_TOMB;
 			m->values[j] = NULL;
+			assert(m->count > 0);
 			m->count--;
 			return;
 		}
@@ -294,6 +306,7 @@ void **rt_idmap_values(const struct rt_idmap *m, size_t *n)
 	for (j = 0; j < m->nslots; j++)
 		if (m->keys[j] != 0 && m->keys[j] != IDMAP_TOMB)
 			v[k++] = m->values[j];
+	assert(k == m->count);
 	*n = k;
 	return v;
 }

@@ -1,8 +1,10 @@
 /*
  * tls.c - TLS 1.3 through memory BIOs (see tls.h).
  */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
 #include <stdio.h>
@@ -254,6 +256,8 @@ static int encrypt(struct rt_tls *t, const void *data, size_t len,
 	size_t done = 0, n;
 	int r;
 
+	/* Before the handshake ends, plaintext waits in t->early. */
+	assert(t->ssl != NULL && t->done);
 	ERR_clear_error();
 	while (done < len) {
 		n = len - done > (1u << 30) ? (1u << 30) : len - done;
@@ -263,6 +267,7 @@ static int encrypt(struct rt_tls *t, const void *data, size_t len,
 			return r < 0 ? r : -EPROTO;
 		}
 		done += (size_t)r;
+		assert(done <= len); /* SSL_write took at most what it had */
 	}
 	return 0;
 }
@@ -273,6 +278,7 @@ int rt_tls_feed(struct rt_tls *t, const void *data, size_t n,
 	char chunk[16384];
 	int r, rc = 0, ended = 0, got = 0;
 
+	assert(n <= INT_MAX); /* what a stream read hands over */
 	if (n > 0 && BIO_write(t->net_in, data, (int)n) != (int)n)
 		return -ENOMEM;
 	ERR_clear_error();

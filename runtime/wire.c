@@ -1,6 +1,7 @@
 /*
  * wire.c - framing of controller <-> worker messages.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -66,6 +67,7 @@ int rt_wire_decode(const char *buf, size_t len, struct rt_msg *msg,
 	msg->header = h;
 	msg->type = json_string_value(type);
 	*used = 4 + hlen + (size_t)blen;
+	assert(*used <= len && msg->type != NULL);
 	return 1;
 }
 
@@ -113,6 +115,8 @@ int rt_wire_encode(struct rt_buf *out, json_t *header, const void *body,
 		}
 		room = hlen;
 	}
+	/* Never a frame the decoder would refuse. */
+	assert(hlen >= 2 && hlen <= RT_WIRE_HEADER_MAX);
 	len = (unsigned char *)out->data + mark;
 	len[0] = (unsigned char)(hlen >> 24);
 	len[1] = (unsigned char)(hlen >> 16);
@@ -122,6 +126,7 @@ int rt_wire_encode(struct rt_buf *out, json_t *header, const void *body,
 	out->data[out->len] = '\0';
 	if (body_len > 0)
 		rc = rt_buf_append(out, body, body_len);
+	assert(rc < 0 || out->len == mark + 4 + hlen + body_len);
 out:
 	if (rc < 0) {
 		out->len = mark;
@@ -144,6 +149,7 @@ int rt_wire_feed(struct rt_buf *in, const char *data, size_t n,
 	while ((rc = rt_wire_decode(in->data + off, in->len - off, &m, &used,
 				    why)) == 1) {
 		off += used;
+		assert(off <= in->len);
 		rc = fn(&m, arg);
 		rt_msg_free(&m);
 		if (rc == RT_WIRE_PAUSE)
@@ -193,6 +199,7 @@ int rt_stream_write(uv_stream_t *stream, const void *data, size_t len)
 	}
 	if (n < 0)
 		n = 0;
+	assert((size_t)n < len); /* a part is left to queue */
 	m = calloc(1, sizeof(*m));
 	if (m == NULL || rt_buf_append(&m->buf, (const char *)data + n,
 				       len - (size_t)n) < 0) {

@@ -11,6 +11,7 @@
 
 #include "assign.h"
 #include "common.h"
+#include "instance_state.h"
 
 static int check_free_cb(const char *key, void *value, void *arg)
 {
@@ -54,6 +55,10 @@ static int assign_at(struct sched *s, struct sched_instance *in,
 	struct rt_buf name = { 0 };
 	int rc;
 
+	/* One worker at a time: it is unassigned first (no second copy),
+	 * and an epoch never goes back (the fence relies on it). */
+	assert(in->worker == NULL && in->reserved_mb == 0);
+	assert(epoch >= in->epoch && w->obj.type == SCHED_WORKER);
 	rc = sched_assignment_name(in, &name);
 	if (rc == 0)
 		rc = rt_map_put(&w->assignments, name.data, in);
@@ -66,7 +71,9 @@ static int assign_at(struct sched *s, struct sched_instance *in,
 	sched__hold(w, v, in->reserved_mb, 1);
 	in->sent_revision = 0;
 	in->sent_stop = 0;
-	in->state = in->desired_run ? SCHED_STARTING : SCHED_STOPPED;
+	sched__instance_set_state(
+		in, in->desired_run ? SCHED_STARTING : SCHED_STOPPED,
+		"assigned");
 	in->reason[0] = '\0';
 	sched__inst_event(s, in, "instance.assigned", "worker", w->obj.name,
 			  NULL, NULL);
@@ -90,11 +97,17 @@ int sched__unassign(struct sched *s, struct sched_instance *in, int persist,
 		    struct sched_view *v)
 {
 	struct rt_buf name = { 0 };
+	void *held;
 
 	if (in->worker == NULL)
 		return 0;
 	sched_assignment_name(in, &name);
-	rt_map_del(&in->worker->assignments, name.data);
+	held = name.data != NULL
+		       ? rt_map_del(&in->worker->assignments, name.data)
+		       : NULL;
+	/* Its worker's map held it (or the name could not be made). */
+	assert(held == in || name.data == NULL);
+	(void)held;
 	sched__hold(in->worker, v, -in->reserved_mb, -1);
 	in->reserved_mb = 0;
 	/* Its log stays there: `log` still reads it (instances.c). */
@@ -222,7 +235,7 @@ void sched__set_pending(struct sched *s, struct sched_instance *in,
 
 	if (in->state == SCHED_PENDING && strcmp(in->reason, reason) == 0)
 		return;
-	in->state = SCHED_PENDING;
+	sched__instance_set_state(in, SCHED_PENDING, reason);
 	snprintf(in->reason, sizeof(in->reason), "%s", reason);
 	if (rt_mono_ms() < s->recovery_until)
 		return;
@@ -248,6 +261,7 @@ int sched__place_in(struct sched *s, struct sched_instance *in,
 	struct rt_buf why = { 0 };
 	int k, rc = 0;
 
+	assert(in->worker == NULL && in->desired_run); /* placed once */
 	if (s->loop == NULL)
 		return 0;
 	if (rt_mono_ms() < s->recovery_until) {
@@ -263,6 +277,7 @@ int sched__place_in(struct sched *s, struct sched_instance *in,
 	if (k < 0) {
 		sched__set_pending(s, in, why.data ? why.data : "no worker");
 	} else {
+		assert((size_t)k < v->n);
 		rc = sched__assign(s, in, v->ws[k], v);
 		v->w[k].same_function++;
 	}

@@ -6,6 +6,7 @@
  * every call ends in: received, then exactly one of processed, user error
  * or system error.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -190,6 +191,8 @@ static void finish(struct sched *s, struct sched_call *c, int err,
 			if (c->on_next != NULL)
 				c->on_next->on_prev = c->on_prev;
 			c->on_next = c->on_prev = NULL;
+			/* busy counts the calls on its list: c was one. */
+			assert(in->busy > 0);
 			in->busy--;
 		}
 		if (in->busy == 0)
@@ -358,6 +361,9 @@ static void send_call(struct sched *s, struct sched_call *c,
 	struct sched_stats *st = inst_stats(in);
 	int64_t now = rt_now_ms();
 
+	/* On one instance's list at a time. */
+	assert(c->on_prev == NULL && c->on_next == NULL);
+	assert(in->busy >= 0 && (in->calls == NULL) == (in->busy == 0));
 	c->in = in;
 	c->on_prev = NULL;
 	c->on_next = in->calls;

@@ -22,6 +22,7 @@
  *   6. Rebalance moves a loose function's instance off a worker without
  *      its tags (the caller moves it only to a worker that has them).
  */
+#include <assert.h>
 #include <stdio.h>
 
 #include "decide.h"
@@ -60,8 +61,33 @@ static enum decide_action decide_stopped(const struct decide_input *d,
 	return set(out, DECIDE_NONE, "stopped");
 }
 
+static enum decide_action decide(const struct decide_input *d,
+				 struct decide_result *out);
+
 enum decide_action sched_decide(const struct decide_input *d,
 				struct decide_result *out)
+{
+	enum decide_action a = decide(d, out);
+
+	/* The rules' promises, which sched__act relies on. */
+	assert(a == out->action && a <= DECIDE_PENDING);
+	/* Only an instance on a worker that is there is stopped, restarted
+	 * or moved; one on no worker is placed or waits. */
+	assert((a != DECIDE_STOP && a != DECIDE_RESTART && a != DECIDE_MOVE) ||
+	       (d->worker != NULL && d->worker_online));
+	assert(a != DECIDE_PENDING || d->worker == NULL);
+	/* Nothing is started that should not run, nor stopped that should. */
+	assert((a != DECIDE_START && a != DECIDE_RESTART && a != DECIDE_MOVE &&
+		a != DECIDE_PENDING) ||
+	       d->in.desired_run);
+	assert(a != DECIDE_STOP || !d->in.desired_run);
+	/* It fits only where it is. */
+	assert(!out->fits || (d->worker != NULL && d->in.desired_run));
+	return a;
+}
+
+static enum decide_action decide(const struct decide_input *d,
+				 struct decide_result *out)
 {
 	const struct decide_instance *in = &d->in;
 	struct rt_buf why = { 0 };

@@ -4,6 +4,7 @@
  * Each tenant's lines are a part of it with a budget of its own: a
  * tenant's flood drops its own oldest lines, not the others'.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,6 +68,10 @@ static void compact(struct events *ev)
 
 		if (l->dead)
 			continue;
+		/* Kept lines are in order and the text closes up only. */
+		assert(k == 0 ||
+		       ev->idx[k - 1].at + ev->idx[k - 1].len <= l->at);
+		assert(l->pos >= pos && l->pos + l->len <= ev->text.len);
 		if (l->pos != pos)
 			memmove(ev->text.data + pos, ev->text.data + l->pos,
 				l->len);
@@ -93,6 +98,7 @@ static void events_trim(struct events *ev)
 		len -= ev->idx[i].len;
 	}
 	compact(ev);
+	assert(ev->text.len == len && len <= keep);
 }
 
 int events_line(struct rt_buf *out, int64_t ms, const char *kind,
@@ -123,6 +129,7 @@ static int idx_room(struct events *ev, size_t k)
 		return -ENOMEM;
 	ev->idx = v;
 	ev->icap = cap;
+	assert(ev->n + k <= ev->icap);
 	return 0;
 }
 
@@ -155,6 +162,9 @@ int events_append_line(struct events *ev, int64_t ms, const char *line,
 		ev->n++;
 		start = i + 1;
 	}
+	/* Every byte is in a line, and the last line ends the text. */
+	assert(start == n && ev->n <= ev->icap);
+	assert(ev->idx[ev->n - 1].pos + ev->idx[ev->n - 1].len == ev->text.len);
 	if (ev->n == 1 || ev->first > ev->idx[0].at)
 		ev->first = ev->idx[0].at;
 	ev->last_ms = ms;

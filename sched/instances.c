@@ -15,6 +15,7 @@
 
 #include "common.h"
 #include "instances.h"
+#include "invariants.h"
 #include "orders.h"
 #include "reconcile.h"
 #include "requests.h"
@@ -229,7 +230,7 @@ static int write_instances(struct sched *s, struct sched_obj *o,
 		derived = derived < 0 ? derived : r;
 	}
 	sched__derived_end(s, began, derived, fn->obj.name);
-	sched__check_free(s);
+	sched__model_check(s);
 out:
 	free(c.v);
 	return rc;

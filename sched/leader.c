@@ -29,6 +29,7 @@
 #include "conn.h"
 #include "elect.h"
 #include "etcd_keys.h"
+#include "instance_state.h"
 #include "leader.h"
 #include "quota.h"
 #include "reconcile.h"
@@ -136,7 +137,7 @@ static int mark_waiting_cb(const char *key, void *value, void *arg)
 			sched__publish(arg, v[i]);
 			continue;
 		}
-		v[i]->state = SCHED_LOST;
+		sched__instance_set_state(v[i], SCHED_LOST, "worker not back");
 		snprintf(v[i]->reason, sizeof(v[i]->reason),
 			 "waiting for worker %s", w->obj.name);
 	}
@@ -423,8 +424,9 @@ static void follow_instance(struct sched *s, const struct store_instance *r,
 	in->epoch = r->epoch;
 	w = r->worker ? sched_child(&s->pool, r->worker) : NULL;
 	follow_assignment(s, in, (struct sched_worker *)w);
-	in->state = r->state ? state_of(r->state)
-			     : (in->worker ? SCHED_LOST : SCHED_PENDING);
+	sched__instance_restore(
+		in, r->state ? state_of(r->state)
+			     : (in->worker ? SCHED_LOST : SCHED_PENDING));
 	in->pid = r->pid;
 	/* What the leader knows of its process (0 from an older one). */
 	in->revision = r->revision;

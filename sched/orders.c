@@ -95,6 +95,8 @@ int sched__send_start(struct sched *s, struct sched_instance *in,
 	json_t *spec = run_spec(s, in);
 	int rc;
 
+	/* Only an instance assigned and wanted running is started. */
+	assert(in->worker != NULL && in->desired_run);
 	/* Its graceful replacement waits for the direct calls too. */
 	sched__direct_tell(s, in);
 	sched__code_add_spec(s, sched__fn_of(in), spec);
@@ -118,6 +120,7 @@ int sched__send_simple(struct sched *s, struct sched_instance *in,
 	json_t *h = json_pack("{s:s, s:s}", "type", type, "instance", id);
 	int rc;
 
+	assert(in->worker != NULL); /* an order goes to its worker */
 	/* Its graceful stop waits for the direct calls too. */
 	sched__direct_tell(s, in);
 	if (forget)

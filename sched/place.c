@@ -1,6 +1,7 @@
 /*
  * place.c - placement (see place.h).
  */
+#include <assert.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -132,6 +133,7 @@ static int choose(const struct place_worker *w, size_t n,
 		for (i = 0; i < n; i++)
 			if (in_tier(&w[i], r, t) && pick-- == 0)
 				return (int)i;
+		assert(0); /* the count-th candidate was found above */
 	}
 	for (i = 0; i < n; i++) {
 		if (!in_tier(&w[i], r, t))
@@ -157,8 +159,14 @@ int sched_place(const struct place_worker *w, size_t n,
 
 	for (i = 0; order[i] != T_NONE; i++) {
 		pick = choose(w, n, r, order[i]);
-		if (pick >= 0)
+		if (pick >= 0) {
+			/* Never a worker the request does not fit, nor one
+			 * a strict request's tags rule out. */
+			assert((size_t)pick < n && fits(&w[pick], r));
+			assert(r->ntags == 0 || r->loose ||
+			       has_all_tags(&w[pick], r));
 			return pick;
+		}
 	}
 	if (why != NULL) {
 		rt_buf_puts(why, "no worker with ");

@@ -4,6 +4,7 @@
  * tenant, moved by the changes that make or free something, so that a
  * check is a comparison (docs/decisions.md, "Quotas").
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -325,8 +326,12 @@ void sched_quota_release(struct sched *s, uint64_t tenant_id, size_t n)
 	struct sched_tenant *t = o ? sched__tenant_of(o) : NULL;
 
 	s->held_requests -= (long long)n;
-	if (t != NULL && &t->obj == o)
+	/* Released once, after it was held. */
+	assert(s->held_requests >= 0);
+	if (t != NULL && &t->obj == o) {
 		t->quota.used[SCHED_QUOTA_REQUEST_BYTES] -= (long long)n;
+		assert(t->quota.used[SCHED_QUOTA_REQUEST_BYTES] >= 0);
+	}
 }
 
 long long sched_quota_held(const struct sched *s)
@@ -345,6 +350,7 @@ void sched__quota_fn_update(struct sched_function *fn)
 		return;
 	sched__quota_fn_drop(fn);
 	sched_quota_claim(&fn->spec, &mem, &inst);
+	assert(mem >= 0 && inst >= 0 && !fn->quota_counted);
 	t->quota.used[SCHED_QUOTA_MEMORY] += mem;
 	t->quota.used[SCHED_QUOTA_INSTANCES] += inst;
 	t->quota.used[SCHED_QUOTA_FUNCTIONS]++;
@@ -363,6 +369,10 @@ void sched__quota_fn_drop(struct sched_function *fn)
 	t->quota.used[SCHED_QUOTA_INSTANCES] -= fn->quota_claim[1];
 	t->quota.used[SCHED_QUOTA_FUNCTIONS]--;
 	fn->quota_counted = 0;
+	/* A tenant's use is the sum of its functions' claims. */
+	assert(t->quota.used[SCHED_QUOTA_MEMORY] >= 0);
+	assert(t->quota.used[SCHED_QUOTA_INSTANCES] >= 0);
+	assert(t->quota.used[SCHED_QUOTA_FUNCTIONS] >= 0);
 }
 
 int sched__quota_spec(struct sched *s, struct sched_function *fn,

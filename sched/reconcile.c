@@ -4,6 +4,7 @@
  * out (place, start, stop, restart, move); reconciliation makes and
  * retires the instances a function's spec wants and acts on each.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,8 @@
 
 #include "common.h"
 #include "direct.h"
+#include "instance_state.h"
+#include "invariants.h"
 #include "orders.h"
 #include "leader.h"
 #include "reconcile.h"
@@ -148,10 +151,10 @@ int sched__move(struct sched *s, struct sched_instance *in,
 	in->pid = 0;
 	if (!in->desired_run) {
 		/* A stopped one takes no room anywhere; a start places it. */
-		in->state = SCHED_STOPPED;
+		sched__instance_set_state(in, SCHED_STOPPED, "moved, stopped");
 		return rc;
 	}
-	in->state = SCHED_PENDING;
+	sched__instance_set_state(in, SCHED_PENDING, "moving");
 	if (rc == 0 && to != NULL)
 		rc = sched__assign(s, in, to, NULL);
 	else if (rc == 0)
@@ -181,6 +184,7 @@ int sched__act(struct sched *s, struct sched_instance *in,
 		 * (the decision checked that it fits). */
 		int delta = fn->spec.memory - in->reserved_mb;
 
+		assert(in->worker != NULL); /* it fits where it is */
 		sched__hold(in->worker, v, delta, 0);
 		in->reserved_mb = fn->spec.memory;
 		if (delta < 0)
@@ -189,7 +193,8 @@ int sched__act(struct sched *s, struct sched_instance *in,
 	switch (res.action) {
 	case DECIDE_NONE:
 		if (in->worker == NULL && !in->desired_run)
-			in->state = SCHED_STOPPED;
+			sched__instance_set_state(in, SCHED_STOPPED,
+						  "wanted stopped");
 		break;
 	case DECIDE_PENDING: sched__set_pending(s, in, res.reason); break;
 	case DECIDE_START:
@@ -203,6 +208,7 @@ int sched__act(struct sched *s, struct sched_instance *in,
 		sched__send_simple(s, in, "stop", 0, wait);
 		break;
 	case DECIDE_RESTART:
+		assert(in->worker != NULL && in->worker->online);
 		sched__inst_event(s, in, "instance.restarting", "worker",
 				  in->worker->obj.name, "reason", res.reason);
 		if (in->sent_revision != fn->run_revision ||
@@ -234,7 +240,8 @@ struct sched_instance *sched__instance_new(struct sched *s,
 		return NULL;
 	in->n = n;
 	in->desired_run = desired_run;
-	in->state = desired_run ? SCHED_PENDING : SCHED_STOPPED;
+	sched__instance_restore(in,
+				desired_run ? SCHED_PENDING : SCHED_STOPPED);
 	return in;
 }
 
@@ -295,7 +302,7 @@ void sched__retire_idle(struct sched *s, struct sched_instance *in)
 	retire(s, in, 1, 0);
 	sched__derived_end(s, began, 0, fn->obj.name);
 	if (!s->reconciling_all)
-		sched__check_free(s);
+		sched__model_check(s);
 }
 
 void sched__reconcile(struct sched *s, struct sched_function *fn)
@@ -349,7 +356,7 @@ void sched__reconcile(struct sched *s, struct sched_function *fn)
 	sched__view_free(&v);
 	sched__derived_end(s, began, rc, fn->obj.name);
 	if (!s->reconciling_all)
-		sched__check_free(s);
+		sched__model_check(s);
 }
 
 static int reconcile_ns(const char *key, void *value, void *arg)
@@ -405,7 +412,7 @@ void sched__reconcile_all(struct sched *s)
 	s->reconciling_all--;
 	sched__derived_end(s, began, 0, "reconciliation");
 	if (!s->reconciling_all)
-		sched__check_free(s);
+		sched__model_check(s);
 }
 
 int sched__instances_unstore(struct sched *s, struct sched_function *fn)

@@ -4,6 +4,7 @@
  * and heartbeat samples, adoption of what a registering worker already
  * runs, and the loss of a worker's instances.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include "common.h"
 #include "direct.h"
 #include "fence.h"
+#include "instance_state.h"
 #include "reconcile.h"
 #include "reports.h"
 #include "requests.h"
@@ -44,7 +46,7 @@ static int load_cb(const struct store_instance *r, void *arg)
 			in->reserved_mb =
 				((struct sched_function *)f)->spec.memory;
 			in->worker->used_mb += in->reserved_mb;
-			in->state = SCHED_LOST;
+			sched__instance_restore(in, SCHED_LOST);
 			snprintf(in->reason, sizeof(in->reason),
 				 "waiting for worker %s", w->name);
 		}
@@ -56,16 +58,6 @@ static int load_cb(const struct store_instance *r, void *arg)
 int sched__instances_load(struct sched *s)
 {
 	return store_instance_load(s->store, load_cb, s);
-}
-
-static enum sched_instance_state parse_state(const char *w)
-{
-	int i;
-
-	for (i = 0; w != NULL && i <= SCHED_LOST; i++)
-		if (strcmp(sched__state_word(i), w) == 0)
-			return (enum sched_instance_state)i;
-	return SCHED_LOST;
 }
 
 /* The instance of report `m` if it is about its current assignment on
@@ -135,12 +127,12 @@ void sched__on_instance(struct sched *s, struct sched_worker *w,
 
 	if (in == NULL)
 		return;
+	assert(in->worker == w); /* the fence let only its own through */
 	old = in->state;
 	oldpid = in->pid;
 	oldrev = in->revision;
 	oldrestarts = in->restarts_total;
-	st = parse_state(rt_msg_str(m, "state"));
-	in->state = st;
+	st = sched__instance_reported(in, rt_msg_str(m, "state"));
 	in->pid = (int)rt_msg_int(m, "pid", 0);
 	in->revision = (uint64_t)rt_msg_int(m, "revision", 0);
 	in->started_ms = rt_msg_int(m, "started_ms", 0);
@@ -336,8 +328,11 @@ void sched__adopt(struct sched *s, struct sched_worker *w, json_t *running)
 				sched__call_lost(s, in, "a stale copy");
 				got = sched__unassign(s, in, 1, NULL);
 				rc = rc < 0 ? rc : got;
-				in->state = in->desired_run ? SCHED_LOST
-							    : SCHED_STOPPED;
+				sched__instance_set_state(
+					in,
+					in->desired_run ? SCHED_LOST
+							: SCHED_STOPPED,
+					"a stale copy");
 				snprintf(in->reason, sizeof(in->reason),
 					 "a stale copy on worker %s stops",
 					 w->obj.name);
@@ -349,7 +344,7 @@ void sched__adopt(struct sched *s, struct sched_worker *w, json_t *running)
 		 * A stale revision is restarted by reconciliation; a failed
 		 * one stays failed. */
 		in->pid = (int)json_integer_value(json_object_get(r, "pid"));
-		in->state = st != NULL ? parse_state(st) : SCHED_RUNNING;
+		sched__instance_reported(in, st != NULL ? st : "running");
 		in->revision = (uint64_t)rev;
 		in->sent_revision = (uint64_t)rev;
 		in->restarts_total = restarts;
@@ -377,7 +372,9 @@ void sched__worker_lost(struct sched *s, struct sched_worker *w, int quiet)
 		sched__call_lost(s, in, "its worker went away");
 		r = sched__unassign(s, in, 1, NULL);
 		rc = rc < 0 ? rc : r;
-		in->state = in->desired_run ? SCHED_LOST : SCHED_STOPPED;
+		sched__instance_set_state(
+			in, in->desired_run ? SCHED_LOST : SCHED_STOPPED,
+			"its worker went away");
 		snprintf(in->reason, sizeof(in->reason), "worker %s went away",
 			 w->obj.name);
 	}
