@@ -50,10 +50,11 @@ static int set_bool(json_t *obj, const char *name, int v)
 	return json_object_set_new(obj, name, json_true()) < 0 ? -ENOMEM : 0;
 }
 
-/* Sets obj["key"] and, when given, obj["range_end"]. */
+/* Sets obj["key"] and, when given, obj["range_end"]. -EINVAL without a
+ * key (a fence of a candidate that holds no election key yet). */
 static int set_range(json_t *obj, const char *key, const char *range_end)
 {
-	int rc = set_b64(obj, "key", key, strlen(key));
+	int rc = key != NULL ? set_b64(obj, "key", key, strlen(key)) : -EINVAL;
 
 	if (rc == 0 && range_end != NULL)
 		rc = set_b64(obj, "range_end", range_end, strlen(range_end));
