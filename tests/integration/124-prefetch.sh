@@ -33,7 +33,7 @@ code_hash() { grep "function.updated acme/prod/slow revision=$1 changed=code" "$
 
 echo spread >"$MNT/workers/strategy"
 check "cp of the app into code/" cp -r "$A"/. "$C"/
-check "a revision is made" wait_until 5 eval '[ -n "$(code_hash "$(rev)")" ]'
+check "a revision is made" wait_until 30 eval '[ -n "$(code_hash "$(rev)")" ]'
 write "$F/ready" notify
 write "$F/command" ./run.sh
 write "$F/parallelism" 2
@@ -46,13 +46,13 @@ r1=$(inst_rev "$F/instances/1")
 
 echo two >"$A/version"
 check "cp of a change" cp -r "$A"/. "$C"/
-check "a new revision is made" wait_until 5 eval '[ "$(rev)" -gt "$r1" ] && [ -n "$(code_hash "$(rev)")" ]'
+check "a new revision is made" wait_until 30 eval '[ "$(rev)" -gt "$r1" ] && [ -n "$(code_hash "$(rev)")" ]'
 r2=$(rev)
 h2=$(code_hash "$r2")
 # shellcheck disable=SC2034 # read in the evals below
 tree1=$DATA/cache/$w1/code/trees/$h2/t
 check "instance 1's worker has the new tree before its instance is replaced" \
-	wait_until 3 eval '[ -f "$tree1/version" ] && [ "$(inst_rev "$F/instances/1")" = "$r1" ]'
+	wait_until 30 eval '[ -f "$tree1/version" ] && [ "$(inst_rev "$F/instances/1")" = "$r1" ]'
 check_eq "the prefetched tree holds the new code" "$(cat "$tree1/version" 2>/dev/null)" "two"
 check "then both run the new revision" wait_until 20 eval 'running_all "$F" 2 && [ "$(inst_rev "$F/instances/0")" = "$r2" ] && [ "$(inst_rev "$F/instances/1")" = "$r2" ]'
 check "the workers' old trees go" wait_until 10 eval '[ "$(ls "$DATA/cache/$w0/code/trees" "$DATA/cache/$w1/code/trees" | grep -c "^[0-9a-f]\{64\}$")" = 2 ]'
