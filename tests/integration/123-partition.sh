@@ -104,7 +104,9 @@ t0=$(date +%s%N)
 kill -STOP "${WPID[w2]}"
 wait_until 10 state_is "$MNT/workers/w2/state" offline
 ms=$((($(date +%s%N) - t0) / 1000000))
-check "w2 is offline within the heartbeat timeout + 1 s ($ms ms)" [ "$ms" -le $((HB + 1000)) ]
+# (+ 4 s: a loaded machine's slack; without the heartbeat it would take
+# TCP's minutes)
+check "w2 is offline within the heartbeat timeout + 4 s ($ms ms)" [ "$ms" -le $((HB + 4000)) ]
 check "offline for its heartbeat" grep -q 'worker.offline w2 reason="heartbeat timeout"' "$MNT/events"
 check "its instances of f run on w1" wait_until 10 eval 'running_all "$F" 4 && [ "$(count_on "$F" w1)" = 4 ]'
 check_eq "with new pids" "$(comm -12 <(echo "$old_w2") <(cat "$F"/instances/*/pid | sort))" ""
@@ -275,13 +277,14 @@ t0=$(date +%s%N)
 kill -STOP "$RELAY"
 check "the controller sees w3 offline" wait_until 10 state_is "$MNT/workers/w3/state" offline
 ms=$((($(date +%s%N) - t0) / 1000000))
-check "within the heartbeat timeout + 1 s ($ms ms)" [ "$ms" -le $((HB + 1000)) ]
+check "within the heartbeat timeout + 4 s ($ms ms)" [ "$ms" -le $((HB + 4000)) ]
 check "w3, alive, still runs o for now" eval "kill -0 $W3 && alive $opid"
-check "past its orphan timeout w3 stops o by itself" wait_until 15 dead "$opid"
+check "past its orphan timeout w3 stops o by itself" wait_until 30 dead "$opid"
 ms=$((($(date +%s%N) - t0) / 1000000))
 # From the last frame heard (at most a ping period before the freeze):
-# the orphan timeout (5 s), a tick, and the SIGTERM.
-check "after about the orphan timeout ($ms ms)" eval "[ $ms -ge 3900 ] && [ $ms -le 8000 ]"
+# the orphan timeout (5 s), a tick, and the SIGTERM. Not before it is the
+# point; the upper bound has room for a loaded machine.
+check "after about the orphan timeout ($ms ms)" eval "[ $ms -ge 3900 ] && [ $ms -le 15000 ]"
 check_eq "no copy of o is left" "$(procs_with FN_TENANT=orphan)" "0"
 check "and exits" wait_until 10 eval '! kill -0 $W3 2>/dev/null'
 check "it said why" grep -q 'w3: shutting down: no controller within the orphan timeout' "$T/workers.log"

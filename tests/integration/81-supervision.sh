@@ -81,7 +81,9 @@ ms=$((($(date +%s%N) - start) / 1000000))
 wait "$spid"
 check_eq "a background job ending meanwhile (SIGCHLD) does not interrupt it" "$rc" "0"
 check "stop returns once it is gone (SIGKILL after the grace period)" eval '! alive $p'
-check "the grace period was waited for" test "$ms" -ge 4000 -a "$ms" -lt 9000
+# (the lower bound is the point; the upper one only says it ended, with
+# room for a loaded machine)
+check "the grace period was waited for" test "$ms" -ge 4000 -a "$ms" -lt 20000
 check_eq "its exit is a SIGKILL" "$(stat_of "$I/instances/0/status" last_exit)" "signal:9"
 
 # Memory: over its limit an instance ends as oom.
