@@ -107,8 +107,13 @@ check "failed says why" reason_has "$N/instances/0" "not ready within 2 s: .*; r
 M=$NS/notify
 mkdir "$M"
 write "$M/ready" notify
-write "$M/command" 'sleep 1.5; echo ready >&"$FN_NOTIFY_FD"; exec sleep 1000'
+# The first process sends its line once the test opens the gate $T/notify-go
+# (at most 60 s), after it saw "starting"; the next ones 1.5 s after they
+# start (the restart's time below).
+write "$M/ready_timeout" 90
+write "$M/command" "if [ -e $T/notify-go ]; then sleep 1.5; else n=0; while [ ! -e $T/notify-go ] && [ \$n -lt 1200 ]; do sleep 0.05; n=\$((n + 1)); done; fi; echo ready >&\"\$FN_NOTIFY_FD\"; exec sleep 1000"
 check "notify: starting until the line" wait_until 30 state_is "$M/instances/0/state" starting
+touch "$T/notify-go"
 check "then running" wait_until 10 state_is "$M/instances/0/state" running
 check "the reason says how" reason_has "$M/instances/0" "ready (notify)"
 p=$(pid_of "$M/instances/0")
