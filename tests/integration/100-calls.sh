@@ -105,6 +105,7 @@ check "the slow function runs" wait_until 10 running_all "$S" 1
 # The calls wait 20 s (timeout): time for 1001 writes on a busy machine.
 start_s=$SECONDS
 for i in $(seq 1001); do printf 'q%s' "$i" >"$S/invoke"; done
+# shellcheck disable=SC2034 # read in the eval below
 writes_s=$((SECONDS - start_s))
 check "1001 async calls: one runs, 1000 wait in the queue" wait_until 30 eval '[ "$(stat_of "$S/stats" queue_depth)" = 1000 ]'
 printf 'one more' | inv slow >/dev/null 2>&1

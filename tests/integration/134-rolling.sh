@@ -129,6 +129,7 @@ rev=$(cat "$F/revision")
 check "a new command: both instances take the new revision" wait_until 60 eval '[ "$(stat_of "$F/instances/0/status" revision)" = "$rev" ] && [ "$(stat_of "$F/instances/1/status" revision)" = "$rev" ] && running_all "$F" 2'
 # The load goes on a little on the new revision: a few more calls, however
 # long they take.
+# shellcheck disable=SC2034 # read in the eval below
 n1=$(cat "$T"/load.* | wc -l)
 wait_until 60 eval '[ "$(cat "$T"/load.* | wc -l)" -ge $((n1 + 6)) ]'
 touch "$T/stop-load"
