@@ -176,7 +176,7 @@ echo "# offline after ${dt} ms"
 check "its instances run on the other machine" wait_until 15 eval 'running_all "$F" 2 && [ "$(count_on "$F" m2)" = 2 ]'
 check_eq "calls still answer" "$(printf 'during' | inv up)" "DURING"
 link_up "$NS_M1"
-check "after the heal, m1 comes back" wait_until 15 state_is "$W/m1/state" healthy
+check "after the heal, m1 comes back" wait_until 60 state_is "$W/m1/state" healthy
 # copies_of FUNCTION N: live processes, on any machine, of instance N.
 copies_of() {
 	local f n=0
@@ -202,7 +202,7 @@ done
 check_eq "nothing of the moved instances is left on m1 ($on_m1 were there)" "$stray" 0
 
 # ---- past the orphan timeout, a cut-off worker stops its instances itself
-check "instances spread again after a rebalance" eval 'echo 1 > "$W/rebalance"; wait_until 15 eval "[ \"\$(count_on \"$F\" m1)\" -ge 1 ]"'
+check "instances spread again after a rebalance" eval 'echo 1 > "$W/rebalance"; wait_until 60 eval "[ \"\$(count_on \"$F\" m1)\" -ge 1 ]"'
 link_down "$NS_M1"
 m1_instances() {
 	local p n=0
