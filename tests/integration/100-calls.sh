@@ -42,7 +42,7 @@ check "the refusal is in error" grep -q "newline" "$T0/line/error"
 n=$(stat_of "$L/stats" received_total)
 echo "async" >"$L/invoke"
 check "a call written and never read is dispatched at close, and counted" \
-	wait_until 5 eval '[ "$(stat_of "$L/stats" processed_total)" = $((n + 1)) ]'
+	wait_until 30 eval '[ "$(stat_of "$L/stats" processed_total)" = $((n + 1)) ]'
 check_eq "the same pid served every call (a hot process)" "$(stat_of "$L/instances/0/stats" restarts_total)" "0"
 
 # ---- json: a python3 script
@@ -94,22 +94,29 @@ check "cold stats add up" adds_up "$C/stats"
 # ---- a full queue, and failure summaries
 S=$T0/slow
 mkdir -p "$S"
+# Its first call holds the one instance until it times out (it waits for a
+# gate file that is never made, at most 60 s): the queue does not move,
+# however long the 1001 writes take.
 cat >"$S/config" <<JSON
-{"command": "while read -r l; do sleep 1; echo \"\$l\"; done", "mode": "hot",
- "parallelism": 1, "max_instances": 1, "timeout": 10000}
+{"command": "while read -r l; do n=0; while [ ! -e $T/never ] && [ \$n -lt 1200 ]; do sleep 0.05; n=\$((n + 1)); done; echo \"\$l\"; done", "mode": "hot",
+ "parallelism": 1, "max_instances": 1, "timeout": 20000}
 JSON
 check "the slow function runs" wait_until 10 running_all "$S" 1
-# The calls wait 10 s (timeout): time for 1001 writes on a busy machine.
+# The calls wait 20 s (timeout): time for 1001 writes on a busy machine.
+start_s=$SECONDS
 for i in $(seq 1001); do printf 'q%s' "$i" >"$S/invoke"; done
-check "1001 async calls: one runs, 1000 wait in the queue" wait_until 10 eval '[ "$(stat_of "$S/stats" queue_depth)" = 1000 ]'
+# shellcheck disable=SC2034 # read in the eval below
+writes_s=$((SECONDS - start_s))
+check "1001 async calls: one runs, 1000 wait in the queue" wait_until 30 eval '[ "$(stat_of "$S/stats" queue_depth)" = 1000 ]'
 printf 'one more' | inv slow >/dev/null 2>&1
 check_eq "a full queue is EAGAIN (fnfs invoke exits 6)" "$?" "6"
-check "the waiting calls time out" wait_until 30 eval '[ "$(stat_of "$S/stats" queue_depth)" = 0 ] && [ "$(stat_of "$S/stats" busy)" = 0 ]'
+check "the waiting calls time out" wait_until 60 eval '[ "$(stat_of "$S/stats" queue_depth)" = 0 ] && [ "$(stat_of "$S/stats" busy)" = 0 ]'
 check "slow stats add up" adds_up "$S/stats"
 check "most of them failed with ETIMEDOUT" eval '[ "$(stat_of "$S/stats" timeouts_total)" -ge 990 ]'
-check "a summary counts what it stands for" wait_until 3 grep -q 'call.failed acme/prod/slow errno=ETIMEDOUT count=[0-9][0-9]' "$MNT/events"
+check "a summary counts what it stands for" wait_until 30 grep -q 'call.failed acme/prod/slow errno=ETIMEDOUT count=[0-9][0-9]' "$MNT/events"
 lines=$(grep -c ' call.failed acme/prod/slow ' "$MNT/events")
-check "1000 failures are summarised, at most a line a second ($lines lines)" eval '[ "$lines" -ge 2 ] && [ "$lines" -le 8 ]'
+# (the timeouts come over as long as the writes took, $writes_s s, and then some)
+check "1000 failures are summarised, at most a line a second ($lines lines)" eval '[ "$lines" -ge 2 ] && [ "$lines" -le $((writes_s + 8)) ]'
 
 # ---- scale-out to max_instances, then scale-in after idle_timeout
 O=$T0/scale
@@ -119,11 +126,19 @@ cat >"$O/config" <<JSON
  "parallelism": 1, "max_instances": 3, "idle_timeout": 2, "timeout": 20000}
 JSON
 check "scale: one warm instance" wait_until 10 running_all "$O" 1
-for i in $(seq 9); do (printf 's%s' "$i" | inv scale >"$T/scale.$i") & done
+sp=()
+for i in $(seq 9); do
+	(printf 's%s' "$i" | inv scale >"$T/scale.$i") &
+	sp+=($!)
+done
+# The most instances seen while the calls run (however long they take).
 most=0
-for _ in $(seq 100); do
+for _ in $(seq 1200); do
 	k=$(ls "$O/instances" | wc -l)
 	[ "$k" -gt "$most" ] && most=$k
+	running=0
+	for p in "${sp[@]}"; do kill -0 "$p" 2>/dev/null && running=1; done
+	[ "$running" = 1 ] || break
 	sleep 0.05
 done
 wait
@@ -189,12 +204,12 @@ cat >"$B/config" <<JSON
 {"mode": "hot", "command": "python3 -u $FIXTURES/upper.py", "format": "json",
  "memory": 1048576, "timeout": 20000}
 JSON
-check "an instance bigger than any worker waits for one" wait_until 5 grep -q "pending" "$B/state"
+check "an instance bigger than any worker waits for one" wait_until 30 grep -q "pending" "$B/state"
 start_s=$SECONDS
 printf 'x' | inv big >/dev/null 2>"$T/inv.err"
 check_eq "a call that no worker can take is ENOSPC (fnfs invoke exits 10)" "$?" "10"
 elapsed=$((SECONDS - start_s))
-check "at once, not at its 20 s timeout (${elapsed} s)" eval '[ "$elapsed" -le 3 ]'
+check "at once, not at its 20 s timeout (${elapsed} s)" eval '[ "$elapsed" -le 10 ]'
 check "and says why" grep -q "no worker can take an instance" "$T/inv.err"
 check_fails_with "the invoke file's read is ENOSPC" "No space left on device" call big x
 check_eq "both count as system errors" "$(stat_of "$B/stats" system_errors_total)" "2"
@@ -208,17 +223,19 @@ refused_count() {
 }
 start_s=$SECONDS
 for i in $(seq 300); do printf 'x' >"$D/invoke" 2>/dev/null; done
-check "300 more refusals are all accounted for in events" wait_until 5 eval '[ "$(refused_count)" = 302 ]'
+check "300 more refusals are all accounted for in events" wait_until 30 eval '[ "$(refused_count)" = 302 ]'
 elapsed=$((SECONDS - start_s))
 lines=$(grep -c ' function.rejected acme/prod/daemon file=invoke errno=EOPNOTSUPP count=' "$MNT/events")
 check "at most a line a second ($lines lines in ${elapsed} s)" eval '[ "$lines" -ge 2 ] && [ "$lines" -le $((elapsed + 3)) ]'
 
-# ---- Ctrl-C on a waiting reader
-wait_until 10 eval '[ "$(call json ready)" = READY ]'
+# ---- Ctrl-C on a waiting reader (a call of 6 s: a timeout of 10 s)
+write "$J/timeout" 10000
+wait_until 30 eval '[ "$(call json ready)" = READY ]'
 n=$(stat_of "$J/stats" received_total)
 p=$(stat_of "$J/stats" processed_total)
 # A reader that takes SIGINT (a background job of this shell would ignore
-# it): the read must end at once, not when the 1.5 s call does.
+# it): the read must end at once, not when the 6 s call does (it is
+# interrupted, not answered, however late the signal comes).
 python3 -c '
 import os, signal, sys, time
 class Stop(Exception):
@@ -227,7 +244,7 @@ def stop(sig, frame):
     raise Stop()
 signal.signal(signal.SIGINT, stop)
 fd = os.open(sys.argv[1], os.O_RDWR)
-os.write(fd, b"sleep 1.5")
+os.write(fd, b"sleep 6")
 t = time.monotonic()
 try:
     os.read(fd, 100)
@@ -236,11 +253,11 @@ except Stop:
     print("interrupted after %.1f s" % (time.monotonic() - t))
 ' "$J/invoke" >"$T/ctrlc.out" 2>&1 &
 cpid=$!
-wait_until 5 eval '[ "$(stat_of "$J/stats" received_total)" = $((n + 1)) ]'
+wait_until 30 eval '[ "$(stat_of "$J/stats" received_total)" = $((n + 1)) ]'
 kill -INT "$cpid"
 wait "$cpid" 2>/dev/null
-check "Ctrl-C ends the wait at once ($(cat "$T/ctrlc.out"))" grep -q "^interrupted after 0\." "$T/ctrlc.out"
-check "and the call is still accounted for" wait_until 5 eval '[ "$(stat_of "$J/stats" processed_total)" = $((p + 1)) ]'
+check "Ctrl-C ends the wait at once ($(cat "$T/ctrlc.out"))" grep -q "^interrupted after [0-5]\." "$T/ctrlc.out"
+check "and the call is still accounted for" wait_until 30 eval '[ "$(stat_of "$J/stats" processed_total)" = $((p + 1)) ]'
 
 # ---- the root files
 check "status: a header and a row per function" eval '[ "$(wc -l <"$MNT/status")" = 8 ] && head -1 "$MNT/status" | grep -q "^FUNCTION  *MODE  *STATE  *RUNNING/WANTED  *REVISION  *CALLS/S  *ERRORS/S  *P99_MS  *RESTARTS$"'
@@ -266,7 +283,7 @@ check_eq "metrics agree with stats" "$(awk '/^fnfs_function_calls_received_total
 write "$L/timeout" 15000
 wpid=$(sed -n 's/^pid //p' "$MNT/workers/local-1/status")
 kill -9 "$wpid"
-check "the local worker is gone" wait_until 5 eval '! alive "$wpid"'
+check "the local worker is gone" wait_until 30 eval '! alive "$wpid"'
 check_eq "a call while it is replaced waits for it, and succeeds" "$(printf 'again' | inv line 2>&1)" "AGAIN"
 
 stop_fnfs

@@ -24,7 +24,7 @@ check_eq "one byte more: fnfs invoke exits 5 (a request it cannot take)" "$rc" "
 check "with File too large" grep -q "File too large" <<<"$out"
 check_eq "a call after it works" "$(printf abc | inv e | tr -d ' ')" "3"
 check_eq "and is the only one received: the refused request was not dispatched at close" "$(received e)" "$((n + 1))"
-check "the journal names EFBIG" wait_until 5 grep -q ' function.rejected a/b/e file=invoke errno=EFBIG count=[0-9]* reason="a request holds at most 1048576 bytes"' "$MNT/events"
+check "the journal names EFBIG" wait_until 30 grep -q ' function.rejected a/b/e file=invoke errno=EFBIG count=[0-9]* reason="a request holds at most 1048576 bytes"' "$MNT/events"
 check "error says why" grep -q "at most 1048576 bytes" "$E/error"
 
 # On one open: 1 MiB written, one more byte refused, then the read fails
@@ -63,13 +63,13 @@ n=$(received line)
 check_fails_with "an async request that was refused" "Invalid argument" bash -c "printf 'x\ny' > '$L/invoke'"
 check_eq "is not dispatched at close" "$(printf z | inv line)" "Z"
 check_eq "only the call after it was received" "$(received line)" "$((n + 1))"
-check "the journal names EINVAL" wait_until 5 grep -q ' function.rejected a/b/line file=invoke errno=EINVAL ' "$MNT/events"
+check "the journal names EINVAL" wait_until 30 grep -q ' function.rejected a/b/line file=invoke errno=EINVAL ' "$MNT/events"
 
 # ---- a daemon: EOPNOTSUPP, named so
 D=$T0/daemon
 mkdir -p "$D"
 write "$D/command" 'sleep 1000'
 check_fails_with "invoke of a daemon is EOPNOTSUPP" "Operation not supported" bash -c "printf x | '$FNFS' invoke a/b/daemon --mount '$MNT'"
-check "the journal names EOPNOTSUPP" wait_until 5 grep -q ' function.rejected a/b/daemon file=invoke errno=EOPNOTSUPP ' "$MNT/events"
+check "the journal names EOPNOTSUPP" wait_until 30 grep -q ' function.rejected a/b/daemon file=invoke errno=EOPNOTSUPP ' "$MNT/events"
 
 done_testing

@@ -108,7 +108,8 @@ t1=$(ticks)
 s1=$(date +%s%N)
 hz=$(getconf CLK_TCK)
 pct=$(( (t1 - t0) * 100000000000 / hz / (s1 - s0) ))
-check "cpu 100 keeps a busy loop near 10% of a CPU ($pct%)" test "$pct" -ge 5 -a "$pct" -le 16
+# (the cap is the point; a loaded machine may give it less than its 10%)
+check "cpu 100 keeps a busy loop near 10% of a CPU ($pct%)" test "$pct" -ge 1 -a "$pct" -le 16
 # (group names hold colons: tenant:namespace:function)
 cg=$(sed -n 's/^[0-9]*:\(cpu,cpuacct\|cpu\)://p' "/proc/$CP/cgroup")
 if [ -n "$cg" ] && [ -r "/sys/fs/cgroup/cpu$cg/cpu.stat" ]; then

@@ -165,7 +165,7 @@ hold "$A" "$FA/sink/invoke" 2 600000
 check_eq "the second 600000 bytes pass it (EDQUOT)" "$HELD" "EDQUOT=1"
 check_eq "usage counts the held request" "$(usage_of acme request_bytes)" "600000 1000000"
 hold_end
-check "closed, it is given back" wait_until 5 eval '[ "$(usage_of acme request_bytes)" = "0 1000000" ]'
+check "closed, it is given back" wait_until 30 eval '[ "$(usage_of acme request_bytes)" = "0 1000000" ]'
 check "the refusal is in error" grep -q "over its quota of 1000000 bytes of held requests" "$FA/sink/error"
 
 # ---- kill -9 and remount: the quotas stay

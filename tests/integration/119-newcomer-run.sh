@@ -128,7 +128,7 @@ mkdir -p "$L"
 write "$L/mode" hot
 write "$L/command" "sh -c 'echo hello-from-the-log >&2; exec cat'"
 check "a function that logs runs" wait_until 15 running_all "$L" 1
-check "its line is in the instance's log" wait_until 5 grep -q hello-from-the-log "$L/instances/0/log"
+check "its line is in the instance's log" wait_until 30 grep -q hello-from-the-log "$L/instances/0/log"
 write "$L/instances/0/state" stop
 check "the instance stops" wait_until 15 state_is "$L/instances/0/state" stopped
 check "its log keeps the line once stopped" grep -q hello-from-the-log "$L/instances/0/log"

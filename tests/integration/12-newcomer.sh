@@ -48,7 +48,7 @@ notify_run() {
 	python3 "$FIXTURES/notify-recv.py" "$addr" "$out" "$MNT" &
 	rpid=$!
 	BGPIDS+=("$rpid")
-	wait_until 5 grep -qs '^bound' "$out" || not_ok "the test's notify socket $addr is bound"
+	wait_until 30 grep -qs '^bound' "$out" || not_ok "the test's notify socket $addr is bound"
 	NOTIFY_SOCKET=$addr "$FNFS" mount -f --data "$DATA" "$MNT" 2>"$T/fg.log" &
 	fgpid=$!
 	BGPIDS+=("$fgpid")
@@ -78,7 +78,7 @@ notify_run "@fnfs-test-${T##*/}" abstract
 # Without -f the daemon notifies and names itself as the main process.
 python3 "$FIXTURES/notify-recv.py" "$T/bg.sock" "$T/notify.bg" "$MNT" &
 BGPIDS+=("$!")
-wait_until 5 grep -qs '^bound' "$T/notify.bg"
+wait_until 30 grep -qs '^bound' "$T/notify.bg"
 NOTIFY_SOCKET=$T/bg.sock "$FNFS" mount --data "$DATA" "$MNT"
 PID=$(cat "$DATA/fnfs.pid")
 check "a daemon that forked sends READY=1 with MAINPID" \

@@ -55,7 +55,7 @@ check "worker m2 registers over mutual TLS" wait_until 10 state_is "$W/m2/state"
 check_eq "its transport is TLS" "$(stat_of "$W/m1/status" transport)" "tls"
 check "its address is the other machine's" grep -q "^address $M1_ADDR:" "$W/m1/status"
 check "heartbeats measure the round trip (rtt_ms)" \
-	wait_until 5 eval '[ -n "$(stat_of "$W/m1/status" rtt_ms)" ]'
+	wait_until 30 eval '[ -n "$(stat_of "$W/m1/status" rtt_ms)" ]'
 
 # ---- placement and calls across machines
 F=$MNT/tenants/acme/prod/up
@@ -113,14 +113,14 @@ mark_env "$K"
 rev0=$(cat "$K/revision")
 cp -r "$T/app/." "$K/code/"
 check "cp -r into code/ makes one new revision" \
-	wait_until 5 eval '[ "$(cat "$K/revision")" = $((rev0 + 1)) ]'
+	wait_until 30 eval '[ "$(cat "$K/revision")" = $((rev0 + 1)) ]'
 check "a function whose program is only in code/ runs remotely" wait_until 20 running_all "$K" 2
 check_eq "and answers from its code" "$(echo hi | inv app)" "v1 hi"
 rev1=$(cat "$K/revision")
 echo v2 >"$T/app/lib/version"
 cp "$T/app/lib/version" "$K/code/lib/version"
 check "a changed file is one more revision" \
-	wait_until 5 eval '[ "$(cat "$K/revision")" = $((rev1 + 1)) ]'
+	wait_until 30 eval '[ "$(cat "$K/revision")" = $((rev1 + 1)) ]'
 v2_everywhere() {
 	local i
 	running_all "$K" 2 || return 1
@@ -167,14 +167,16 @@ check "journalled: plain TCP" refused_event 'transport=tcp .*reason="plain TCP i
 on_m1=$(count_on "$F" m1)
 t0=$(date +%s%N)
 link_down "$NS_M1"
-check "the cut-off worker is offline within the heartbeat timeout + 1 s" \
-	wait_until $((HB / 1000 + 1)) state_is "$W/m1/state" offline
+# (+ 4 s: a loaded machine's slack; a worker not noticed by its heartbeat
+# would wait for TCP, minutes)
+check "the cut-off worker is offline within the heartbeat timeout + 4 s" \
+	wait_until $((HB / 1000 + 4)) state_is "$W/m1/state" offline
 dt=$((($(date +%s%N) - t0) / 1000000))
 echo "# offline after ${dt} ms"
 check "its instances run on the other machine" wait_until 15 eval 'running_all "$F" 2 && [ "$(count_on "$F" m2)" = 2 ]'
 check_eq "calls still answer" "$(printf 'during' | inv up)" "DURING"
 link_up "$NS_M1"
-check "after the heal, m1 comes back" wait_until 15 state_is "$W/m1/state" healthy
+check "after the heal, m1 comes back" wait_until 60 state_is "$W/m1/state" healthy
 # copies_of FUNCTION N: live processes, on any machine, of instance N.
 copies_of() {
 	local f n=0
@@ -200,7 +202,7 @@ done
 check_eq "nothing of the moved instances is left on m1 ($on_m1 were there)" "$stray" 0
 
 # ---- past the orphan timeout, a cut-off worker stops its instances itself
-check "instances spread again after a rebalance" eval 'echo 1 > "$W/rebalance"; wait_until 15 eval "[ \"\$(count_on \"$F\" m1)\" -ge 1 ]"'
+check "instances spread again after a rebalance" eval 'echo 1 > "$W/rebalance"; wait_until 60 eval "[ \"\$(count_on \"$F\" m1)\" -ge 1 ]"'
 link_down "$NS_M1"
 m1_instances() {
 	local p n=0
@@ -217,7 +219,7 @@ link_up "$NS_M1"
 RELAY=$(free_port "$NS_M2")
 nsenter --net="/run/netns/$NS_M2" -- python3 "$FIXTURES/delay-proxy.py" 127.0.0.1 "$RELAY" "$CTL_M2" "$PORT" 50 >"$T/relay.out" 2>&1 &
 BGPIDS+=("$!")
-wait_until 5 grep -q ready "$T/relay.out"
+wait_until 30 grep -q ready "$T/relay.out"
 kill "${WPID[m2]}"
 wait_until 10 eval '! alive "${WPID[m2]}"' || {
 	echo "# m2 (${WPID[m2]}) still alive: $(tr '\0' ' ' <"/proc/${WPID[m2]}/cmdline")"
@@ -226,7 +228,7 @@ wait_until 10 eval '! alive "${WPID[m2]}"' || {
 remote_worker m2 "$NS_M2" "127.0.0.1:$RELAY" --tags slow
 check "a worker behind a 50 ms link registers" wait_until 15 state_is "$W/m2/state" healthy
 check "its rtt_ms shows the delay (>= 100)" \
-	wait_until 5 eval '[ "$(stat_of "$W/m2/status" rtt_ms | cut -d. -f1)" -ge 100 ]'
+	wait_until 30 eval '[ "$(stat_of "$W/m2/status" rtt_ms | cut -d. -f1)" -ge 100 ]'
 write "$F/tags" "slow"
 check "instances run on the slow machine" wait_until 20 eval 'running_all "$F" 2 && [ "$(count_on "$F" m2)" = 2 ]'
 check_eq "calls answer the same over the slow link" "$(printf 'slow' | inv up)" "SLOW"
@@ -240,11 +242,13 @@ wait_until 20 running_all "$S" 1
 t0=$(date +%s%N)
 check_fails_with "a slow call still times out (ETIMEDOUT)" "timed out" inv sleepy <<<"sleep 5"
 dt=$((($(date +%s%N) - t0) / 1000000))
-check "within its timeout plus the link's delay ($dt ms)" [ "$dt" -lt 2500 ]
+# (1 s, the link's delay, and room for a loaded machine: below the 5 s the
+# call would take without its timeout)
+check "within its timeout plus the link's delay ($dt ms)" [ "$dt" -lt 4500 ]
 
 # ---- revoke: the slow machine's certificate is withdrawn
 echo revoke >"$W/m2/state"
-check "revoke: m2 is revoked" wait_until 5 state_is "$W/m2/state" revoked
+check "revoke: m2 is revoked" wait_until 30 state_is "$W/m2/state" revoked
 check "its connection is closed and it is refused from then on" \
 	wait_until 10 eval 'grep " worker\.refused m2 " "$MNT/events" | grep -q "is revoked"'
 check "the revoked worker exits" wait_until 15 eval '! alive "${WPID[m2]}"'

@@ -18,7 +18,7 @@ rev() { cat "$F/revision"; }
 # quiet time.
 settled() {
 	local fn=$1 want=$2
-	wait_until 5 eval '[ "$(cat "$fn/revision")" = "$want" ]' || return 1
+	wait_until 30 eval '[ "$(cat "$fn/revision")" = "$want" ]' || return 1
 	sleep 0.8
 	[ "$(cat "$fn/revision")" = "$want" ]
 }
@@ -228,7 +228,7 @@ check "the tree is in the cache" eval '[ -n "$(ls -A "$trees")" ]'
 write "$F/parallelism" 0
 write "$F/mode" daemon
 check "scaled to 0, the tree is removed" wait_until 15 eval '[ -z "$(ls -A "$trees")" ]'
-check "and its objects" wait_until 5 eval '[ -z "$(ls -A "$DATA/cache/local-1/code/objects")" ]'
+check "and its objects" wait_until 30 eval '[ -z "$(ls -A "$DATA/cache/local-1/code/objects")" ]'
 rmdir "$F"
 check "removing the function removes its code: only the empty file's object is left" \
 	wait_until 10 eval '[ "$(find "$DATA/code/objects" -type f | wc -l)" = 1 ]'

@@ -34,7 +34,7 @@ check_eq "spread over both workers" "$(count_on "$F" w1) $(count_on "$F" w2)" "2
 # ---- rtt_ms: the controller pings every second; the smoothed round trip
 # over a Unix socket is well under a second.
 rtt() { stat_of "$MNT/workers/$1/status" rtt_ms; }
-check "rtt_ms is measured" wait_until 5 eval '[ "$(rtt w1)" != "-1.000" ] && [ "$(rtt w2)" != "-1.000" ]'
+check "rtt_ms is measured" wait_until 30 eval '[ "$(rtt w1)" != "-1.000" ] && [ "$(rtt w2)" != "-1.000" ]'
 check "rtt_ms is a sane number of ms" awk -v r="$(rtt w1)" 'BEGIN { exit !(r ~ /^[0-9]+\.[0-9]+$/ && r > 0 && r < 500) }'
 check_eq "a worker not healing" "$(stat_of "$MNT/workers/w2/status" healing)" "no"
 epochs() { cat "$F"/instances/*/status | awk '$1 == "epoch" { printf "%s ", $2 }'; }
@@ -96,7 +96,7 @@ check "a slow call is in flight" start_call "$C" part/ns/c slow "$T/slow.out"
 slow_pid=$CALL_PID
 printf 'queued' | "$FNFS" invoke part/ns/c --mount "$MNT" >"$T/queued.out" 2>&1 &
 queued_pid=$!
-check "another call is queued behind it" wait_until 5 eval '[ "$(stat_of "$C/stats" queue_depth)" = 1 ]'
+check "another call is queued behind it" wait_until 30 eval '[ "$(stat_of "$C/stats" queue_depth)" = 1 ]'
 
 # ---- a partition: w2 stops answering, its connection stays open.
 old_w2=$(for d in "$F"/instances/*; do [ "$(where "$d")" = w2 ] && pid_of "$d"; done | sort)
@@ -104,7 +104,9 @@ t0=$(date +%s%N)
 kill -STOP "${WPID[w2]}"
 wait_until 10 state_is "$MNT/workers/w2/state" offline
 ms=$((($(date +%s%N) - t0) / 1000000))
-check "w2 is offline within the heartbeat timeout + 1 s ($ms ms)" [ "$ms" -le $((HB + 1000)) ]
+# (+ 4 s: a loaded machine's slack; without the heartbeat it would take
+# TCP's minutes)
+check "w2 is offline within the heartbeat timeout + 4 s ($ms ms)" [ "$ms" -le $((HB + 4000)) ]
 check "offline for its heartbeat" grep -q 'worker.offline w2 reason="heartbeat timeout"' "$MNT/events"
 check "its instances of f run on w1" wait_until 10 eval 'running_all "$F" 4 && [ "$(count_on "$F" w1)" = 4 ]'
 check_eq "with new pids" "$(comm -12 <(echo "$old_w2") <(cat "$F"/instances/*/pid | sort))" ""
@@ -115,13 +117,13 @@ check "ECONNRESET it is" grep -q "reset" "$T/slow.out"
 check "the queued call is answered by c's next instance, on w1" wait_until 15 dead "$queued_pid"
 check_eq "with its answer" "$(cat "$T/queued.out")" "got queued"
 check_eq "c runs on w1 now" "$(where "$C/instances/0")" w1
-check "g waits for w2 (nobody else may run it)" wait_until 5 state_is "$G/instances/0/state" pending
+check "g waits for w2 (nobody else may run it)" wait_until 30 state_is "$G/instances/0/state" pending
 H=$P/h
 mkdir -p "$H"
 mark_env "$H"
 echo two >"$H/tags"
 echo 'sleep 1000' >"$H/command"
-check "h, new work for w2, is pending" wait_until 5 state_is "$H/instances/0/state" pending
+check "h, new work for w2, is pending" wait_until 30 state_is "$H/instances/0/state" pending
 
 # ---- the heal: w2 answers again.
 kill -CONT "${WPID[w2]}"
@@ -134,7 +136,7 @@ check "the heal waited for them to exit (2 s each, together: $gap ms)" [ "$gap" 
 check_eq "f: each instance runs exactly once" "$(procs_with FN_FUNCTION=f)" "4"
 check_eq "f: all under w1, none left under w2" "$(under w1 FN_FUNCTION=f) $(under w2 FN_FUNCTION=f)" "4 0"
 check_eq "c runs exactly once" "$(procs_with FN_FUNCTION=c)" "1"
-check "g is adopted as it runs" wait_until 5 state_is "$G/instances/0/state" running
+check "g is adopted as it runs" wait_until 30 state_is "$G/instances/0/state" running
 check_eq "with the same pid" "$(pid_of "$G/instances/0")" "$gpid"
 check_eq "and the same epoch" "$(stat_of "$G/instances/0/status" epoch)" "$gepoch"
 check "h runs on w2" wait_until 10 eval 'running_all "$H" 1 && [ "$(where "$H/instances/0")" = w2 ]'
@@ -222,7 +224,7 @@ PY
 # older assignment of an instance are fenced.
 python3 "$T/relay.py" "$T/slow.sock" "$DATA/ctl.sock" 1500 &
 BGPIDS+=("$!")
-check "the slow relay listens" wait_until 5 test -S "$T/slow.sock"
+check "the slow relay listens" wait_until 30 test -S "$T/slow.sock"
 "$FNFS" worker --connect "$T/slow.sock" --id w4 --memory 1024 --tags x --data "$T/w4" 2>>"$T/workers.log" &
 BGPIDS+=("$!")
 check "w4 registers through the slow relay" wait_until 10 state_is "$MNT/workers/w4/state" healthy
@@ -246,8 +248,8 @@ echo drain >"$MNT/workers/w5/state"
 check "x is back on w4, two assignments later" wait_until 10 eval '[ "$(where "$X/instances/0")" = w4 ] && [ "$(stat_of "$X/instances/0/status" epoch)" = $((e0 + 2)) ]'
 fenced_past() { [ "$(stat_of "$MNT/workers/w4/status" fenced)" -gt "$1" ]; }
 check "w4's late reports about the first one are fenced" wait_until 10 fenced_past "$f0"
-check "its late instance report is dropped, as the log says" wait_until 5 grep -q "worker w4: instance about part/ns/x/0 (epoch $e0) dropped: the assignment's epoch is $((e0 + 2))" "$DATA/fnfs.log"
-check "and so is its late exit" wait_until 5 grep -q "worker w4: exited about part/ns/x/0 (epoch $e0) dropped" "$DATA/fnfs.log"
+check "its late instance report is dropped, as the log says" wait_until 30 grep -q "worker w4: instance about part/ns/x/0 (epoch $e0) dropped: the assignment's epoch is $((e0 + 2))" "$DATA/fnfs.log"
+check "and so is its late exit" wait_until 30 grep -q "worker w4: exited about part/ns/x/0 (epoch $e0) dropped" "$DATA/fnfs.log"
 check "x runs" wait_until 10 running_all "$X" 1
 check "exactly once" wait_until 10 eval '[ "$(procs_with FN_FUNCTION=x)" = 1 ]'
 check_eq "under the epoch of its assignment" "$(stat_of "$X/instances/0/status" epoch)" "$((e0 + 2))"
@@ -258,7 +260,7 @@ echo resume >"$MNT/workers/w5/state"
 python3 "$T/relay.py" "$T/relay.sock" "$DATA/ctl.sock" &
 RELAY=$!
 BGPIDS+=("$RELAY")
-check "the relay listens" wait_until 5 test -S "$T/relay.sock"
+check "the relay listens" wait_until 30 test -S "$T/relay.sock"
 O=$MNT/tenants/orphan/ns/o
 mkdir -p "$O"
 mark_env "$O"
@@ -275,13 +277,14 @@ t0=$(date +%s%N)
 kill -STOP "$RELAY"
 check "the controller sees w3 offline" wait_until 10 state_is "$MNT/workers/w3/state" offline
 ms=$((($(date +%s%N) - t0) / 1000000))
-check "within the heartbeat timeout + 1 s ($ms ms)" [ "$ms" -le $((HB + 1000)) ]
+check "within the heartbeat timeout + 4 s ($ms ms)" [ "$ms" -le $((HB + 4000)) ]
 check "w3, alive, still runs o for now" eval "kill -0 $W3 && alive $opid"
-check "past its orphan timeout w3 stops o by itself" wait_until 15 dead "$opid"
+check "past its orphan timeout w3 stops o by itself" wait_until 30 dead "$opid"
 ms=$((($(date +%s%N) - t0) / 1000000))
 # From the last frame heard (at most a ping period before the freeze):
-# the orphan timeout (5 s), a tick, and the SIGTERM.
-check "after about the orphan timeout ($ms ms)" eval "[ $ms -ge 3900 ] && [ $ms -le 8000 ]"
+# the orphan timeout (5 s), a tick, and the SIGTERM. Not before it is the
+# point; the upper bound has room for a loaded machine.
+check "after about the orphan timeout ($ms ms)" eval "[ $ms -ge 3900 ] && [ $ms -le 15000 ]"
 check_eq "no copy of o is left" "$(procs_with FN_TENANT=orphan)" "0"
 check "and exits" wait_until 10 eval '! kill -0 $W3 2>/dev/null'
 check "it said why" grep -q 'w3: shutting down: no controller within the orphan timeout' "$T/workers.log"

@@ -14,12 +14,17 @@ mkdir -p "$F"
 C=$F/code
 A=$T/app
 mkdir -p "$A"
-# Ready 3 s after it starts: the rolling deploy waits that long for the
-# first replacement before it touches the second instance.
-cat >"$A/run.sh" <<'SH'
+# Version two is ready only once the test opens the gate $T/go (at most
+# 60 s), after it has seen the prefetch: the rolling deploy waits for the
+# first replacement before it touches the second instance, for as long as
+# the test looks (not a fixed 3 s a loaded machine may spend first).
+cat >"$A/run.sh" <<SH
 #!/bin/sh
-sleep 3
-echo ready >&"$FN_NOTIFY_FD"
+if [ "\$(cat version)" = two ]; then
+	n=0
+	while [ ! -e $T/go ] && [ \$n -lt 1200 ]; do sleep 0.05; n=\$((n + 1)); done
+fi
+echo ready >&"\$FN_NOTIFY_FD"
 exec sleep 1000
 SH
 chmod 755 "$A/run.sh"
@@ -33,8 +38,9 @@ code_hash() { grep "function.updated acme/prod/slow revision=$1 changed=code" "$
 
 echo spread >"$MNT/workers/strategy"
 check "cp of the app into code/" cp -r "$A"/. "$C"/
-check "a revision is made" wait_until 5 eval '[ -n "$(code_hash "$(rev)")" ]'
+check "a revision is made" wait_until 30 eval '[ -n "$(code_hash "$(rev)")" ]'
 write "$F/ready" notify
+write "$F/ready_timeout" 90
 write "$F/command" ./run.sh
 write "$F/parallelism" 2
 check "both instances run" wait_until 20 running_all "$F" 2
@@ -46,15 +52,16 @@ r1=$(inst_rev "$F/instances/1")
 
 echo two >"$A/version"
 check "cp of a change" cp -r "$A"/. "$C"/
-check "a new revision is made" wait_until 5 eval '[ "$(rev)" -gt "$r1" ] && [ -n "$(code_hash "$(rev)")" ]'
+check "a new revision is made" wait_until 30 eval '[ "$(rev)" -gt "$r1" ] && [ -n "$(code_hash "$(rev)")" ]'
 r2=$(rev)
 h2=$(code_hash "$r2")
 # shellcheck disable=SC2034 # read in the evals below
 tree1=$DATA/cache/$w1/code/trees/$h2/t
 check "instance 1's worker has the new tree before its instance is replaced" \
-	wait_until 3 eval '[ -f "$tree1/version" ] && [ "$(inst_rev "$F/instances/1")" = "$r1" ]'
+	wait_until 30 eval '[ -f "$tree1/version" ] && [ "$(inst_rev "$F/instances/1")" = "$r1" ]'
 check_eq "the prefetched tree holds the new code" "$(cat "$tree1/version" 2>/dev/null)" "two"
-check "then both run the new revision" wait_until 20 eval 'running_all "$F" 2 && [ "$(inst_rev "$F/instances/0")" = "$r2" ] && [ "$(inst_rev "$F/instances/1")" = "$r2" ]'
+touch "$T/go"
+check "then both run the new revision" wait_until 60 eval 'running_all "$F" 2 && [ "$(inst_rev "$F/instances/0")" = "$r2" ] && [ "$(inst_rev "$F/instances/1")" = "$r2" ]'
 check "the workers' old trees go" wait_until 10 eval '[ "$(ls "$DATA/cache/$w0/code/trees" "$DATA/cache/$w1/code/trees" | grep -c "^[0-9a-f]\{64\}$")" = 2 ]'
 check_eq "what remains is the new tree on each" "$(ls "$DATA/cache/$w0/code/trees" "$DATA/cache/$w1/code/trees" | grep "^[0-9a-f]\{64\}$" | sort -u)" "$h2"
 done_testing

@@ -32,7 +32,7 @@ mkdir "$D"
 write "$D/mounts" "$REC rw"
 write "$D/ready" tcp
 write "$D/command" "$SERVER 2 $REC/tcpd tcp"
-check "ready tcp: starting while it does not listen" wait_until 5 state_is "$D/instances/0/state" starting
+check "ready tcp: starting while it does not listen" wait_until 30 state_is "$D/instances/0/state" starting
 check "the reason says what it waits for" reason_has "$D/instances/0" "waiting to be ready: tcp on unix:.* or 127.0.0.1:[0-9]"
 check "then running" wait_until 10 state_is "$D/instances/0/state" running
 check "only once it listens" test -n "$(last "$REC/tcpd" listening)"
@@ -58,7 +58,7 @@ write "$H/mode" hot
 write "$H/ready" http:/healthz
 write "$H/timeout" 20000
 write "$H/command" "$SERVER 2 $REC/httph http"
-check "ready http: starting at first" wait_until 5 state_is "$H/instances/0/state" starting
+check "ready http: starting at first" wait_until 30 state_is "$H/instances/0/state" starting
 check "its reason names the path" reason_has "$H/instances/0" "waiting to be ready: http:/healthz on"
 out=$(printf 'hello' | "$FNFS" invoke acme/ready/httph --mount "$MNT" 2>&1)
 check_eq "a call made meanwhile is answered" "$out" "HELLO"
@@ -90,7 +90,7 @@ write "$N/mounts" "$REC rw"
 write "$N/ready" tcp
 write "$N/ready_timeout" 2
 write "$N/command" "$SERVER 0 $REC/never never"
-check "never ready: starting" wait_until 5 state_is "$N/instances/0/state" starting
+check "never ready: starting" wait_until 30 state_is "$N/instances/0/state" starting
 t0=$(now)
 check_fails_with "restart fails with ETIMEDOUT" "Connection timed out" write "$N/restart" 1
 ms=$(ms_since "$t0")
@@ -107,8 +107,13 @@ check "failed says why" reason_has "$N/instances/0" "not ready within 2 s: .*; r
 M=$NS/notify
 mkdir "$M"
 write "$M/ready" notify
-write "$M/command" 'sleep 1.5; echo ready >&"$FN_NOTIFY_FD"; exec sleep 1000'
-check "notify: starting until the line" wait_until 5 state_is "$M/instances/0/state" starting
+# The first process sends its line once the test opens the gate $T/notify-go
+# (at most 60 s), after it saw "starting"; the next ones 1.5 s after they
+# start (the restart's time below).
+write "$M/ready_timeout" 90
+write "$M/command" "if [ -e $T/notify-go ]; then sleep 1.5; else n=0; while [ ! -e $T/notify-go ] && [ \$n -lt 1200 ]; do sleep 0.05; n=\$((n + 1)); done; fi; echo ready >&\"\$FN_NOTIFY_FD\"; exec sleep 1000"
+check "notify: starting until the line" wait_until 30 state_is "$M/instances/0/state" starting
+touch "$T/notify-go"
 check "then running" wait_until 10 state_is "$M/instances/0/state" running
 check "the reason says how" reason_has "$M/instances/0" "ready (notify)"
 p=$(pid_of "$M/instances/0")
@@ -126,7 +131,7 @@ mkdir "$L"
 write "$L/ready" notify
 write "$L/ready_timeout" 20
 write "$L/command" 'sleep 11; echo >&"$FN_NOTIFY_FD"; exec sleep 1000'
-check "a slow starter is starting" wait_until 5 state_is "$L/instances/0/state" starting
+check "a slow starter is starting" wait_until 30 state_is "$L/instances/0/state" starting
 t0=$(now)
 rc=0
 echo 1 >"$L/restart" || rc=1
@@ -176,7 +181,7 @@ S=$NS/plain
 mkdir "$S"
 write "$S/mounts" "$REC rw"
 write "$S/command" "$SERVER 6 $REC/plain tcp"
-check "started: running at spawn" wait_until 5 state_is "$S/instances/0/state" running
+check "started: running at spawn" wait_until 30 state_is "$S/instances/0/state" running
 check_eq "its reason" "$(reason "$S/instances/0")" "started"
 check "its server runs" wait_until 10 eval '[ "$(count "$REC/plain" start)" = 1 ]'
 rc=0
@@ -218,5 +223,5 @@ sockdir=$(dirname "${sock#unix:}")
 check "it has a socket directory ($sockdir)" test -d "$sockdir"
 write "$E/ready" started
 check "set to started, it runs" wait_until 10 state_is "$E/instances/0/state" running
-check "and its socket directory is gone" wait_until 5 eval '[ ! -e "$sockdir" ]'
+check "and its socket directory is gone" wait_until 30 eval '[ ! -e "$sockdir" ]'
 done_testing

@@ -63,16 +63,20 @@ for i in 1 2 3 4; do
 	wait "${pids[$((i - 1))]}" && [ "$(cat "$T/slow.$i")" = "HOLD FOUR S$i" ] && ok_slow=$((ok_slow + 1))
 done
 check_eq "the four answers each went to its own call" "$ok_slow" 4
-check "no slot is busy after them" wait_until 5 slots_busy "$S/stats" 0
+check "no slot is busy after them" wait_until 30 slots_busy "$S/stats" 0
 
 # Answers out of order: a slow call and a quick one on the same process.
-printf 'sleep 1.5 slow' | "$FNFS" invoke acme/prod/slots --mount "$MNT" >"$T/first" 2>&1 &
+# (the slow one waits for the gate $R/overtaken, opened after the quick
+# one is answered)
+printf 'hold overtaken slow' | "$FNFS" invoke acme/prod/slots --mount "$MNT" >"$T/first" 2>&1 &
 p1=$!
 BGPIDS+=("$p1")
-wait_until 5 slots_busy "$S/stats" 1
+wait_until 30 slots_busy "$S/stats" 1
 check_eq "a quick call overtakes a slow one" "$(printf quick | "$FNFS" invoke acme/prod/slots --mount "$MNT")" "QUICK"
+check "the slow one is still in flight" alive "$p1"
+touch "$R/overtaken"
 wait "$p1"
-check_eq "and the slow one gets its own answer" "$(cat "$T/first")" "SLEEP 1.5 SLOW"
+check_eq "and the slow one gets its own answer" "$(cat "$T/first")" "HOLD OVERTAKEN SLOW"
 
 # Ten slow calls at once: the four slots of instance 0 fill, a second
 # instance is launched for the waiting ones (max_instances 2), its four

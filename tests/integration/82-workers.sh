@@ -87,7 +87,7 @@ for junk in [b"\xff" * 64, b"\x00\x00\x00\x05hello", b"\x00\x00\x00\x02{}", b"\x
     s.sendall(junk)
     s.close()
 PY
-check "the controller survives garbage from a worker" wait_until 5 state_is "$W/gpu-1/state" healthy
+check "the controller survives garbage from a worker" wait_until 30 state_is "$W/gpu-1/state" healthy
 check "and still serves" running_all "$F" 2
 
 # Unmount: the hand-started worker stays, its instances stop.

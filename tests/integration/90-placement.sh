@@ -11,7 +11,7 @@ mkdir -p "$T1/gpu"
 echo gpu >"$T1/gpu/tags"
 echo 512 >"$T1/gpu/memory"
 echo 'sleep 1000' >"$T1/gpu/command"
-check "strict: pending without a gpu worker" wait_until 5 state_is "$T1/gpu/instances/0/state" pending
+check "strict: pending without a gpu worker" wait_until 30 state_is "$T1/gpu/instances/0/state" pending
 check "the reason is in status" grep -q '^reason no worker with tag gpu and 512 MB free$' "$T1/gpu/instances/0/status"
 check "and in error" grep -q 'instance 0 is pending: no worker with tag gpu and 512 MB free' "$T1/gpu/error"
 check "and in events" grep -q 'instance.pending acme/prod/gpu/0 reason="no worker with tag gpu and 512 MB free"' "$MNT/events"
@@ -46,7 +46,7 @@ check_eq "loose: on the untagged worker first" "$(where "$T1/loose/instances/0")
 mkdir "$T1/strict2"
 echo "ssd fast" >"$T1/strict2/tags"
 echo 'sleep 1000' >"$T1/strict2/command"
-check "strict with two tags: pending" wait_until 5 grep -q '^reason no worker with tags ssd,fast and 128 MB free$' "$T1/strict2/instances/0/status"
+check "strict with two tags: pending" wait_until 30 grep -q '^reason no worker with tags ssd,fast and 128 MB free$' "$T1/strict2/instances/0/status"
 
 # Dedicated namespaces: a worker for acme/dev takes only acme/dev.
 check "a dedicated worker registers" start_worker ded 4096 --namespaces acme/dev
@@ -56,7 +56,7 @@ echo 'sleep 1000' >"$MNT/tenants/acme/dev/job/command"
 echo 1000 >"$MNT/tenants/other/dev/job/memory"
 echo 'sleep 1000' >"$MNT/tenants/other/dev/job/command"
 check "acme/dev runs on its dedicated worker" wait_until 10 eval '[ "$(where "$MNT/tenants/acme/dev/job/instances/0")" = ded ]'
-check "other/dev may not use it" wait_until 5 grep -q "^reason no worker with 1000 MB free that serves other/dev$" "$MNT/tenants/other/dev/job/instances/0/status"
+check "other/dev may not use it" wait_until 30 grep -q "^reason no worker with 1000 MB free that serves other/dev$" "$MNT/tenants/other/dev/job/instances/0/status"
 
 # Memory runs out part-way through a batch.
 check "a small tagged worker registers" start_worker small 500 --tags batch

@@ -16,10 +16,10 @@ check_eq "4 copies exist" "$(procs_with FN_TENANT=fail)" "4"
 
 # kill -9 of a worker: it is offline at once, its instances run on w2.
 kill -9 "${WPID[w1]}"
-check "the killed worker is offline" wait_until 5 state_is "$MNT/workers/w1/state" offline
+check "the killed worker is offline" wait_until 30 state_is "$MNT/workers/w1/state" offline
 check "its instances run elsewhere" wait_until 10 eval 'running_all "$F" 4 && [ "$(count_on "$F" w2)" = 4 ]'
 check "instance.lost is journalled" grep -q 'instance.lost fail/ns/fn/[0-9] worker=w1' "$MNT/events"
-check "its processes died with it: still 4 copies" wait_until 5 eval '[ "$(procs_with FN_TENANT=fail)" = 4 ]'
+check "its processes died with it: still 4 copies" wait_until 30 eval '[ "$(procs_with FN_TENANT=fail)" = 4 ]'
 check "the worker comes back" start_worker w1 2048
 check_eq "nothing runs twice" "$(procs_with FN_TENANT=fail)" "4"
 

@@ -15,7 +15,7 @@ check_eq "a drained worker with nothing left says drained" "$(cat "$MNT/workers/
 check "its instances moved to w2" wait_until 10 eval 'running_all "$F" 4 && [ "$(count_on "$F" w2)" = 4 ]'
 check_eq "nothing is assigned to w1" "$(ls "$MNT/workers/w1/assignments" | wc -l)" "0"
 check "worker.draining and worker.drained are journalled" eval 'grep -q "worker.draining w1" "$MNT/events" && grep -q "worker.drained w1" "$MNT/events"'
-check "nothing runs twice" wait_until 5 eval '[ "$(procs_with FN_TENANT=dr)" = 4 ]'
+check "nothing runs twice" wait_until 30 eval '[ "$(procs_with FN_TENANT=dr)" = 4 ]'
 G=$MNT/tenants/dr/ns/new
 mkdir "$G"
 mark_env "$G"
@@ -53,17 +53,21 @@ check "and everything runs" wait_until 10 eval 'running_all "$F" 4 && running_al
 # then moves.
 H=$MNT/tenants/dr/ns/hot
 mkdir "$H"
-cat >"$H/config" <<'JSON'
-{"mode": "hot", "timeout": 10000,
- "command": "while read -r l; do sleep 3; echo \"$l from $FN_INSTANCE\"; done"}
+# A call "hold:G" answers once the gate file $T/G exists (at most 60 s),
+# which the test creates when it is done looking at the call in flight,
+# not after a fixed time a loaded machine may spend before the checks.
+cat >"$H/config" <<JSON
+{"mode": "hot", "timeout": 60000, "env": {"GATES": "$T"},
+ "command": "while read -r l; do case \$l in hold:*) n=0; while [ ! -e \\"\$GATES/\${l#hold:}\\" ] && [ \$n -lt 1200 ]; do sleep 0.05; n=\$((n + 1)); done;; esac; echo \\"\$l from \$FN_INSTANCE\\"; done"}
 JSON
 check "the hot function runs" wait_until 10 running_all "$H" 1
 from=$(where "$H/instances/0")
-check "a call is in flight" start_call "$H" dr/ns/hot a "$T/drain.out"
+check "a call is in flight" start_call "$H" dr/ns/hot hold:g1 "$T/drain.out"
 echo drain >"$MNT/workers/$from/state"
 check_eq "its worker is draining while the call runs" "$(cat "$MNT/workers/$from/state")" "draining"
+touch "$T/g1"
 wait "$CALL_PID"
-check_eq "the call in flight succeeds" "$? $(cat "$T/drain.out")" "0 a from 0"
+check_eq "the call in flight succeeds" "$? $(cat "$T/drain.out")" "0 hold:g1 from 0"
 check "then the instance moves off" wait_until 10 eval 'running_all "$H" 1 && [ "$(where "$H/instances/0")" != "$from" ]'
 check_eq "and the worker is drained" "$(cat "$MNT/workers/$from/state")" "drained"
 check_eq "the next call is served" "$(printf 'b' | "$FNFS" invoke dr/ns/hot --mount "$MNT")" "b from 0"
@@ -73,13 +77,19 @@ echo resume >"$MNT/workers/$from/state"
 # An instance stopped while its drain waits for its call takes no room
 # anywhere.
 on=$(where "$H/instances/0")
-check "another call is in flight" start_call "$H" dr/ns/hot a /dev/null
+check "another call is in flight" start_call "$H" dr/ns/hot hold:g2 /dev/null
 echo drain >"$MNT/workers/$on/state"
 # The call's job ends during this write's wait (its SIGCHLD must not
-# interrupt it).
-echo stop >"$H/instances/0/state"
+# interrupt it): the gate opens once the stop waits for the call.
+echo stop >"$H/instances/0/state" &
+stopper=$!
+BGPIDS+=("$stopper")
+wait_until 30 state_is "$H/instances/0/state" stopping
+touch "$T/g2"
+wait "$stopper"
+check_eq "the stop waited for the call and succeeded" "$?" 0
 wait "$CALL_PID"
-check "then its worker is drained" wait_until 5 state_is "$MNT/workers/$on/state" drained
+check "then its worker is drained" wait_until 30 state_is "$MNT/workers/$on/state" drained
 check_eq "and the stopped instance is on no worker" "$(where "$H/instances/0") $(cat "$H/instances/0/state")" " stopped"
 echo start >"$H/instances/0/state"
 check "a start places it again" wait_until 10 eval 'running_all "$H" 1 && [ "$(where "$H/instances/0")" != "$on" ]'
@@ -88,12 +98,13 @@ echo resume >"$MNT/workers/$on/state"
 # A restart of fnfs while a drain waits for a call: the instance moves
 # off once the new controller has it back.
 on=$(where "$H/instances/0")
-check "a third call is in flight" start_call "$H" dr/ns/hot a /dev/null
+check "a third call is in flight" start_call "$H" dr/ns/hot hold:g3 /dev/null
 echo drain >"$MNT/workers/$on/state"
 PID=$(cat "$DATA/fnfs.pid") # the remount above ran in a subshell of check
 crash_fnfs
 wait "$CALL_PID"
 fusermount3 -uz "$MNT" 2>/dev/null
 check "remount" start_fnfs --workers 0
+touch "$T/g3"
 check "the drain completes after the restart" wait_until 20 eval 'state_is "$MNT/workers/$on/state" drained && running_all "$H" 1 && [ "$(where "$H/instances/0")" != "$on" ]'
 done_testing

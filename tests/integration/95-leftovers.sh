@@ -98,7 +98,7 @@ no_groups() {
 # check_groups DESCRIPTION CONDITION: a cgroup check, where there are any.
 check_groups() {
 	if [ "$CGROUPS" = yes ]; then
-		check "$1" wait_until 5 "$2"
+		check "$1" wait_until 30 "$2"
 	else
 		echo "# skipped, not counted: $1 (no memory cgroups on this machine)"
 	fi
@@ -112,16 +112,16 @@ write "$C/mode" cold
 write "$C/command" 'sleep 30'
 check "a cold function's slot is ready" wait_until 10 state_is "$C/state" running
 write "$C/invoke" x
-check "an async call runs its process" wait_until 5 eval '[ -n "$(pids_of cold)" ]'
+check "an async call runs its process" wait_until 30 eval '[ -n "$(pids_of cold)" ]'
 cold_pid=$(pids_of cold)
 if [ "$CGROUPS" = yes ]; then
-	check "the call's process is in a group of its worker" wait_until 5 learn_groups cold
+	check "the call's process is in a group of its worker" wait_until 30 learn_groups cold
 	check_eq "the group is the call's (…c1)" "$(group_of "$cold_pid" | sed 's|.*/||')" "acme:prod:cold:0.c1"
 fi
 wp=$(cat "$W/local-1/pid")
 write "$W/pool_size" 0
 check "the worker leaves when the pool shrinks to 0" wait_until 10 none_alive "$wp"
-check "the call's process went with it" wait_until 5 none_alive "$cold_pid"
+check "the call's process went with it" wait_until 30 none_alive "$cold_pid"
 check_groups "its groups went too, root included" no_groups
 
 # ---- daemons and a cold call on two workers
@@ -136,9 +136,9 @@ write "$D/parallelism" 4
 check "four daemon instances run" wait_until 10 running_all "$D" 4
 check "a cold call runs again" wait_until 10 eval 'state_is "$C/state" running'
 write "$C/invoke" y
-check "its process runs" wait_until 5 eval '[ -n "$(pids_of cold)" ]'
+check "its process runs" wait_until 30 eval '[ -n "$(pids_of cold)" ]'
 if [ -z "$PREFIX" ] && [ "$CGROUPS" = yes ]; then
-	check "the call's process is in a group of its worker" wait_until 5 learn_groups cold
+	check "the call's process is in a group of its worker" wait_until 30 learn_groups cold
 fi
 
 # kill -9 of the worker of the cold call: the pool replaces it, and the
@@ -148,7 +148,7 @@ vp=$(cat "$W/$victim/pid")
 # shellcheck disable=SC2207 # pids, one per line
 old=($(pids_with "FN_WORKER=$victim"))
 kill -9 "$vp"
-check "kill -9: the processes on $victim die with it (${#old[@]})" wait_until 5 none_alive "${old[@]}"
+check "kill -9: the processes on $victim die with it (${#old[@]})" wait_until 30 none_alive "${old[@]}"
 check "kill -9: the pool replaces $victim" wait_until 15 eval 'state_is "$W/$victim/state" healthy && [ "$(cat "$W/$victim/pid")" != "$vp" ]'
 check "the daemons run again" wait_until 15 running_all "$D" 4
 check_groups "kill -9: the groups the dead worker left are gone" no_empty_groups
@@ -157,14 +157,14 @@ check_groups "kill -9: the groups the dead worker left are gone" no_empty_groups
 # their processes and removes its groups itself.
 check "the cold slot is ready again" wait_until 10 eval 'state_is "$C/state" running'
 write "$C/invoke" z
-check "a cold call runs" wait_until 5 eval '[ -n "$(pids_of cold)" ]'
+check "a cold call runs" wait_until 30 eval '[ -n "$(pids_of cold)" ]'
 # shellcheck disable=SC2207 # pids, one per line
 old=($(pids_of cold))
 victim=$(where "$C/instances/0")
 vp=$(cat "$W/$victim/pid")
 kill -TERM "$vp"
 check "SIGTERM: $victim exits" wait_until 10 none_alive "$vp"
-check "SIGTERM: the call's process went with it" wait_until 5 none_alive "${old[@]}"
+check "SIGTERM: the call's process went with it" wait_until 30 none_alive "${old[@]}"
 check "SIGTERM: the pool replaces it" wait_until 15 eval 'state_is "$W/$victim/state" healthy'
 check "the daemons run again" wait_until 15 running_all "$D" 4
 check_groups "SIGTERM: no group without a process" no_empty_groups
@@ -188,20 +188,20 @@ hand_root() {
 	[ "${HAND_ROOT##*/}" = "${PREFIX}${FNFS_CGROUP_TAG:+$FNFS_CGROUP_TAG-}hand" ]
 }
 if [ "$CGROUPS" = yes ]; then
-	check "its group is in the root of the hand-started worker" wait_until 5 hand_root
+	check "its group is in the root of the hand-started worker" wait_until 30 hand_root
 fi
 
 # kill -9 of a local worker, and the unmount right after, with a cold
 # call in flight: the controller removes the groups the dead one left.
 check "the cold slot is ready again" wait_until 10 eval 'state_is "$C/state" running'
 write "$C/invoke" last
-check "a cold call runs" wait_until 5 eval '[ -n "$(pids_of cold)" ]'
+check "a cold call runs" wait_until 30 eval '[ -n "$(pids_of cold)" ]'
 victim=$(where "$D/instances/0")
 kill -9 "$(cat "$W/$victim/pid")"
 stop_fnfs
 check "unmounted" eval '! mounted'
 check "the hand-started worker exits after its orphan timeout" wait_until 15 none_alive "${WPID[hand]}"
-check "no process of the run is left" wait_until 5 eval '[ "$(procs_with "$RUN_MARK")" = 0 ]'
+check "no process of the run is left" wait_until 30 eval '[ "$(procs_with "$RUN_MARK")" = 0 ]'
 check_groups "no memory cgroup of this data directory is left" no_groups
 if [ "$CGROUPS" = yes ]; then
 	ours | sed 's/^/   # left: /'
@@ -224,7 +224,7 @@ if [ "$CGROUPS" = yes ]; then
 	check "its group is in the root of hand2" eval '[ "$(group_of "$h2pid" | sed "s|/[^/]*$||; s|.*/||")" = "${PREFIX}${FNFS_CGROUP_TAG:+$FNFS_CGROUP_TAG-}hand2" ]'
 fi
 kill -9 "${WPID[hand2]}"
-check "kill -9 of hand2: its daemon dies with it" wait_until 5 none_alive "$h2pid"
+check "kill -9 of hand2: its daemon dies with it" wait_until 30 none_alive "$h2pid"
 check "hand2 is offline" wait_until 10 state_is "$MNT/workers/hand2/state" offline
 stop_fnfs
 check "unmounted again" eval '! mounted'

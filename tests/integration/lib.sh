@@ -143,12 +143,13 @@ busy_is() {
 
 # start_call FN_DIR REF PAYLOAD OUT [N]: `fnfs invoke REF` with PAYLOAD in
 # the background, its output in OUT and its pid in CALL_PID; returns once
-# the function has N calls in flight (default 1; at most 3 s).
+# the function has N calls in flight (default 1; at most 30 s: a loaded
+# machine may take seconds to start the client and the call).
 start_call() {
 	printf '%s' "$3" | "$FNFS" invoke "$2" --mount "$MNT" >"$4" 2>&1 &
 	# shellcheck disable=SC2034 # read by the tests
 	CALL_PID=$!
-	wait_until 3 busy_is "$1" "${5:-1}"
+	wait_until 30 busy_is "$1" "${5:-1}"
 }
 
 # alive PID: the process exists and is not a zombie (a zombie runs
@@ -193,7 +194,7 @@ stop_fnfs() {
 # crash_fnfs: kill -9 of the controller; the mount stays behind, dead.
 crash_fnfs() {
 	kill -9 "$PID"
-	wait_until 5 eval '! alive "$PID"'
+	wait_until 30 eval '! alive "$PID"'
 	PID=""
 }
 
