@@ -66,22 +66,22 @@ same_journals() {
 check "mkdir -p of a tenant, a namespace and a function on a" \
 	mkdir -p "$A/acme/prod/thumb"
 check "function.created is in every journal, once" \
-	wait_until 5 all_once " function.created acme/prod/thumb revision=1"
+	wait_until 30 all_once " function.created acme/prod/thumb revision=1"
 check "tenant.created too" all_once " tenant.created acme"
 check "namespace.created too" all_once " namespace.created acme/prod"
 check "the three journals are the same bytes at the same offsets" \
-	wait_until 5 same_journals
+	wait_until 30 same_journals
 check_eq "a journal's size is what cat reads" "$(cat "$EB" | wc -c)" "$(stat -c %s "$EB")"
 check "write command on b" write "$B/acme/prod/thumb/command" "/bin/cat"
 check "function.updated is in every journal, once" \
-	wait_until 5 all_once " function.updated acme/prod/thumb revision=2 changed=command"
+	wait_until 30 all_once " function.updated acme/prod/thumb revision=2 changed=command"
 check "chmod of the tenant on c: tenant.owner once everywhere" \
-	eval 'chmod 0700 "$C/acme" && wait_until 5 all_once " tenant.owner acme "'
+	eval 'chmod 0700 "$C/acme" && wait_until 30 all_once " tenant.owner acme "'
 check_fails_with "a bad value on a is refused" "Invalid argument" \
 	write "$A/acme/prod/thumb/timeout" "soon"
 check "its function.rejected is in every journal, once" \
-	wait_until 5 all_once " function.rejected acme/prod/thumb file=timeout"
-check "the journals are still the same" wait_until 5 same_journals
+	wait_until 30 all_once " function.rejected acme/prod/thumb file=timeout"
+check "the journals are still the same" wait_until 30 same_journals
 check "the head in etcd is the journals' size" \
 	eval '[ "$(ctl get "$P/evh" --print-value-only)" = "$(stat -c %s "$EA")" ]'
 check "each line is a key of its own in etcd" \
@@ -90,7 +90,7 @@ check "each line is a key of its own in etcd" \
 # ---- tenants' journals
 TA=$A/acme/events TB=$B/acme/events TC=$C/acme/events
 check "a's tenant journal has b's update" \
-	wait_until 5 grep -q "function.updated acme/prod/thumb revision=2" "$TA"
+	wait_until 30 grep -q "function.updated acme/prod/thumb revision=2" "$TA"
 check "c's tenant journal has a's rejection" \
 	grep -q "function.rejected acme/prod/thumb file=timeout" "$TC"
 check "the tenant journals are the same on a, b and c" \
@@ -99,7 +99,7 @@ check_eq "they hold the tenant's lines of the whole journal" \
 	"$(cat "$TB")" "$(grep -E ' acme( |/|$)' "$EB")"
 check "mkdir of a second tenant on b" mkdir -p "$B/other/ns"
 check "its lines reach its journal on a" \
-	wait_until 5 grep -q "namespace.created other/ns" "$A/other/events"
+	wait_until 30 grep -q "namespace.created other/ns" "$A/other/events"
 check "and not acme's" eval '! grep -q "other/ns" "$TA"'
 
 # ---- tail -f on one mount sees what another mount journals
@@ -126,7 +126,7 @@ wait_until 10 eval '! alive "${CPID[c]}"'
 fusermount3 -uz "$T/mc" 2>/dev/null
 check "a journals while c is down" write "$A/acme/prod/thumb/timeout" 30
 check "c mounts again" start_ctl c
-check "c's journal is the same as a's and b's" wait_until 5 same_journals
+check "c's journal is the same as a's and b's" wait_until 30 same_journals
 check "with a's update made while it was down, once" \
 	all_once " function.updated acme/prod/thumb revision=4 changed=timeout"
 check "its tenant journal has the tenant's lines again" \
@@ -204,7 +204,7 @@ check "and ends where a's does" wait_until 10 eval \
 check "its bytes are a's at the same offsets" eval \
 	'cmp -s <(tail -c $(($(stat -c %s "$EB") - first)) "$EA") "$EB"'
 check "a line made now lands at the same offset on the three" eval \
-	'write "$C/acme/prod/thumb/timeout" 31 && wait_until 5 all_once "revision=5 changed=timeout" && wait_until 5 eval "[ \"\$(stat -c %s "$EA")\" = \"\$(stat -c %s "$EB")\" ] && [ \"\$(stat -c %s "$EA")\" = \"\$(stat -c %s "$EC")\" ]"'
+	'write "$C/acme/prod/thumb/timeout" 31 && wait_until 30 all_once "revision=5 changed=timeout" && wait_until 30 eval "[ \"\$(stat -c %s "$EA")\" = \"\$(stat -c %s "$EB")\" ] && [ \"\$(stat -c %s "$EA")\" = \"\$(stat -c %s "$EC")\" ]"'
 check "and is the same bytes" eval 'cmp -s <(tail -c 4096 "$EA") <(tail -c 4096 "$EB") && cmp -s <(tail -c 4096 "$EA") <(tail -c 4096 "$EC")'
 
 # ---- lines journalled just before an unmount still reach etcd
@@ -218,7 +218,7 @@ check "c exits at once after 50 refused mkdirs and its unmount" \
 # (5 lines, and one summary with count= for the rest: 50 in all)
 bye() { grep " name=_bye_" "$1" | awk '{ n = 1; for (i = 1; i <= NF; i++) if ($i ~ /^count=/) n = substr($i, 7); c += n } END { print c + 0 }'; }
 check "the 50 refusals it journalled just before reach a's journal" \
-	wait_until 5 eval '[ "$(bye "$EA")" = 50 ]'
+	wait_until 30 eval '[ "$(bye "$EA")" = 50 ]'
 check "and b's" eval '[ "$(bye "$EB")" = 50 ]'
 
 # ---- the end: every controller unmounts and exits

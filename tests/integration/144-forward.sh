@@ -74,7 +74,7 @@ check "one controller leads within $((TTL + 2)) s" wait_until $((TTL + 2)) eval 
 L=$(leader)
 FOL=()
 for m in a b c; do [ "$m" = "$L" ] || FOL+=("$m"); done
-check "the two others follow ${FOL[*]}" wait_until 5 eval '[ "$(role_of "${FOL[0]}")" = follower ] && [ "$(role_of "${FOL[1]}")" = follower ]'
+check "the two others follow ${FOL[*]}" wait_until 30 eval '[ "$(role_of "${FOL[0]}")" = follower ] && [ "$(role_of "${FOL[1]}")" = follower ]'
 tls_worker w1
 check "the worker registers with the leader" wait_until 20 state_is "$T/m$L/workers/w1/state" healthy
 
@@ -103,14 +103,14 @@ for m in "${FOL[@]}"; do
 	p1=$(pid_of "$A/d/instances/0")
 	check "with a new pid on the leader ($p0 -> $p1)" test -n "$p1" -a "$p1" != "$p0"
 	for n in a b c; do
-		check "mount $n shows the new pid" wait_until 5 eval '[ "$(pid_of "$T/m$n/tenants/acme/prod/d/instances/0")" = "$p1" ]'
+		check "mount $n shows the new pid" wait_until 30 eval '[ "$(pid_of "$T/m$n/tenants/acme/prod/d/instances/0")" = "$p1" ]'
 	done
 	check "the follower's own mount shows the restart at once" test "$(pid_of "$I")" = "$p1"
 done
 for m in "${FOL[@]}"; do
 	p0=$(pid_of "$A/d/instances/1")
 	check "restart of the function on follower $m" write "$T/m$m/tenants/acme/prod/d/restart" 1
-	check "restarts its instances" wait_until 5 eval '[ "$(pid_of "$A/d/instances/1")" != "$p0" ]'
+	check "restarts its instances" wait_until 30 eval '[ "$(pid_of "$A/d/instances/1")" != "$p0" ]'
 done
 
 # ---- logs read on a follower: the leader asks its worker
@@ -163,9 +163,9 @@ done
 
 # ---- permissions: checked by the leader with the caller's credentials
 chown 65534:65534 "$T/m$L/tenants/acme" # owned by nobody
-check "the tenant's owner shows on the followers" wait_until 5 eval '[ "$(stat -c %u "$T/m${FOL[0]}/tenants/acme")" = 65534 ]'
+check "the tenant's owner shows on the followers" wait_until 30 eval '[ "$(stat -c %u "$T/m${FOL[0]}/tenants/acme")" = 65534 ]'
 chmod 0755 "$T/m$L/tenants/acme"
-check "and its mode" wait_until 5 eval '[ "$(stat -c %a "$T/m${FOL[0]}/tenants/acme")" = 755 ]'
+check "and its mode" wait_until 30 eval '[ "$(stat -c %a "$T/m${FOL[0]}/tenants/acme")" = 755 ]'
 as_user() { setpriv --reuid "$1" --regid "$1" --clear-groups -- "${@:2}"; }
 m=${FOL[0]}
 check_fails_with "uid 4242 (not the owner) may not restart on follower $m" "Permission denied" \
@@ -252,7 +252,7 @@ p0=$(pid_of "$T/m$L2/$E")
 check "a forwarded restart from $F2 to the new leader returns" write "$T/m$F2/$E/restart" 1
 p1=$(pid_of "$T/m$L2/$E")
 check "with a new pid ($p0 -> $p1)" test -n "$p1" -a "$p1" != "$p0"
-check "which $F2 shows" wait_until 5 eval '[ "$(pid_of "$T/m$F2/$E")" = "$p1" ]'
+check "which $F2 shows" wait_until 30 eval '[ "$(pid_of "$T/m$F2/$E")" = "$p1" ]'
 check_eq "hot invoke from $F2 through the new leader" "$(printf again | "$FNFS" invoke acme/prod/hot --mount "$T/m$F2")" AGAIN
 
 for m in a b c; do

@@ -55,7 +55,7 @@ tls_worker() {
 for m in a b c; do check "controller $m mounts" start_ctl "$m"; done
 check "one controller leads within $((TTL + 2)) s" wait_until $((TTL + 2)) eval '[ -n "$(leader)" ]'
 L=$(leader)
-check "the others follow it" wait_until 5 eval '[ "$(for m in a b c; do role_of $m; done | sort | tr "\n" " ")" = "follower follower leader " ]'
+check "the others follow it" wait_until 30 eval '[ "$(for m in a b c; do role_of $m; done | sort | tr "\n" " ")" = "follower follower leader " ]'
 for m in a b c; do
 	check_eq "$m names the leader" "$(stat_of "$T/m$m/stats" cluster_leader)" "$L"
 done
