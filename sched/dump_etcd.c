@@ -434,6 +434,24 @@ static int batch_claim(struct batch *b, struct rt_buf *why)
 	return rc;
 }
 
+/* After a write that failed (a timeout: this process may have been
+ * stopped while another import took over): whether the claim is lost,
+ * asked with a txn of no operations under the same compares. Returns
+ * -EEXIST with the takeover in `why` (which --force must not follow),
+ * else 0, `why` as it was. */
+static int lost_claim(struct batch *b, struct rt_buf *why)
+{
+	struct rt_buf w = { 0 };
+	int rc = batch_txn(b, NULL, 0, 0, &w);
+
+	if (rc == -EEXIST && w.data != NULL) {
+		rt_buf_reset(why);
+		rt_buf_puts(why, w.data);
+	}
+	rt_buf_free(&w);
+	return rc == -EEXIST ? rc : 0;
+}
+
 /* Ends the import: P/meta, and P/import goes, in one txn. */
 static int batch_finish(struct batch *b, const struct rt_buf *mk,
 			const struct rt_buf *mv, struct rt_buf *why)
@@ -682,6 +700,8 @@ int sched_dump_etcd_import(const struct sched_dump_etcd *t, FILE *in,
 	/* P/meta last: with it, the import is whole. */
 	if (rc == 0)
 		rc = batch_finish(b, &mk, &mv, why);
+	if (rc < 0 && rc != -EEXIST && b->id.len > 0 && lost_claim(b, why) < 0)
+		rc = -EEXIST;
 	if (rc == 0)
 		fprintf(stderr,
 			"fnfs store import: %lld keys in %lld transactions "
