@@ -28,28 +28,13 @@
  *                           and coming back from its watch
  *   code_send.c             sending revisions to workers in chunks
  */
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <inttypes.h>
-#include <openssl/evp.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "../runtime/code.h"
-#include "code_etcd.h"
 #include "code_internal.h"
-#include "common.h"
-#include "conn.h"
-#include "etcd_keys.h"
-#include "internal.h"
-#include "quota.h"
-#include "reconcile.h"
-#include "requests.h"
-#include "write.h"
 
 /* ============================================================ helpers */
 

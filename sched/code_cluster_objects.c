@@ -4,11 +4,7 @@
  * worker needs one this controller lacks (sched_code_fetch). Part of the
  * code module (code.c says how it is cut).
  */
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <inttypes.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,14 +14,6 @@
 #include "../runtime/code.h"
 #include "code_etcd.h"
 #include "code_internal.h"
-#include "common.h"
-#include "conn.h"
-#include "etcd_keys.h"
-#include "internal.h"
-#include "quota.h"
-#include "reconcile.h"
-#include "requests.h"
-#include "write.h"
 
 /* ============================================================ a cluster
  *

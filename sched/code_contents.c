@@ -3,10 +3,8 @@
  * DATA/code/objects, writes staged in DATA/code/tmp until a commit or a
  * close, reads. Part of the code module (code.c says how it is cut).
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,16 +13,7 @@
 #include <unistd.h>
 
 #include "../runtime/code.h"
-#include "code_etcd.h"
 #include "code_internal.h"
-#include "common.h"
-#include "conn.h"
-#include "etcd_keys.h"
-#include "internal.h"
-#include "quota.h"
-#include "reconcile.h"
-#include "requests.h"
-#include "write.h"
 
 /* ============================================================ contents */
 

@@ -7,8 +7,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,16 +14,8 @@
 #include <unistd.h>
 
 #include "../runtime/code.h"
-#include "code_etcd.h"
 #include "code_internal.h"
-#include "common.h"
-#include "conn.h"
-#include "etcd_keys.h"
-#include "internal.h"
 #include "quota.h"
-#include "reconcile.h"
-#include "requests.h"
-#include "write.h"
 
 /* ============================================================= loading */
 

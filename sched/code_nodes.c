@@ -4,10 +4,7 @@
  * On a cluster the changes go to code_cluster_tree.c. Part of the code
  * module (code.c says how it is cut; code_internal.h is its shared part).
  */
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <inttypes.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,16 +13,8 @@
 #include <unistd.h>
 
 #include "../runtime/code.h"
-#include "code_etcd.h"
 #include "code_internal.h"
-#include "common.h"
-#include "conn.h"
-#include "etcd_keys.h"
-#include "internal.h"
 #include "quota.h"
-#include "reconcile.h"
-#include "requests.h"
-#include "write.h"
 
 /* ============================================================== nodes */
 

@@ -4,28 +4,17 @@
  * sends chunks while the connection's backlog allows. Part of the code
  * module (code.c says how it is cut).
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
-#include <openssl/evp.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "../runtime/code.h"
-#include "code_etcd.h"
 #include "code_internal.h"
-#include "common.h"
 #include "conn.h"
-#include "etcd_keys.h"
-#include "internal.h"
-#include "quota.h"
-#include "reconcile.h"
 #include "requests.h"
-#include "write.h"
 
 #define CODE_GET_MAX  1024 /* objects one code.get may ask for */
 #define PUMP_RETRY_MS 1	   /* a full backlog is looked at again */
