@@ -410,9 +410,12 @@ static void on_req_stored(void *arg, int err)
 	int rc = err;
 
 	/* Lost a race: the tree now has the winner's change, and the
-	 * change is checked against it again. */
+	 * change is checked against it again, for SCHED_OP_DEADLINE_MS from
+	 * the first loss (an upload before it may take long). */
+	if (rc == -EAGAIN && q->until == 0)
+		q->until = rt_mono_ms() + SCHED_OP_DEADLINE_MS;
 	while (rc == -EAGAIN && q->s->code != NULL &&
-	       ++q->tries < SCHED_OP_TRIES) {
+	       ++q->tries < SCHED_OP_TRIES && rt_mono_ms() < q->until) {
 		rc = req_run(q);
 		if (rc == SCHED_CODE_LATER)
 			return;

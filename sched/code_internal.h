@@ -116,6 +116,7 @@ struct code_req {
 	unsigned gen;  /* COMMIT: the stage's when it began */
 	int uploaded;  /* `hash` is whole in etcd */
 	int tries;
+	int64_t until; /* rt_mono_ms: no try starts after it (0: none lost) */
 	sched_code_done_fn done;
 	void *arg;
 };
