@@ -1,6 +1,6 @@
 /*
  * code.h - a function's code/ directory on the controller: its tree of
- * files and directories (kept in SQLite), their contents stored by
+ * files and directories (kept in the store: SQLite, or etcd on a cluster), their contents stored by
  * SHA-256 under DATA/code/objects, the revisions of code that bursts of
  * changes make (manifests, themselves objects), the limits, the garbage
  * collection of objects, and serving a revision to workers in chunks.
