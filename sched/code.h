@@ -1,9 +1,10 @@
 /*
  * code.h - a function's code/ directory on the controller: its tree of
- * files and directories (kept in the store: SQLite, or etcd on a cluster), their contents stored by
- * SHA-256 under DATA/code/objects, the revisions of code that bursts of
- * changes make (manifests, themselves objects), the limits, the garbage
- * collection of objects, and serving a revision to workers in chunks.
+ * files and directories (kept in the store: SQLite, or etcd on a
+ * cluster), their contents stored by SHA-256 under DATA/code/objects,
+ * the revisions of code that bursts of changes make (manifests,
+ * themselves objects), the limits, the garbage collection of objects,
+ * and serving a revision to workers in chunks.
  *
  * The first part is for fs/ (sched.h includes this file); the sched__
  * part is for the rest of sched/. Every call runs on the loop thread.
