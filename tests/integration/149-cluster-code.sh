@@ -160,17 +160,16 @@ check "w2 downloaded the big file" eval 'find "$T/w-w2" -type f -size +2000k | g
 
 # ---- etcd stopped: a write into code/ fails with EIO, nothing stops
 pid2=$(pid_of "$(fn_of "$L2")/instances/0")
-t_stop=$(date +%s)
 for i in 0 1 2; do etcd_stop "$i"; done
 check_fails_with "a new file in code/ fails while etcd is away" "Input/output error" \
 	sh -c "echo x >'$(fn_of "$L2")/code/new.txt'"
 check "the reason is in the function's error file" grep -q "etcd" "$(fn_of "$L2")/error"
 check_eq "the instance keeps running, same pid" "$(pid_of "$(fn_of "$L2")/instances/0")" "$pid2"
 # It answers while its lease lasts; past it (a slow machine) the leader
-# holds, and says so, as 151-lease-lapse shows.
+# holds, and says so, as 151-lease-lapse shows. (The lease was last
+# renewed before etcd stopped, so it may lapse at any moment now.)
 out=$(inv "$L2" still 2>&1)
-if [ "$out" != "v2 still $hb" ] && [ $(($(date +%s) - t_stop)) -ge "$TTL" ] &&
-	grep -q "holding" <<<"$out"; then
+if [ "$out" != "v2 still $hb" ] && grep -q "holding" <<<"$out"; then
 	echo "# the lease ran out before the call (a slow machine): it was refused as holding"
 	out="v2 still $hb"
 fi
@@ -186,7 +185,7 @@ check "a write into code/ works again" wait_until 20 eval '/bin/echo y >"$(fn_of
 # clears the cgroups its death left, and removes its own when it ends.
 tls_worker w1
 check "w1, killed -9 before, registers again with $L2" \
-	wait_until 20 state_is "$T/m$L2/workers/w1/state" healthy
+	wait_until 60 state_is "$T/m$L2/workers/w1/state" healthy
 for m in a b c; do
 	[ -n "${CPID[$m]:-}" ] || continue
 	p=${CPID[$m]}
