@@ -187,7 +187,7 @@ json.dump(d, open(sys.argv[2], "w"))
 TMPDIR=$T/tmp "$FNFS" store import --store "$STORE" --cluster c5 <"$T/big.json" 2>"$T/big.err" &
 imp=$!
 BGPIDS+=("$imp")
-check "the import starts writing" wait_until 30 eval '[ -n "$(ctl get /fnfs/c5/ --prefix --keys-only --limit 1)" ]'
+check "the import starts writing" wait_until 120 eval '[ -n "$(ctl get /fnfs/c5/ --prefix --keys-only --limit 1)" ]'
 kill -STOP "$imp"
 check_eq "caught before its end: no P/meta yet" "$(ctl get /fnfs/c5/meta --keys-only)" ""
 check "it has claimed the cluster (P/import)" eval 'ctl get /fnfs/c5/import --print-value-only | grep -q " pid $imp "'
