@@ -18,6 +18,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "mnttable.h"
 #include "sandbox.h"
 
 /* The worker's data directory (rt_sandbox_reserve), resolved, or NULL. */
@@ -121,95 +122,30 @@ int rt_fs_is_fuse(const char *type)
 
 /* ============================================== the host's mount table */
 
-/* One mount of the worker's view. */
-struct mnt {
-	unsigned long long id;
-	char *point; /* owned */
-	char *type;  /* owned */
-};
-
-struct mnt_table {
-	struct mnt *m;
-	size_t n;
-};
-
-static void table_free(struct mnt_table *t)
+/* The FUSE mount points of `t` into `sb->hide` (parents before
+ * children, as mountinfo lists them). A sandbox's copy of a FUSE mount
+ * would keep its connection alive after the host unmounts it: fnfs's
+ * own mount among them, whose daemon would then never see its unmount.
+ * Returns 0 or -errno. */
+static int list_fuse(struct rt_sandbox *sb, const struct rt_mnt_table *t)
 {
 	size_t i;
 
 	for (i = 0; i < t->n; i++) {
-		free(t->m[i].point);
-		free(t->m[i].type);
-	}
-	free(t->m);
-	t->m = NULL;
-	t->n = 0;
-}
+		char **nv;
 
-/* Reads /proc/self/mountinfo into `t`, and the FUSE mount points into
- * `sb->hide` (parents before children, as mountinfo lists them). A
- * sandbox's copy of a FUSE mount would keep its connection alive after
- * the host unmounts it: fnfs's own mount among them, whose daemon would
- * then never see its unmount. Returns 0 or -errno. */
-static int read_table(struct rt_sandbox *sb, struct mnt_table *t)
-{
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	char *line = NULL;
-	size_t cap = 0;
-	int rc = 0;
-
-	if (f == NULL)
-		return -errno;
-	while (rc == 0 && getline(&line, &cap, f) > 0) {
-		const char *type;
-		char *point, **nv;
-		unsigned long long id;
-		struct mnt *nm;
-
-		if ((point = rt_mountinfo_split(line, &type, &id)) == NULL)
-			continue;
-		nm = realloc(t->m, (t->n + 1) * sizeof(*nm));
-		if (nm == NULL) {
-			rc = -ENOMEM;
-			break;
-		}
-		t->m = nm;
-		nm[t->n].id = id;
-		nm[t->n].point = strdup(point);
-		nm[t->n].type = strdup(type);
-		t->n++;
-		if (nm[t->n - 1].point == NULL || nm[t->n - 1].type == NULL) {
-			rc = -ENOMEM;
-			break;
-		}
-		if (!rt_fs_is_fuse(type))
+		if (!rt_fs_is_fuse(t->m[i].type))
 			continue;
 		nv = realloc(sb->hide,
 			     (size_t)(sb->nhide + 1) * sizeof(char *));
-		if (nv == NULL) {
-			rc = -ENOMEM;
-			break;
-		}
+		if (nv == NULL)
+			return -ENOMEM;
 		sb->hide = nv;
-		if ((sb->hide[sb->nhide] = strdup(point)) == NULL)
-			rc = -ENOMEM;
-		else
-			sb->nhide++;
+		if ((sb->hide[sb->nhide] = strdup(t->m[i].point)) == NULL)
+			return -ENOMEM;
+		sb->nhide++;
 	}
-	free(line);
-	fclose(f);
-	return rc;
-}
-
-/* The type of the mount with id `id`, or NULL. */
-static const char *type_of(const struct mnt_table *t, unsigned long long id)
-{
-	size_t i;
-
-	for (i = 0; i < t->n; i++)
-		if (t->m[i].id == id)
-			return t->m[i].type;
-	return NULL;
+	return 0;
 }
 
 /* ==================================== opening as the function's user */
@@ -301,7 +237,7 @@ static int refuse(int rc, const char *what, const char *path, const char *text)
 /* Opens one source of the function's (a mounts entry, or the cwd) into
  * `b->fd`, with the checks of rt_sandbox_parse. */
 static int open_user_bind(const struct rt_sandbox *sb, struct rt_bind *b,
-			  const struct mnt_table *t)
+			  struct rt_mnt_table **t)
 {
 	int soft_rw = b->user == RT_BIND_CWD;
 	const char *what = soft_rw ? "cwd" : "mounts:";
@@ -358,8 +294,20 @@ static int open_user_bind(const struct rt_sandbox *sb, struct rt_bind *b,
 	b->rw = rw;
 	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID,
 		  &sx) < 0 ||
-	    !(sx.stx_mask & STATX_MNT_ID) ||
-	    (type = type_of(t, sx.stx_mnt_id)) == NULL)
+	    !(sx.stx_mask & STATX_MNT_ID))
+		return refuse(-EIO, what, b->path, "cannot tell its mount");
+	/* A mount newer than the snapshot: the table as it is now. */
+	type = rt_mnt_table_type(*t, sx.stx_mnt_id);
+	if (type == NULL) {
+		struct rt_mnt_table *now = rt_mnt_table_get(1);
+
+		if (now != NULL) {
+			rt_mnt_table_put(*t);
+			*t = now;
+			type = rt_mnt_table_type(now, sx.stx_mnt_id);
+		}
+	}
+	if (type == NULL)
 		return refuse(-EAGAIN, what, b->path,
 			      "its mount is not in the mount table (it "
 			      "changed while starting)");
@@ -376,12 +324,12 @@ static int open_user_bind(const struct rt_sandbox *sb, struct rt_bind *b,
 
 int rt_sandbox_open_binds(struct rt_sandbox *sb, const char **why)
 {
-	struct mnt_table t = { NULL, 0 };
+	struct rt_mnt_table *t = rt_mnt_table_get(0);
 	char norm[4096];
 	int i, j, rc;
 
 	why_buf[0] = '\0';
-	rc = read_table(sb, &t);
+	rc = t == NULL ? -errno : list_fuse(sb, t);
 	if (rc < 0) {
 		*why = "cannot read the mount table";
 		goto out;
@@ -430,6 +378,6 @@ int rt_sandbox_open_binds(struct rt_sandbox *sb, const char **why)
 	if (rc < 0)
 		*why = why_buf[0] != '\0' ? why_buf : "out of memory";
 out:
-	table_free(&t);
+	rt_mnt_table_put(t);
 	return rc;
 }

@@ -36,6 +36,7 @@
 #include "init/loop.h"
 #include "rt.h"
 #include "sandbox.h"
+#include "usercache.h"
 
 extern char **environ;
 
@@ -61,44 +62,14 @@ static int add_bind(struct rt_sandbox *sb, const char *path, int rw, int user)
 }
 
 /* The user's supplementary groups, as initgroups would set them, and
- * home; a uid without an entry gets its primary group alone. */
+ * home (usercache.c); a uid without an entry gets its primary group
+ * alone. */
 static int resolve_user(struct rt_sandbox *sb)
 {
-	struct passwd pw, *res = NULL;
-	char buf[4096];
-	int n = 16, rc;
-
-	rc = getpwuid_r(sb->uid, &pw, buf, sizeof(buf), &res);
-	if (rc != 0 || res == NULL) {
-		sb->groups = malloc(sizeof(gid_t));
-		if (sb->groups == NULL)
-			return -ENOMEM;
-		sb->groups[0] = sb->gid;
-		sb->ngroups = 1;
-		return 0;
-	}
-	sb->home = strdup(pw.pw_dir);
-	for (;;) {
-		gid_t *g = realloc(sb->groups, (size_t)n * sizeof(gid_t));
-		int got = n;
-
-		if (g == NULL)
-			return -ENOMEM;
-		sb->groups = g;
-		if (getgrouplist(pw.pw_name, sb->gid, g, &got) >= 0) {
-			sb->ngroups = got;
-			return 0;
-		}
-		if (got <= n) /* should not happen: stop growing */
-			n *= 2;
-		else
-			n = got;
-		if (n > 65536)
-			return -E2BIG;
-	}
+	return rt_user_lookup(sb->uid, sb->gid, &sb->groups, &sb->ngroups,
+			      &sb->home);
 }
 
-/* Whether `v` is an integer in 0 .. 2^32-2 (a valid uid or gid). */
 static int id_value(json_t *v, unsigned *out)
 {
 	json_int_t i;
