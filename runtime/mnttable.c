@@ -44,7 +44,7 @@ static int add_line(struct rt_mnt_table *t, char *line, size_t *cap)
 {
 	const char *type;
 	unsigned long long id;
-	char *point = rt_mountinfo_split(line, &type, &id);
+	char *point = rt_mountinfo_split(line, &type, &id, NULL);
 	struct rt_mnt *m;
 
 	if (point == NULL)

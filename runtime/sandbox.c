@@ -115,7 +115,8 @@ static int parse_mounts(json_t *mounts, struct rt_sandbox *sb, const char **why)
 	return 0;
 }
 
-char *rt_mountinfo_split(char *line, const char **type, unsigned long long *id)
+char *rt_mountinfo_split(char *line, const char **type, unsigned long long *id,
+			 int *rw)
 {
 	char *field[10], *save = NULL, *tok;
 	int n = 0;
@@ -133,6 +134,9 @@ char *rt_mountinfo_split(char *line, const char **type, unsigned long long *id)
 		return NULL;
 	if (id != NULL)
 		*id = strtoull(field[0], NULL, 10);
+	if (rw != NULL)
+		*rw = n > 5 && strncmp(field[5], "rw", 2) == 0 &&
+		      (field[5][2] == '\0' || field[5][2] == ',');
 	rt_mountinfo_unescape(field[4]);
 	return field[4];
 }
@@ -485,281 +489,13 @@ void rt_child_say(int fd, int err, const char *s, ...)
 		return; /* nowhere else to say it */
 }
 
-/* Writes "fnfs: sandbox: WHAT ARG: <errno>" to `err`; returns -1. */
-static int fail(int err, const char *what, const char *arg)
+int rt_sb_fail(int err, const char *what, const char *arg)
 {
 	int e = errno;
 
 	rt_child_say(err, e, "sandbox: ", what, arg ? " " : "", arg ? arg : "",
 		     (char *)NULL);
 	return -1;
-}
-
-/* mkdir -p for a path in the private /tmp. */
-static void mkdir_p(const char *path)
-{
-	char buf[4096];
-	size_t i, n = strlen(path);
-
-	if (n >= sizeof(buf))
-		return;
-	memcpy(buf, path, n + 1);
-	for (i = 1; i <= n; i++)
-		if (buf[i] == '/' || buf[i] == '\0') {
-			char c = buf[i];
-
-			buf[i] = '\0';
-			mkdir(buf, 0755);
-			buf[i] = c;
-		}
-}
-
-/* Brings the new network namespace's loopback up. */
-static int loopback_up(void)
-{
-	struct ifreq ifr;
-	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), rc = -1;
-
-	if (s < 0)
-		return -1;
-	memset(&ifr, 0, sizeof(ifr));
-	memcpy(ifr.ifr_name, "lo", 3);
-	if (ioctl(s, SIOCGIFFLAGS, &ifr) == 0) {
-		ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
-		rc = ioctl(s, SIOCSIFFLAGS, &ifr);
-	}
-	close(s);
-	return rc;
-}
-
-/* Detaches the mount at `path` and what is below it: a FUSE mount
- * point of the host's view, or a copy a bind carried in at the same
- * place (one call per mount: mountinfo lists each of a stack). One that
- * went with its parent is not an error. */
-static void detach(const char *path)
-{
-	if (umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
-		return;
-}
-
-/* Whether `p` is where the sandbox's own kernel filesystems are. */
-static int base_place(const char *p)
-{
-	return rt_path_under(p, "/proc") || rt_path_under(p, "/sys") ||
-	       rt_path_under(p, "/dev");
-}
-
-/* Detaches, from the view `mountinfo` lists (/proc/self/mountinfo, or
- * /proc/thread-self/mountinfo in a thread), each mount that is FUSE's,
- * or a kernel filesystem away from /proc, /sys and /dev (a copy a bind
- * brought in). Returns how many it detached. With a buffer on the
- * stack: nothing is allocated in the child. */
-static int sweep_once(const char *mountinfo)
-{
-	char buf[4096], line[24576], *at;
-	const char *type;
-	size_t have = 0, skip = 0;
-	ssize_t got;
-	int fd = open(mountinfo, O_RDONLY | O_CLOEXEC), gone = 0;
-
-	if (fd < 0)
-		return 0;
-	while ((got = read(fd, buf, sizeof(buf))) > 0) {
-		ssize_t i;
-
-		for (i = 0; i < got; i++) {
-			if (buf[i] != '\n') {
-				if (have < sizeof(line) - 1)
-					line[have++] = buf[i];
-				else
-					skip = 1; /* longer than any path */
-				continue;
-			}
-			line[have] = '\0';
-			have = 0;
-			if (skip) {
-				skip = 0;
-				continue;
-			}
-			if ((at = rt_mountinfo_split(line, &type, NULL)) ==
-			    NULL)
-				continue;
-			if (rt_fs_is_fuse(type) ||
-			    (rt_fs_is_kernel(type) && !base_place(at)))
-				if (umount2(at, MNT_DETACH | UMOUNT_NOFOLLOW) ==
-				    0)
-					gone++;
-		}
-	}
-	close(fd);
-	return gone;
-}
-
-/* What a template's thread is given and gives back. */
-struct template_job {
-	const struct rt_sandbox *sb;
-	int fd; /* the namespace, or -errno */
-};
-
-/* The thread of rt_sandbox_template: a mount namespace of its own (a
- * thread may have one), the host's view there made a slave, without the
- * FUSE mounts and the stray kernel filesystems, read-only and nosuid;
- * then a descriptor of it, in the process's table. */
-static void *template_thread(void *arg)
-{
-	struct mount_attr ro = { .attr_set = MOUNT_ATTR_RDONLY |
-					     MOUNT_ATTR_NOSUID };
-	struct template_job *j = arg;
-	int i;
-
-	j->fd = -EIO;
-	if (unshare(CLONE_NEWNS) < 0 ||
-	    mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0) {
-		j->fd = -errno;
-		return NULL;
-	}
-	for (i = j->sb->nhide - 1; i >= 0; i--)
-		detach(j->sb->hide[i]);
-	for (i = 0; i < 8 && sweep_once("/proc/thread-self/mountinfo") > 0; i++)
-		;
-	if (mount_setattr(AT_FDCWD, "/", AT_RECURSIVE, &ro, sizeof(ro)) < 0) {
-		j->fd = -errno;
-		return NULL;
-	}
-	j->fd = open("/proc/thread-self/ns/mnt", O_RDONLY | O_CLOEXEC);
-	if (j->fd < 0)
-		j->fd = -errno;
-	return NULL;
-}
-
-int rt_sandbox_template(const struct rt_sandbox *sb)
-{
-	struct template_job j = { sb, -EIO };
-	sigset_t all, old;
-	pthread_t t;
-	int rc;
-
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&t, NULL, template_thread, &j);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc != 0)
-		return -rc;
-	pthread_join(t, NULL);
-	return j.fd;
-}
-
-int rt_sandbox_enter(const struct rt_sandbox *sb, int tmpl, int err)
-{
-	struct mount_attr root_ro = { .attr_set = MOUNT_ATTR_RDONLY |
-						  MOUNT_ATTR_NOSUID };
-	int fd[RT_SB_MOUNTS_MAX + 3], i, j, rc = -1;
-	int flags = CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS;
-
-	if (!sb->isolate)
-		return 0;
-	for (i = 0; i < sb->nbinds; i++)
-		fd[i] = -1;
-	/* Copies of what is bound in, from what the worker opened (as the
-	 * function's user, for its own sources): nosuid and nodev
-	 * throughout. Taken in the worker's mount namespace (a mount of
-	 * another cannot be cloned), before / turns read-only and /tmp is
-	 * covered. */
-	for (i = 0; i < sb->nbinds; i++) {
-		struct mount_attr a = {
-			.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
-				    (sb->binds[i].rw ? 0 : MOUNT_ATTR_RDONLY)
-		};
-
-		fd[i] = open_tree(sb->binds[i].fd, "",
-				  OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
-					  AT_EMPTY_PATH | AT_RECURSIVE);
-		if (fd[i] < 0) {
-			fail(err, "bind", sb->binds[i].path);
-			goto out;
-		}
-		if (mount_setattr(fd[i], "", AT_EMPTY_PATH | AT_RECURSIVE, &a,
-				  sizeof(a)) < 0) {
-			fail(err, "nosuid,nodev bind", sb->binds[i].path);
-			goto out;
-		}
-	}
-	if (sb->no_net)
-		flags |= CLONE_NEWNET;
-	/* A copy of the prepared view rather than of the worker's: the
-	 * steps below still run, with little left to do. */
-	if (tmpl >= 0 && setns(tmpl, CLONE_NEWNS) < 0) {
-		fail(err, "setns", NULL);
-		goto out;
-	}
-	if (unshare(flags) < 0) {
-		fail(err, "unshare", NULL);
-		goto out;
-	}
-	if (sb->no_net && loopback_up() < 0) {
-		fail(err, "loopback", NULL);
-		goto out;
-	}
-	/* Nothing done here reaches the host; the host's unmounts reach
-	 * here. */
-	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0) {
-		fail(err, "mount --make-rslave /", NULL);
-		goto out;
-	}
-	/* The host's FUSE mounts, deepest first (mountinfo lists parents
-	 * first); one already gone with its parent is not an error. */
-	for (i = sb->nhide - 1; i >= 0; i--)
-		detach(sb->hide[i]);
-	if (mount_setattr(AT_FDCWD, "/", AT_RECURSIVE, &root_ro,
-			  sizeof(root_ro)) < 0) {
-		fail(err, "read-only /", NULL);
-		goto out;
-	}
-	if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") <
-	    0) {
-		fail(err, "tmpfs", "/tmp");
-		goto out;
-	}
-	if (mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV,
-		  "mode=1777") < 0 &&
-	    errno != ENOENT) {
-		fail(err, "tmpfs", "/dev/shm");
-		goto out;
-	}
-	if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-		  NULL) < 0) {
-		fail(err, "mount", "/proc");
-		goto out;
-	}
-	for (i = 0; i < sb->nbinds; i++) {
-		const char *p = sb->binds[i].at != NULL ? sb->binds[i].at
-							: sb->binds[i].path;
-
-		if (move_mount(fd[i], "", AT_FDCWD, p,
-			       MOVE_MOUNT_F_EMPTY_PATH) < 0 &&
-		    (errno != ENOENT ||
-		     (mkdir_p(p), move_mount(fd[i], "", AT_FDCWD, p,
-					     MOVE_MOUNT_F_EMPTY_PATH) < 0))) {
-			fail(err, "bind", p);
-			goto out;
-		}
-		/* The FUSE mounts the recursive copy carried, taken away
-		 * before a later bind can cover them (a covered copy would
-		 * still hold its connection). */
-		for (j = sb->nhide - 1; sb->binds[i].fuse_below && j >= 0; j--)
-			if (rt_path_under(sb->hide[j], p))
-				detach(sb->hide[j]);
-	}
-	/* What the worker's view did not list (mounted since, or under
-	 * another name), until nothing more goes. */
-	for (i = 0; i < 8 && sweep_once("/proc/self/mountinfo") > 0; i++)
-		;
-	rc = 0;
-out:
-	for (i = 0; i < sb->nbinds; i++)
-		if (fd[i] >= 0)
-			close(fd[i]);
-	return rc;
 }
 
 /* The seccomp filter: unshare and clone with CLONE_NEWUSER fail with
@@ -847,13 +583,14 @@ int rt_sandbox_drop(const struct rt_sandbox *sb, int err)
 	    (syscall(SYS_setgroups, (size_t)sb->ngroups, sb->groups) < 0 ||
 	     syscall(SYS_setresgid, sb->gid, sb->gid, sb->gid) < 0 ||
 	     syscall(SYS_setresuid, sb->uid, sb->uid, sb->uid) < 0))
-		return fail(err, "cannot switch to the function's user", NULL);
+		return rt_sb_fail(err, "cannot switch to the function's user",
+				  NULL);
 	memset(none, 0, sizeof(none));
 	if (sb->isolate && syscall(SYS_capset, &hdr, none) < 0)
-		return fail(err, "capset", NULL);
+		return rt_sb_fail(err, "capset", NULL);
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		return fail(err, "no_new_privs", NULL);
+		return rt_sb_fail(err, "no_new_privs", NULL);
 	if (sb->isolate && seccomp_install() < 0)
-		return fail(err, "seccomp", NULL);
+		return rt_sb_fail(err, "seccomp", NULL);
 	return 0;
 }

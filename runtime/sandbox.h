@@ -141,10 +141,12 @@ void rt_mountinfo_unescape(char *p);
 
 /* Splits one line of /proc/self/mountinfo in place ("ID PARENT MAJ:MIN
  * ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - TYPE SOURCE SUPER"): returns its
- * mount point, unescaped, with its filesystem type in *type and (`id` not
- * NULL) its ID in *id, or NULL for a line of another shape. No allocation
+ * mount point, unescaped, with its filesystem type in *type, (`id` not
+ * NULL) its ID in *id and (`rw` not NULL) in *rw whether the mount itself
+ * is writable, or NULL for a line of another shape. No allocation
  * (safe in a forked child). */
-char *rt_mountinfo_split(char *line, const char **type, unsigned long long *id);
+char *rt_mountinfo_split(char *line, const char **type, unsigned long long *id,
+			 int *rw);
 
 /* Frees what rt_sandbox_parse allocated. */
 void rt_sandbox_free(struct rt_sandbox *sb);
@@ -186,23 +188,51 @@ int rt_sandbox_worker_alive(void);
 void rt_child_say(int fd, int err, const char *s, ...)
 	__attribute__((sentinel));
 
-/* In the worker: a prepared view for rt_sandbox_enter to copy, made on
- * a thread of its own: a mount namespace where the host's mounts are
- * slaves, without the FUSE mounts of `sb->hide` nor any other FUSE or
- * stray kernel filesystem, all read-only and nosuid. Returns a
- * close-on-exec descriptor of it, or -errno. Its owner keeps it across
- * the runs of one instance (never another's) and closes it. */
-int rt_sandbox_template(const struct rt_sandbox *sb);
+/* A sandbox's view, made once for an instance (per revision of its
+ * spec) and entered by each of its runs: its namespaces (mount, ipc,
+ * uts, and network with "network none") held by descriptors, and the
+ * mounts it was made with. */
+struct rt_sb_view {
+	int mnt, ipc, uts, net;	 /* close-on-exec descriptors, or -1 */
+	unsigned long long *ids; /* its mounts: ID and a hash of the point */
+	unsigned long long *points;
+	size_t nids;
+};
+
+/* In the worker, on a thread of its own (joined before it returns): a
+ * view for `sb`: a mount namespace where the host's mounts are slaves,
+ * read-only and nosuid, without the FUSE mounts of `sb->hide` nor any
+ * other FUSE or stray kernel filesystem, with a private /tmp and
+ * /dev/shm and the binds of `sb` (its /proc is mounted by the first run,
+ * in the pid namespace); new ipc and uts namespaces, and a network one
+ * with loopback up for "network none". Fills `v`; returns 0 or -errno
+ * (`v` then holds nothing). Its owner keeps it across the runs of one
+ * instance and one init (its /proc shows that init's pids), never
+ * another's, and closes it with rt_sandbox_view_close. */
+int rt_sandbox_view(const struct rt_sandbox *sb, struct rt_sb_view *v);
+
+/* Makes `v` a view of nothing (all -1), without closing anything. */
+void rt_sandbox_view_none(struct rt_sb_view *v);
+
+/* Lets go of a view (all -1: nothing). */
+void rt_sandbox_view_close(struct rt_sb_view *v);
 
 /* In the child, as root, after its cgroups: the namespaces and the
- * mounts: every bind nosuid and nodev, no FUSE filesystem left in the
- * view (neither the host's nor one a bind carried in), no copy of a
- * kernel filesystem (proc, sysfs...) brought in by a bind. The new mount
- * namespace is a copy of `tmpl` (rt_sandbox_template) when it is not -1,
- * else of the worker's; every step runs either way, since the host's
- * mounts made since reach the template. Writes the reason to `err` and
- * returns -1 on failure. */
-int rt_sandbox_enter(const struct rt_sandbox *sb, int tmpl, int err);
+ * mounts. With a view `v` (not NULL), it enters the view's namespaces,
+ * mounts /proc there if no run did yet, and tidies what the host's
+ * mounts brought in since it was made: FUSE mounts and stray kernel
+ * filesystems are taken away, and writable mounts made read-only and
+ * nosuid. Without one, it makes the same view alone, for this run:
+ * every bind nosuid and nodev, no FUSE filesystem left in the view
+ * (neither the host's nor one a bind carried in), no copy of a kernel
+ * filesystem (proc, sysfs...) brought in by a bind. Writes the reason
+ * to `err` and returns -1 on failure. */
+int rt_sandbox_enter(const struct rt_sandbox *sb, const struct rt_sb_view *v,
+		     int err);
+
+/* Writes "fnfs: sandbox: WHAT ARG: <errno>" to `err`; returns -1. Safe
+ * in the child of a spawn. */
+int rt_sb_fail(int err, const char *what, const char *arg);
 
 /* In the child, last before chdir and exec: capabilities, the identity,
  * no_new_privs, the seccomp filter, umask 022. Writes the reason to

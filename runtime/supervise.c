@@ -270,8 +270,8 @@ static void free_if_unused(struct rt_instance *in);
 struct rt_ns_init {
 	pid_t pid;		/* the init, until reaped */
 	int pidfd;		/* to enter its namespace, or -1 */
-	int mntfd;		/* its prepared view (rt_sandbox_template),
-				 * or -1 */
+	struct rt_sb_view view; /* its view (rt_sandbox_view), or all -1 */
+	long long view_rev;	/* the instance's revision it was made for */
 	void *stack;		/* its stack until reaped (sandbox.h) */
 	struct rt_instance *in; /* whose, or NULL once let go */
 };
@@ -289,9 +289,7 @@ static void ns_release(struct rt_instance *in)
 	if (ns->pidfd >= 0)
 		close(ns->pidfd);
 	ns->pidfd = -1;
-	if (ns->mntfd >= 0)
-		close(ns->mntfd);
-	ns->mntfd = -1;
+	rt_sandbox_view_close(&ns->view);
 	kill(ns->pid, SIGKILL); /* not reaped yet: still its pid */
 }
 
@@ -309,8 +307,7 @@ static void ns_reaped(struct rt_ns_init *ns)
 	}
 	if (ns->pidfd >= 0)
 		close(ns->pidfd);
-	if (ns->mntfd >= 0)
-		close(ns->mntfd);
+	rt_sandbox_view_close(&ns->view);
 	rt_sandbox_free_stack(ns->stack);
 	free(ns);
 }
@@ -699,9 +696,9 @@ struct child_args {
 	char **paths; /* where argv[0] may be, in order, or NULL */
 	const struct rt_cg_plan *cg;
 	const struct rt_sandbox *sb;
-	int tmpl;	  /* the prepared view to copy, or -1 */
-	const char *who;  /* the user: "nobody (uid 65534)" */
-	const char *name; /* its name ("nobody"), else `who` */
+	const struct rt_sb_view *view; /* the instance's view, or NULL */
+	const char *who;	       /* the user: "nobody (uid 65534)" */
+	const char *name;	       /* its name ("nobody"), else `who` */
 };
 
 /* In the child: says why `what` (a program, or "cwd DIR") cannot be used
@@ -751,7 +748,7 @@ static __attribute__((noreturn)) void child(const struct child_args *a)
 		rt_child_say(a->err, -rc, "cgroup ", failed, (char *)NULL);
 		_exit(127);
 	}
-	if (rt_sandbox_enter(a->sb, a->tmpl, a->err) < 0)
+	if (rt_sandbox_enter(a->sb, a->view, a->err) < 0)
 		_exit(127);
 	null = a->in >= 0 ? a->in : open("/dev/null", O_RDONLY);
 	if (null < 0 || dup2(null, 0) < 0 || dup2(a->out, 1) < 0 ||
@@ -914,7 +911,8 @@ struct rt_run *rt_run_spawn_with(struct rt_instance *in, int calls,
 	sigset_t all, old;
 	pid_t pid, init = 0;
 	void *stack = NULL;
-	int tmpl = -1; /* a new prepared view, until the instance keeps it */
+	struct rt_sb_view nv; /* a new view, until the instance keeps it */
+	int need_view = 0, rc;
 
 	/* The user and the sandbox: what the child needs is read here, or
 	 * was (rt_run_open). */
@@ -983,17 +981,17 @@ struct rt_run *rt_run_spawn_with(struct rt_instance *in, int calls,
 				 paths,
 				 &plan,
 				 &sb,
-				 -1,
+				 NULL,
 				 user.who,
 				 user.name[0] != '\0' ? user.name : user.who };
-	/* A sandbox's prepared view, made once for its init (a thread
-	 * cannot be started once the pid namespace below is entered). */
-	if (sb.isolate && (in->ns == NULL || in->ns->mntfd < 0) &&
-	    (tmpl = rt_sandbox_template(&sb)) < 0) {
-		rt_log(RT_LOG_DEBUG, "%s: sandbox template: %s", in->id,
-		       strerror(-tmpl));
-		tmpl = -1; /* each run builds its view alone */
-	}
+	/* A sandbox's view, made once for its init and the instance's
+	 * revision (a thread cannot be started once the pid namespace below
+	 * is entered). */
+	need_view = sb.isolate && (in->ns == NULL || in->ns->view.mnt < 0 ||
+				   in->ns->view_rev != in->revision);
+	if (need_view && (rc = rt_sandbox_view(&sb, &nv)) < 0)
+		rt_log(RT_LOG_DEBUG, "%s: sandbox view: %s", in->id,
+		       strerror(-rc)); /* this run makes its own */
 	sigfillset(&all);
 	sigprocmask(SIG_SETMASK, &all, &old);
 	/* A sandbox: its pid namespace and init first (the instance's own,
@@ -1016,7 +1014,7 @@ struct rt_run *rt_run_spawn_with(struct rt_instance *in, int calls,
 		}
 		ns->pid = init;
 		ns->stack = stack;
-		ns->mntfd = -1;
+		rt_sandbox_view_none(&ns->view);
 		ns->pidfd = rt_sandbox_pidfd(init);
 		ns->in = in;
 		if (ns->pidfd < 0 ||
@@ -1034,15 +1032,15 @@ struct rt_run *rt_run_spawn_with(struct rt_instance *in, int calls,
 		}
 		in->ns = ns;
 	}
-	if (sb.isolate) {
-		/* The instance's prepared view, made with its init. */
-		if (in->ns->mntfd < 0)
-			in->ns->mntfd = tmpl;
-		else if (tmpl >= 0)
-			close(tmpl);
-		tmpl = -1;
-		a.tmpl = in->ns->mntfd;
+	if (need_view) {
+		/* The new view, or none (an old one is another revision's). */
+		rt_sandbox_view_close(&in->ns->view);
+		in->ns->view = nv;
+		in->ns->view_rev = in->revision;
+		need_view = 0;
 	}
+	if (sb.isolate && in->ns->view.mnt >= 0)
+		a.view = &in->ns->view;
 	pid = start_child(&a);
 	if (sb.isolate && rt_sandbox_leave_pidns() < 0)
 		rt_log(RT_LOG_ERROR,
@@ -1106,8 +1104,8 @@ out:
 		close(np[0]);
 	if (np[1] >= 0)
 		close(np[1]);
-	if (tmpl >= 0)
-		close(tmpl);
+	if (need_view)
+		rt_sandbox_view_close(&nv);
 	free(r);
 	free(cgroup);
 	rt_cg_plan_free(&plan);

@@ -67,8 +67,7 @@ static int sig_same(const struct files_sig *a, const struct files_sig *b)
 }
 
 /* Asks NSS, as initgroups would. */
-static int ask(uid_t uid, gid_t gid, gid_t **groups, int *ngroups,
-	       char **home)
+static int ask(uid_t uid, gid_t gid, gid_t **groups, int *ngroups, char **home)
 {
 	struct passwd pw, *res = NULL;
 	char buf[4096];

@@ -70,8 +70,8 @@ TEST(binds_mountinfo_unescape)
 	unescape("/bad\\9", "/bad\\9");
 }
 
-/* One line of mountinfo: its mount point (unescaped), type and id; a line
- * of another shape is NULL. */
+/* One line of mountinfo: its mount point (unescaped), type, id and
+ * whether the mount is writable; a line of another shape is NULL. */
 TEST(binds_mountinfo_split)
 {
 	char l1[] = "36 25 0:32 / /var/tmp/a\\040b rw,nosuid shared:9 - "
@@ -79,19 +79,25 @@ TEST(binds_mountinfo_split)
 	char l2[] = "40 1 0:5 / /proc rw - proc proc rw";
 	char l3[] = "12 1 0:5 / /x rw";
 	char l4[] = "1 2 - fuse";
+	char l5[] = "41 1 0:5 / /r ro,rwx - ext4 /dev/x rw";
+	char l6[] = "42 1 0:5 / /w rw - ext4 /dev/x ro";
 	unsigned long long id = 0;
+	int rw = -1;
 	const char *type = NULL;
 	char *at;
 
-	at = rt_mountinfo_split(l1, &type, &id);
+	at = rt_mountinfo_split(l1, &type, &id, &rw);
 	CHECK(at != NULL && strcmp(at, "/var/tmp/a b") == 0);
 	CHECK(type != NULL && strcmp(type, "fuse.fnfs") == 0);
-	CHECK(id == 36);
-	at = rt_mountinfo_split(l2, &type, NULL);
+	CHECK(id == 36 && rw == 1);
+	at = rt_mountinfo_split(l2, &type, NULL, &rw);
 	CHECK(at != NULL && strcmp(at, "/proc") == 0 &&
-	      strcmp(type, "proc") == 0);
-	CHECK(rt_mountinfo_split(l3, &type, &id) == NULL);
-	CHECK(rt_mountinfo_split(l4, &type, &id) == NULL);
+	      strcmp(type, "proc") == 0 && rw == 1);
+	/* The mount's own options decide, not the superblock's. */
+	CHECK(rt_mountinfo_split(l5, &type, NULL, &rw) != NULL && rw == 0);
+	CHECK(rt_mountinfo_split(l6, &type, NULL, &rw) != NULL && rw == 1);
+	CHECK(rt_mountinfo_split(l3, &type, &id, NULL) == NULL);
+	CHECK(rt_mountinfo_split(l4, &type, &id, NULL) == NULL);
 }
 
 /* Parses a sandbox spec as nobody with one mounts entry. */

@@ -71,8 +71,8 @@ TEST(mnttable_read_again_after_a_change)
 static int write_file(const char *path, const char *text)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	int ok = fd >= 0 && write(fd, text, strlen(text)) ==
-				    (ssize_t)strlen(text);
+	int ok = fd >= 0 &&
+		 write(fd, text, strlen(text)) == (ssize_t)strlen(text);
 
 	if (fd >= 0)
 		close(fd);

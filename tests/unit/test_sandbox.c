@@ -619,6 +619,87 @@ TEST(sandbox_template_late_mounts)
 	CHECK(system(sh) == 0);
 }
 
+/* One cold call of `in`, run to its end. */
+static int cold_call(struct rt_instance *in, const char *tag)
+{
+	const char *why = NULL;
+	struct rt_run *r = rt_run_spawn(in, 1, tag, &why);
+
+	if (r == NULL)
+		return 0;
+	r->cold = 1;
+	calls_done = 0;
+	rt_run_close(r, &r->req);
+	return run_until(call_done, 5000);
+}
+
+/* The runs of one instance enter one view (rt_sandbox_view): what a
+ * call leaves in /tmp is there for the next, whose /proc shows the
+ * sandbox's processes alone (a view's /proc is mounted by its first
+ * run); a new revision of the spec gets a new view, with an empty
+ * /tmp. */
+TEST(sandbox_view_kept_per_revision)
+{
+	static const struct rt_sup_events cold_events = {
+		.spawned = ev_spawned,
+		.exited = ev_exited,
+		.call_exited = ev_call_exited,
+	};
+	const char *cmd = "test -e /tmp/mark && echo kept; touch /tmp/mark; "
+			  "echo procs $(ls /proc | grep -c '^[0-9]'); "
+			  "touch /usr/x 2>/dev/null && echo root-rw; echo END";
+	struct rt_instance *in;
+	json_t *next;
+	char *log;
+
+	if (!can_sandbox())
+		return;
+	setup();
+	sup.ev = &cold_events;
+	in = start("t/n/view/0",
+		   json_pack("{s:s, s:s, s:i, s:s, s:i}", "command", cmd,
+			     "mode", "cold", "uid", NOBODY, "isolation",
+			     "sandbox", "pids", 64));
+	CHECK(cold_call(in, "c1"));
+	CHECK(cold_call(in, "c2"));
+	log = log_of(in, "kept");
+	/* The first saw nothing, the second the first's mark. */
+	CHECK(strstr(log, "END\nkept\n") != NULL);
+	CHECK(strstr(log, "root-rw") == NULL);
+	{
+		const char *p = log;
+		int n = 0;
+
+		/* Each run counts a handful of processes, not the host's. */
+		while ((p = strstr(p, "procs ")) != NULL) {
+			int k = atoi(p + 6);
+
+			CHECK(k >= 1 && k <= 8);
+			n++;
+			p += 6;
+		}
+		CHECK(n == 2);
+	}
+	free(log);
+	/* Another revision: a new view. */
+	next = json_pack("{s:s, s:s, s:i, s:s, s:i, s:s}", "command", cmd,
+			 "mode", "cold", "uid", NOBODY, "isolation", "sandbox",
+			 "pids", 64, "env_x", "2");
+	CHECK(rt_instance_start(in, next, 2) >= 0);
+	json_decref(next);
+	CHECK(cold_call(in, "c3"));
+	log = log_of(in, "END\nprocs");
+	{
+		/* The third run's output follows the second's END. */
+		const char *last = strstr(log, "END\n");
+
+		last = last != NULL ? strstr(last + 4, "END\n") : NULL;
+		CHECK(last != NULL && strncmp(last + 4, "procs", 5) == 0);
+	}
+	free(log);
+	teardown();
+}
+
 /* A fork bomb stops at "pids"; the supervisor and another function
  * keep working; a stop ends it all. */
 TEST(sandbox_pids_fork_bomb)
