@@ -202,6 +202,15 @@ static int parse(json_t *spec, struct rt_sandbox *sb, const char **why,
 		goto out;
 	}
 	sb->isolate = iso != NULL && strcmp(iso, "sandbox") == 0;
+	{
+		long long mb = json_integer_value(
+			json_object_get(spec, "memory"));
+
+		if (mb <= 0 || mb > 1048576)
+			mb = RT_SB_TMP_MB;
+		snprintf(sb->tmpfs_opts, sizeof(sb->tmpfs_opts),
+			 "mode=1777,size=%lldm,nr_inodes=%lld", mb, mb * 256);
+	}
 	sb->no_net = sb->isolate && net != NULL && strcmp(net, "none") == 0;
 	if (uid != NULL) {
 		sb->set_id = 1;

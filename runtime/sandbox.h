@@ -30,6 +30,8 @@
 /* Where the function's code (its code/ tree) is inside a sandbox: a
  * path its user can walk, unlike the worker's cache (issue 23). */
 #define RT_SB_CODE_AT "/tmp/code"
+/* The size of a sandbox's /tmp and /dev/shm without a "memory". */
+#define RT_SB_TMP_MB 128
 
 /* A path bound into the sandbox at the same place (or at `at`). */
 struct rt_bind {
@@ -58,6 +60,10 @@ struct rt_sandbox {
 	int nbinds;
 	char **hide; /* FUSE mount points left out of the view, owned */
 	int nhide;
+	/* The options of its /tmp and /dev/shm: each holds at most the
+	 * function's "memory" (default RT_SB_TMP_MB), which outlives a run
+	 * (they are the instance's). */
+	char tmpfs_opts[80];
 };
 
 /* Reads "uid", "gid", "isolation", "network", "mounts" and "cwd" from
@@ -189,9 +195,11 @@ void rt_child_say(int fd, int err, const char *s, ...)
 	__attribute__((sentinel));
 
 /* A sandbox's view, made once for an instance (per revision of its
- * spec) and entered by each of its runs: its namespaces (mount, ipc,
- * uts, and network with "network none") held by descriptors, and the
- * mounts it was made with. */
+ * spec) and entered by each of its runs: its namespaces (mount, uts,
+ * and network with "network none") held by descriptors, and the mounts
+ * it was made with. Each run has an IPC namespace of its own: what
+ * SysV and POSIX queues hold is not bounded by a size, so it goes with
+ * the run. */
 struct rt_sb_view {
 	int mnt, ipc, uts, net;	 /* close-on-exec descriptors, or -1 */
 	unsigned long long *ids; /* its mounts: ID and a hash of the point */
@@ -203,9 +211,9 @@ struct rt_sb_view {
  * view for `sb`: a mount namespace where the host's mounts are slaves,
  * read-only and nosuid, without the FUSE mounts of `sb->hide` nor any
  * other FUSE or stray kernel filesystem, with a private /tmp and
- * /dev/shm and the binds of `sb` (its /proc is mounted by the first run,
- * in the pid namespace); new ipc and uts namespaces, and a network one
- * with loopback up for "network none". Fills `v`; returns 0 or -errno
+ * /dev/shm (bounded: sb->tmpfs_opts) and the binds of `sb` (its /proc is
+ * mounted by the first run, in the pid namespace); a new uts namespace,
+ * and a network one with loopback up for "network none". Fills `v`; returns 0 or -errno
  * (`v` then holds nothing). Its owner keeps it across the runs of one
  * instance and one init (its /proc shows that init's pids), never
  * another's, and closes it with rt_sandbox_view_close. */
@@ -218,8 +226,9 @@ void rt_sandbox_view_none(struct rt_sb_view *v);
 void rt_sandbox_view_close(struct rt_sb_view *v);
 
 /* In the child, as root, after its cgroups: the namespaces and the
- * mounts. With a view `v` (not NULL), it enters the view's namespaces,
- * mounts /proc there if no run did yet, and tidies what the host's
+ * mounts. With a view `v` (not NULL), it enters the view's namespaces
+ * and a new IPC one, mounts /proc there if no run did yet, and tidies
+ * what the host's
  * mounts brought in since it was made: FUSE mounts and stray kernel
  * filesystems are taken away, and writable mounts made read-only and
  * nosuid. Without one, it makes the same view alone, for this run:

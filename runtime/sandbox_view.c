@@ -2,13 +2,15 @@
  * sandbox_view.c - what a sandboxed process sees (sandbox.h): the host's
  * tree read-only and nosuid, without FUSE mounts and stray kernel
  * filesystems, a private /tmp and /dev/shm, its own /proc, its binds
- * (nosuid, nodev), and ipc, uts (and network) namespaces of its own.
+ * (nosuid, nodev), and ipc, uts (and network) namespaces of its own
+ * (ipc a run's, the others the instance's).
  *
  * An instance's view is made once, on a thread of the worker
  * (rt_sandbox_view), and each run enters it (rt_sandbox_enter): a
  * namespace per run, and its teardown at exit, were most of what the
- * sandbox added to a cold call. So /tmp, /dev/shm, IPC objects and the
- * hostname last as long as the instance's sandbox (its init): across
+ * sandbox added to a cold call. So /tmp and /dev/shm (each bounded to the
+ * function's memory) and the hostname last as long as the instance's
+ * sandbox (its init): across
  * restarts and a cold slot's calls, as a container's or a Lambda
  * execution environment's do. Without a view (it could not be made), a
  * run makes its own.
@@ -237,13 +239,13 @@ static int build(const struct rt_sandbox *sb, int err, int proc,
 		rt_sb_fail(err, "read-only /", NULL);
 		goto out;
 	}
-	if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") <
-	    0) {
+	if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV,
+		  sb->tmpfs_opts) < 0) {
 		rt_sb_fail(err, "tmpfs", "/tmp");
 		goto out;
 	}
 	if (mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV,
-		  "mode=1777") < 0 &&
+		  sb->tmpfs_opts) < 0 &&
 	    errno != ENOENT) {
 		rt_sb_fail(err, "tmpfs", "/dev/shm");
 		goto out;
@@ -352,8 +354,7 @@ static void *view_thread(void *arg)
 		j->rc = errno != 0 ? -errno : -EIO;
 		return NULL;
 	}
-	if ((v->mnt = open_ns("mnt")) < 0 || (v->ipc = open_ns("ipc")) < 0 ||
-	    (v->uts = open_ns("uts")) < 0 ||
+	if ((v->mnt = open_ns("mnt")) < 0 || (v->uts = open_ns("uts")) < 0 ||
 	    (j->sb->no_net && (v->net = open_ns("net")) < 0)) {
 		j->rc = -EIO;
 		return NULL;
@@ -365,15 +366,13 @@ static void *view_thread(void *arg)
 void rt_sandbox_view_none(struct rt_sb_view *v)
 {
 	memset(v, 0, sizeof(*v));
-	v->mnt = v->ipc = v->uts = v->net = -1;
+	v->mnt = v->uts = v->net = -1;
 }
 
 void rt_sandbox_view_close(struct rt_sb_view *v)
 {
 	if (v->mnt >= 0)
 		close(v->mnt);
-	if (v->ipc >= 0)
-		close(v->ipc);
 	if (v->uts >= 0)
 		close(v->uts);
 	if (v->net >= 0)
@@ -425,10 +424,11 @@ int rt_sandbox_enter(const struct rt_sandbox *sb, const struct rt_sb_view *v,
 		return 0;
 	if (v == NULL)
 		return build(sb, err, 1, "/proc/self/mountinfo");
-	if (setns(v->mnt, CLONE_NEWNS) < 0 || setns(v->ipc, CLONE_NEWIPC) < 0 ||
-	    setns(v->uts, CLONE_NEWUTS) < 0 ||
+	if (setns(v->mnt, CLONE_NEWNS) < 0 || setns(v->uts, CLONE_NEWUTS) < 0 ||
 	    (v->net >= 0 && setns(v->net, CLONE_NEWNET) < 0))
 		return rt_sb_fail(err, "setns", NULL);
+	if (unshare(CLONE_NEWIPC) < 0)
+		return rt_sb_fail(err, "unshare", "ipc");
 	/* The first run in the pid namespace mounts its /proc; the runs
 	 * after it see that one. */
 	if (proc_is_hosts(v) &&

@@ -126,6 +126,21 @@ check_eq "the fnfs mount is not seen through it" "$(ask_as "$A" acme/prod/probe 
 PP=$(pid_of "$MNT/tenants/acme/prod/probe/instances/0")
 check "no FUSE mount in its view" eval "! grep -q ' - fuse' /proc/$PP/mountinfo"
 check_eq "nor the host's /proc (its own pids only)" "$(ask_as "$A" acme/prod/probe "test -e /proc/$PID && echo seen || echo hidden")" "hidden"
+
+# ---- a sandbox's /tmp outlives a run (its instance's), not its bound:
+# four cold calls of 6 MB each fill a /tmp of 16 MB, the function's
+# memory, and no more.
+TF=$MNT/tenants/acme/prod/tmpflood
+as "$A" mkdir -p "$TF"
+as "$A" sh -c "echo cold > '$TF/mode' && echo 16 > '$TF/memory'"
+as "$A" sh -c "cat > '$TF/command'" <<'EOS'
+dd if=/dev/zero of=/tmp/f$$ bs=1M count=6 2>/dev/null; df -k /tmp | awk 'NR==2 {print $2, $3}'
+EOS
+for i in 1 2 3 4; do used=$(ask_as "$A" acme/prod/tmpflood x); done
+size=${used% *}
+used=${used#* }
+check_eq "its /tmp holds the function's memory" "$size" 16384
+check "what the calls wrote stayed, up to that bound ($used KB)" test "$used" -gt 12000 -a "$used" -le 16384
 afn holder "$T"
 check "a second instance binds it too" wait_until 15 running_all "$MNT/tenants/acme/prod/holder" 1
 HP=$(pid_of "$MNT/tenants/acme/prod/holder/instances/0")

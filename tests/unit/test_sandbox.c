@@ -636,8 +636,9 @@ static int cold_call(struct rt_instance *in, const char *tag)
 /* The runs of one instance enter one view (rt_sandbox_view): what a
  * call leaves in /tmp is there for the next, whose /proc shows the
  * sandbox's processes alone (a view's /proc is mounted by its first
- * run); a new revision of the spec gets a new view, with an empty
- * /tmp. */
+ * run); /tmp and /dev/shm hold at most the function's memory; a SysV
+ * queue goes with its run (IPC is a run's); a new revision of the spec
+ * gets a new view, with an empty /tmp. */
 TEST(sandbox_view_kept_per_revision)
 {
 	static const struct rt_sup_events cold_events = {
@@ -645,9 +646,13 @@ TEST(sandbox_view_kept_per_revision)
 		.exited = ev_exited,
 		.call_exited = ev_call_exited,
 	};
-	const char *cmd = "test -e /tmp/mark && echo kept; touch /tmp/mark; "
-			  "echo procs $(ls /proc | grep -c '^[0-9]'); "
-			  "touch /usr/x 2>/dev/null && echo root-rw; echo END";
+	const char *cmd =
+		"test -e /tmp/mark && echo kept; touch /tmp/mark; "
+		"echo procs $(ls /proc | grep -c '^[0-9]'); "
+		"echo tmp $(df -k /tmp | awk 'NR==2 {print $2}') "
+		"shm $(df -k /dev/shm | awk 'NR==2 {print $2}'); "
+		"echo queues $(ipcs -q | grep -c '^0x'); ipcmk -Q >/dev/null; "
+		"touch /usr/x 2>/dev/null && echo root-rw; echo END";
 	struct rt_instance *in;
 	json_t *next;
 	char *log;
@@ -657,15 +662,18 @@ TEST(sandbox_view_kept_per_revision)
 	setup();
 	sup.ev = &cold_events;
 	in = start("t/n/view/0",
-		   json_pack("{s:s, s:s, s:i, s:s, s:i}", "command", cmd,
+		   json_pack("{s:s, s:s, s:i, s:s, s:i, s:i}", "command", cmd,
 			     "mode", "cold", "uid", NOBODY, "isolation",
-			     "sandbox", "pids", 64));
+			     "sandbox", "pids", 64, "memory", 24));
 	CHECK(cold_call(in, "c1"));
 	CHECK(cold_call(in, "c2"));
 	log = log_of(in, "kept");
 	/* The first saw nothing, the second the first's mark. */
 	CHECK(strstr(log, "END\nkept\n") != NULL);
 	CHECK(strstr(log, "root-rw") == NULL);
+	CHECK(strstr(log, "tmp 24576 shm 24576\n") != NULL);
+	CHECK(strstr(log, "queues 0\n") != NULL &&
+	      strstr(log, "queues 1") == NULL);
 	{
 		const char *p = log;
 		int n = 0;
@@ -682,9 +690,9 @@ TEST(sandbox_view_kept_per_revision)
 	}
 	free(log);
 	/* Another revision: a new view. */
-	next = json_pack("{s:s, s:s, s:i, s:s, s:i, s:s}", "command", cmd,
-			 "mode", "cold", "uid", NOBODY, "isolation", "sandbox",
-			 "pids", 64, "env_x", "2");
+	next = json_pack("{s:s, s:s, s:i, s:s, s:i, s:i, s:s}", "command",
+			 cmd, "mode", "cold", "uid", NOBODY, "isolation",
+			 "sandbox", "pids", 64, "memory", 24, "env_x", "2");
 	CHECK(rt_instance_start(in, next, 2) >= 0);
 	json_decref(next);
 	CHECK(cold_call(in, "c3"));
