@@ -205,6 +205,8 @@ struct rt_sb_view {
 	unsigned long long *ids; /* its mounts: ID and a hash of the point */
 	unsigned long long *points;
 	size_t nids;
+	int watch; /* its mount table, polled for changes, or -1 */
+	int dirty; /* changed since a run last tidied it */
 };
 
 /* In the worker, on a thread of its own (joined before it returns): a
@@ -213,7 +215,8 @@ struct rt_sb_view {
  * other FUSE or stray kernel filesystem, with a private /tmp and
  * /dev/shm (bounded: sb->tmpfs_opts) and the binds of `sb` (its /proc is
  * mounted by the first run, in the pid namespace); a new uts namespace,
- * and a network one with loopback up for "network none". Fills `v`; returns 0 or -errno
+ * and a network one with loopback up for "network none". Fills `v`; returns 0
+ * or -errno
  * (`v` then holds nothing). Its owner keeps it across the runs of one
  * instance and one init (its /proc shows that init's pids), never
  * another's, and closes it with rt_sandbox_view_close. */
@@ -222,13 +225,21 @@ int rt_sandbox_view(const struct rt_sandbox *sb, struct rt_sb_view *v);
 /* Makes `v` a view of nothing (all -1), without closing anything. */
 void rt_sandbox_view_none(struct rt_sb_view *v);
 
+/* In the worker, before a run enters `v`: notes whether the view's
+ * mounts changed (a poll on its mount table: host propagation, a run's
+ * /proc) since a run last tidied it; rt_sandbox_enter tidies only
+ * then. */
+void rt_sandbox_view_check(struct rt_sb_view *v);
+
 /* Lets go of a view (all -1: nothing). */
 void rt_sandbox_view_close(struct rt_sb_view *v);
 
 /* In the child, as root, after its cgroups: the namespaces and the
  * mounts. With a view `v` (not NULL), it enters the view's namespaces
- * and a new IPC one, mounts /proc there if no run did yet, and tidies
- * what the host's
+ * and a new IPC one, mounts /proc there if no run did yet, and, when
+ * rt_sandbox_view_check found a change (then clearing `v->dirty`: the
+ * one write of the worker's memory a child makes), tidies what the
+ * host's
  * mounts brought in since it was made: FUSE mounts and stray kernel
  * filesystems are taken away, and writable mounts made read-only and
  * nosuid. Without one, it makes the same view alone, for this run:
@@ -236,7 +247,7 @@ void rt_sandbox_view_close(struct rt_sb_view *v);
  * (neither the host's nor one a bind carried in), no copy of a kernel
  * filesystem (proc, sysfs...) brought in by a bind. Writes the reason
  * to `err` and returns -1 on failure. */
-int rt_sandbox_enter(const struct rt_sandbox *sb, const struct rt_sb_view *v,
+int rt_sandbox_enter(const struct rt_sandbox *sb, struct rt_sb_view *v,
 		     int err);
 
 /* Writes "fnfs: sandbox: WHAT ARG: <errno>" to `err`; returns -1. Safe

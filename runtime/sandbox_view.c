@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <net/if.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -360,13 +361,19 @@ static void *view_thread(void *arg)
 		return NULL;
 	}
 	j->rc = record_mounts(v);
+	/* Kept open: it holds the namespace, and a poll on it says when
+	 * its mounts change. */
+	v->watch = open("/proc/thread-self/mountinfo", O_RDONLY | O_CLOEXEC);
+	if (v->watch < 0 && j->rc == 0)
+		j->rc = -errno;
+	v->dirty = 1;
 	return NULL;
 }
 
 void rt_sandbox_view_none(struct rt_sb_view *v)
 {
 	memset(v, 0, sizeof(*v));
-	v->mnt = v->uts = v->net = -1;
+	v->mnt = v->uts = v->net = v->watch = -1;
 }
 
 void rt_sandbox_view_close(struct rt_sb_view *v)
@@ -377,6 +384,8 @@ void rt_sandbox_view_close(struct rt_sb_view *v)
 		close(v->uts);
 	if (v->net >= 0)
 		close(v->net);
+	if (v->watch >= 0)
+		close(v->watch);
 	free(v->ids);
 	free(v->points);
 	rt_sandbox_view_none(v);
@@ -402,6 +411,14 @@ int rt_sandbox_view(const struct rt_sandbox *sb, struct rt_sb_view *v)
 	return j.rc;
 }
 
+void rt_sandbox_view_check(struct rt_sb_view *v)
+{
+	struct pollfd p = { v->watch, POLLPRI, 0 };
+
+	if (v->watch < 0 || poll(&p, 1, 0) != 0)
+		v->dirty = 1; /* changed, or cannot be told */
+}
+
 /* Whether the view's /proc is still the host's copy (no run mounted
  * its own yet): its mount is one the view was made with. */
 static int proc_is_hosts(const struct rt_sb_view *v)
@@ -415,8 +432,7 @@ static int proc_is_hosts(const struct rt_sb_view *v)
 	return view_has(v, sx.stx_mnt_id, "/proc");
 }
 
-int rt_sandbox_enter(const struct rt_sandbox *sb, const struct rt_sb_view *v,
-		     int err)
+int rt_sandbox_enter(const struct rt_sandbox *sb, struct rt_sb_view *v, int err)
 {
 	int i;
 
@@ -435,7 +451,10 @@ int rt_sandbox_enter(const struct rt_sandbox *sb, const struct rt_sb_view *v,
 	    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
 		  NULL) < 0)
 		return rt_sb_fail(err, "mount", "/proc");
+	if (!v->dirty)
+		return 0;
 	for (i = 0; i < 8 && tidy_once("/proc/self/mountinfo", v) > 0; i++)
 		;
+	v->dirty = 0;
 	return 0;
 }

@@ -696,9 +696,9 @@ struct child_args {
 	char **paths; /* where argv[0] may be, in order, or NULL */
 	const struct rt_cg_plan *cg;
 	const struct rt_sandbox *sb;
-	const struct rt_sb_view *view; /* the instance's view, or NULL */
-	const char *who;	       /* the user: "nobody (uid 65534)" */
-	const char *name;	       /* its name ("nobody"), else `who` */
+	struct rt_sb_view *view; /* the instance's view, or NULL */
+	const char *who;	 /* the user: "nobody (uid 65534)" */
+	const char *name;	 /* its name ("nobody"), else `who` */
 };
 
 /* In the child: says why `what` (a program, or "cwd DIR") cannot be used
@@ -1039,8 +1039,10 @@ struct rt_run *rt_run_spawn_with(struct rt_instance *in, int calls,
 		in->ns->view_rev = in->revision;
 		need_view = 0;
 	}
-	if (sb.isolate && in->ns->view.mnt >= 0)
+	if (sb.isolate && in->ns->view.mnt >= 0) {
 		a.view = &in->ns->view;
+		rt_sandbox_view_check(a.view);
+	}
 	pid = start_child(&a);
 	if (sb.isolate && rt_sandbox_leave_pidns() < 0)
 		rt_log(RT_LOG_ERROR,
