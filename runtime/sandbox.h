@@ -207,6 +207,12 @@ struct rt_sb_view {
 	size_t nids;
 	int watch; /* its mount table, polled for changes, or -1 */
 	int dirty; /* changed since a run last tidied it */
+	/* What it bound: each source's identity and mode, in order. */
+	struct {
+		unsigned long long dev, ino;
+		int rw;
+	} binds[RT_SB_MOUNTS_MAX + 3];
+	int nbinds;
 };
 
 /* In the worker, on a thread of its own (joined before it returns): a
@@ -221,6 +227,13 @@ struct rt_sb_view {
  * instance and one init (its /proc shows that init's pids), never
  * another's, and closes it with rt_sandbox_view_close. */
 int rt_sandbox_view(const struct rt_sandbox *sb, struct rt_sb_view *v);
+
+/* Whether view `v` binds what `sb` (opened for a new run) binds: the
+ * same sources (device and inode), in order, with the same modes. A
+ * directory replaced on the host since (a new cwd moved into place)
+ * needs a new view. */
+int rt_sandbox_view_fits(const struct rt_sb_view *v,
+			 const struct rt_sandbox *sb);
 
 /* Makes `v` a view of nothing (all -1), without closing anything. */
 void rt_sandbox_view_none(struct rt_sb_view *v);

@@ -343,6 +343,36 @@ static int open_ns(const char *name)
 	return fd < 0 ? -errno : fd;
 }
 
+/* The identity of bind `b`'s source, or 0s when it cannot be told. */
+static void bind_identity(const struct rt_bind *b, unsigned long long *dev,
+			  unsigned long long *ino)
+{
+	struct stat st;
+
+	*dev = *ino = 0;
+	if (b->fd >= 0 && fstat(b->fd, &st) == 0) {
+		*dev = (unsigned long long)st.st_dev;
+		*ino = (unsigned long long)st.st_ino;
+	}
+}
+
+int rt_sandbox_view_fits(const struct rt_sb_view *v,
+			 const struct rt_sandbox *sb)
+{
+	unsigned long long dev, ino;
+	int i;
+
+	if (v->nbinds != sb->nbinds)
+		return 0;
+	for (i = 0; i < sb->nbinds; i++) {
+		bind_identity(&sb->binds[i], &dev, &ino);
+		if (ino == 0 || v->binds[i].dev != dev ||
+		    v->binds[i].ino != ino || v->binds[i].rw != sb->binds[i].rw)
+			return 0;
+	}
+	return 1;
+}
+
 /* The thread of rt_sandbox_view: namespaces of its own (a thread may
  * have them), the view built there, then descriptors of them, in the
  * process's table. */
@@ -350,6 +380,7 @@ static void *view_thread(void *arg)
 {
 	struct view_job *j = arg;
 	struct rt_sb_view *v = j->v;
+	int i;
 
 	if (build(j->sb, -1, 0, "/proc/thread-self/mountinfo") < 0) {
 		j->rc = errno != 0 ? -errno : -EIO;
@@ -360,6 +391,12 @@ static void *view_thread(void *arg)
 		j->rc = -EIO;
 		return NULL;
 	}
+	for (i = 0; i < j->sb->nbinds; i++) {
+		bind_identity(&j->sb->binds[i], &v->binds[i].dev,
+			      &v->binds[i].ino);
+		v->binds[i].rw = j->sb->binds[i].rw;
+	}
+	v->nbinds = j->sb->nbinds;
 	j->rc = record_mounts(v);
 	/* Kept open: it holds the namespace, and a poll on it says when
 	 * its mounts change. */

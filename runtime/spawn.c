@@ -346,11 +346,12 @@ struct rt_run *rt_run_spawn_with(struct rt_instance *in, int calls,
 				    user.who,
 				    user.name[0] != '\0' ? user.name
 							 : user.who };
-	/* A sandbox's view, made once for its init and the instance's
-	 * revision (a thread cannot be started once the pid namespace below
-	 * is entered). */
+	/* A sandbox's view, made once for its init, the instance's revision
+	 * and what it binds (a thread cannot be started once the pid namespace
+	 * below is entered). */
 	need_view = sb.isolate && (in->ns == NULL || in->ns->view.mnt < 0 ||
-				   in->ns->view_rev != in->revision);
+				   in->ns->view_rev != in->revision ||
+				   !rt_sandbox_view_fits(&in->ns->view, &sb));
 	if (need_view && (rc = rt_sandbox_view(&sb, &nv)) < 0)
 		rt_log(RT_LOG_DEBUG, "%s: sandbox view: %s", in->id,
 		       strerror(-rc)); /* this run makes its own */

@@ -690,9 +690,9 @@ TEST(sandbox_view_kept_per_revision)
 	}
 	free(log);
 	/* Another revision: a new view. */
-	next = json_pack("{s:s, s:s, s:i, s:s, s:i, s:i, s:s}", "command",
-			 cmd, "mode", "cold", "uid", NOBODY, "isolation",
-			 "sandbox", "pids", 64, "memory", 24, "env_x", "2");
+	next = json_pack("{s:s, s:s, s:i, s:s, s:i, s:i, s:s}", "command", cmd,
+			 "mode", "cold", "uid", NOBODY, "isolation", "sandbox",
+			 "pids", 64, "memory", 24, "env_x", "2");
 	CHECK(rt_instance_start(in, next, 2) >= 0);
 	json_decref(next);
 	CHECK(cold_call(in, "c3"));
@@ -706,6 +706,64 @@ TEST(sandbox_view_kept_per_revision)
 	}
 	free(log);
 	teardown();
+}
+
+/* A cwd replaced on the host (a new directory moved into place, as a
+ * deploy does) is what the next run binds, writable: the view is made
+ * again when a source it bound is not the one a run opens (else the
+ * run would find the new directory through the read-only view of the
+ * host, and the old one bound where the rename took it). */
+TEST(sandbox_view_follows_a_replaced_cwd)
+{
+	static const struct rt_sup_events cold_events = {
+		.spawned = ev_spawned,
+		.exited = ev_exited,
+		.call_exited = ev_call_exited,
+	};
+	const char *cmd = "echo in $(ls | grep -v w); "
+			  "touch w 2>/dev/null && echo wrote; echo END";
+	char base[64], app[96], sh[512];
+	struct rt_instance *in;
+	char *log;
+	pid_t init;
+
+	if (!can_sandbox())
+		return;
+	setup();
+	sup.ev = &cold_events;
+	snprintf(base, sizeof(base), "/var/tmp/fnfs-sbx-cwd-XXXXXX");
+	CHECK(mkdtemp(base) != NULL);
+	chmod(base, 0755);
+	snprintf(app, sizeof(app), "%s/app", base);
+	snprintf(sh, sizeof(sh),
+		 "mkdir -m 755 %s && touch %s/first && chown %d %s", app, app,
+		 NOBODY, app);
+	CHECK(system(sh) == 0);
+	in = start("t/n/cwd/0",
+		   json_pack("{s:s, s:s, s:i, s:s, s:s, s:i}", "command", cmd,
+			     "mode", "cold", "uid", NOBODY, "isolation",
+			     "sandbox", "cwd", app, "pids", 64));
+	CHECK(cold_call(in, "c1"));
+	init = rt_instance_init(in);
+	snprintf(sh, sizeof(sh),
+		 "mv %s %s.old && mkdir -m 755 %s && touch %s/second && "
+		 "chown %d %s",
+		 app, app, app, app, NOBODY, app);
+	CHECK(system(sh) == 0);
+	CHECK(cold_call(in, "c2"));
+	/* The same sandbox (its init kept), a new view. */
+	if (rt_cg_has(&sup.cg, RT_CG_PIDS))
+		CHECK(rt_instance_init(in) == init);
+	log = log_of(in, "in second");
+	/* Bound, so writable: not the read-only view of the host. */
+	CHECK(strstr(log, "in first\nwrote\nEND\n") != NULL);
+	CHECK(strstr(log, "in second\nwrote\nEND\n") != NULL);
+	if (strstr(log, "in second\nwrote\nEND\n") == NULL)
+		fprintf(stderr, "  log: %s\n", log);
+	free(log);
+	teardown();
+	snprintf(sh, sizeof(sh), "rm -rf %s", base);
+	CHECK(system(sh) == 0);
 }
 
 /* A fork bomb stops at "pids"; the supervisor and another function
