@@ -11,7 +11,13 @@
 
 #include "unit.h"
 
+/* Each test's time limit; a sanitized build runs several times slower,
+ * and more so beside the integration tests of `make SANITIZE=1 test`. */
+#if defined(__SANITIZE_ADDRESS__)
+#define TEST_TIMEOUT_S 100
+#else
 #define TEST_TIMEOUT_S 20
+#endif
 
 static struct unit_test *tests;
 static int failures;
