@@ -48,13 +48,19 @@ PKG_LIBS = $(shell pkg-config --libs $(PKGS)) -lhttp_parser -lm
 
 B := build/$(VARIANT)
 
-RUNTIME_SRC := $(wildcard runtime/*.c)
-SCHED_SRC := $(wildcard sched/*.c)
-FS_SRC := $(wildcard fs/*.c)
+# Sources live in subfolders (docs/architecture.md); the sandbox's init
+# (runtime/worker/init/) is built on its own, below.
+INIT_DIR := runtime/worker/init
+RUNTIME_SRC := $(shell find runtime -name '*.c' -not -path '$(INIT_DIR)/*' | LC_ALL=C sort)
+SCHED_SRC := $(shell find sched -name '*.c' | LC_ALL=C sort)
+FS_SRC := $(shell find fs -name '*.c' | LC_ALL=C sort)
 UNIT_SRC := $(wildcard tests/unit/*.c)
+HEADERS := $(shell find runtime sched fs tests/unit -name '*.h')
+# What `make lint` formats: every C file of the tree.
+C_FILES := $(shell find fs sched runtime tests/unit -name '*.[ch]' | LC_ALL=C sort)
 
 LIB_OBJ := $(patsubst %.c,$(B)/%.o,$(RUNTIME_SRC) $(SCHED_SRC)) \
-	   $(B)/runtime/init/loop.o $(B)/runtime/init-blob.o
+	   $(B)/$(INIT_DIR)/loop.o $(B)/runtime/worker/init-blob.o
 FS_OBJ := $(patsubst %.c,$(B)/%.o,$(FS_SRC))
 UNIT_OBJ := $(patsubst %.c,$(B)/%.o,$(UNIT_SRC))
 
@@ -78,26 +84,26 @@ $(B)/unit-tests: $(UNIT_OBJ) $(LIB_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
 # The sandbox's init: a small static program whose bytes fnfs carries
-# (runtime/sandbox.c runs it from a memfd). Never sanitized: it runs as
+# (runtime/worker/sandbox.c runs it from a memfd). Never sanitized: it runs as
 # pid 1 of a namespace, before and beside the function.
-# On x86-64 it has no C library at all (runtime/init/bare.c).
-$(B)/fnfs-init: runtime/init/fnfs-init.c runtime/init/loop.c runtime/init/loop.h runtime/init/bare.c
+# On x86-64 it has no C library at all ($(INIT_DIR)/bare.c).
+$(B)/fnfs-init: $(INIT_DIR)/fnfs-init.c $(INIT_DIR)/loop.c $(INIT_DIR)/loop.h $(INIT_DIR)/bare.c
 	@mkdir -p $(dir $@)
 	if [ "$$($(CC) -dumpmachine | cut -d- -f1)" = x86_64 ]; then \
 		$(CC) -std=gnu11 -D_GNU_SOURCE -Os -static -s -nostdlib \
 			-ffreestanding -fno-stack-protector -fno-pie -no-pie \
 			-fno-asynchronous-unwind-tables -Wl,--build-id=none \
-			$(WARN) -o $@ runtime/init/bare.c; \
+			$(WARN) -o $@ $(INIT_DIR)/bare.c; \
 	else \
 		$(CC) -std=gnu11 -D_GNU_SOURCE -Os -static -s $(WARN) -o $@ \
-			runtime/init/fnfs-init.c runtime/init/loop.c; \
+			$(INIT_DIR)/fnfs-init.c $(INIT_DIR)/loop.c; \
 	fi
 
-$(B)/runtime/init-blob.o: $(B)/fnfs-init
+$(B)/runtime/worker/init-blob.o: $(B)/fnfs-init
 	@mkdir -p $(dir $@)
-	cd $(B) && ld -r -b binary -z noexecstack -o runtime/init-blob.o fnfs-init
+	cd $(B) && ld -r -b binary -z noexecstack -o runtime/worker/init-blob.o fnfs-init
 
-$(B)/%.o: %.c $(wildcard */*.h */*/*.h)
+$(B)/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(PKG_CFLAGS) -c -o $@ $<
 
@@ -129,8 +135,7 @@ integration: fnfs
 	$(TEST_ENV) ./tests/run $(if $(JOBS),-j $(JOBS)) --integration-only
 
 lint:
-	clang-format --dry-run --Werror fs/*.[ch] sched/*.[ch] runtime/*.[ch] runtime/init/*.[ch] \
-		tests/unit/*.[ch] $(wildcard scripts/bench/*.c)
+	clang-format --dry-run --Werror $(C_FILES) $(wildcard scripts/bench/*.c)
 	cppcheck --quiet --error-exitcode=1 --std=c11 --inline-suppr \
 		--enable=warning,portability,performance \
 		--suppress=missingIncludeSystem \

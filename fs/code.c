@@ -1,7 +1,7 @@
 /*
  * code.c - the FUSE side of a function's code/ directory: an ordinary
  * tree of files and directories that cp, tar, rm, mkdir, mv, chmod and
- * truncate work on, kept by sched/code.c. ops.c hands every request on a
+ * truncate work on, kept by sched/code/code.c. ops.c hands every request on a
  * code inode (code/ itself, FS_CODE_DIR, or a node below it,
  * FS_CODE_NODE, numbered by the node's id) to the functions here.
  *

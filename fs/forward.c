@@ -4,14 +4,14 @@
  * running what followers forward as the same local write, call or read
  * (of a log), with the caller's credentials and the same permission
  * checks as op_open, op_read, op_write and the invoke file (ops.c). The
- * link itself is sched/forward.c.
+ * link itself is sched/cluster/forward.c.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fs.h"
-#include "../sched/forward.h"
+#include "../sched/cluster/forward.h"
 
 /* As ops.c's WRITE_MAX: a command is a word. */
 #define FWD_WRITE_MAX (256u << 10)

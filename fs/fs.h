@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <uv.h>
 
-#include "../sched/quota.h"
+#include "../sched/model/quota.h"
 #include "../sched/sched.h"
 
 /* ================================================================== nodes
@@ -86,7 +86,7 @@ struct fs_node {
 struct fs {
 	struct sched *sched;	   /* the model; owned */
 	struct presence *presence; /* a cluster's controller: its key in
-				      etcd (sched/presence.h); owned */
+				      etcd (sched/cluster/etcd/presence.h); owned */
 	struct fuse_session *se;   /* owned */
 	uv_loop_t *loop;	   /* not owned */
 	uv_poll_t poll;		   /* on the FUSE device */
@@ -207,7 +207,7 @@ int fs_readlink(struct fs *fs, const struct fs_node *n, struct rt_buf *out);
 /* ============================================================= forwarding
  *
  * A follower of a cluster forwards to the leader what only the leader
- * can do (forward.c over sched/forward.h); the leader runs it here as a
+ * can do (forward.c over sched/cluster/forward.h); the leader runs it here as a
  * local write, call or read. */
 
 /* Whether a write to `n` is forwarded by a follower: a file whose state

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "common.h"
-#include "owners.h"
+#include "model/owners.h"
 
 const char *sched__state_word(enum sched_instance_state st)
 {

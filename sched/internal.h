@@ -11,12 +11,12 @@
 
 #include <uv.h>
 
-#include "../runtime/wire.h"
-#include "events.h"
-#include "place.h"
+#include "../runtime/base/wire.h"
+#include "model/events.h"
+#include "decide/place.h"
 #include "sched.h"
-#include "stats.h"
-#include "store.h"
+#include "model/stats.h"
+#include "store/store.h"
 
 #define SCHED_POOL_MAX 256 /* local workers at most */
 /* Default silence that makes a worker offline, ms. */

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../runtime/rt.h"
+#include "../runtime/base/rt.h"
 
 /* ================================================================= specs */
 
@@ -423,14 +423,14 @@ int sched_open_shared(struct sched **out, const char *datadir,
 /* A cluster's controller (sched_open_shared): the newest etcd revision
  * its tree has seen, and whether that tree may be behind etcd (the watch
  * is down or the quorum probe fails). Returns 0, or -ENOENT on SQLite
- * alone. (sched/cluster.c) */
+ * alone. (sched/cluster/cluster.c) */
 int sched_cluster_state(struct sched *s, int64_t *revision, int *stale);
 
 struct presence_callbacks;
 
-/* Sets the role and state callbacks of `cb` (sched/presence.h) to
+/* Sets the role and state callbacks of `cb` (sched/cluster/etcd/presence.h) to
  * report `s` (sched_role, sched_cluster_state), with `s` as their arg;
- * the rest of `cb` is left alone. (sched/cluster.c) */
+ * the rest of `cb` is left alone. (sched/cluster/cluster.c) */
 void sched_presence_callbacks(struct sched *s, struct presence_callbacks *cb);
 
 /* Frees everything. Committed state is already on disk. */
@@ -711,6 +711,6 @@ void sched_event(struct sched *s, const char *kind, const char *object,
 		 const char *kvs);
 
 /* code/ of functions: code.h. */
-#include "code.h"
+#include "code/code.h"
 
 #endif

@@ -1,7 +1,7 @@
 /*
  * curluv_loop.c - the HTTP client of the worker alone: sequential POSTs
  * of "hello world\n" to a server, each an easy handle of fnfs's libcurl
- * multi on a libuv loop (runtime/curluv.c), set up as runtime/http.c sets
+ * multi on a libuv loop (runtime/base/curluv.c), set up as runtime/worker/http.c sets
  * up a call, over one kept-alive connection. Compared with http_direct
  * (a blocking write and read on a socket, the least any client does), it
  * gives what libcurl and the loop cost per request (docs/decisions.md).
@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../../runtime/curluv.h"
+#include "../../runtime/base/curluv.h"
 
 struct req {
 	struct rt_curl_xfer x;

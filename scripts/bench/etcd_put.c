@@ -5,13 +5,13 @@
  *   raw    a blocking libcurl easy handle, one kept-alive connection:
  *          the least a client of the gateway does (the floor of issue
  *          14's "write on etcd vs raw put")
- *   client fnfs's own client (sched/etcd.c) on a libuv loop, each put
+ *   client fnfs's own client (sched/store/etcd/etcd.c) on a libuv loop, each put
  *          waited for before the next: what the controller will pay
  *
  *   etcd_put raw|client|txn|watch URL WARM N SIZE
  *
  * and two more for scripts/bench/etcd-write, which break down what a
- * write through fnfs on etcd waits for (sched/store_etcd.c): each
+ * write through fnfs on etcd waits for (sched/store/etcd/store_etcd.c): each
  * iteration changes one key with a compare-and-set txn (compare its
  * mod_revision with the one the previous txn made, then put it), as fnfs
  * does for a function's key:
@@ -34,7 +34,7 @@
 
 #include <curl/curl.h>
 
-#include "../../sched/etcd.h"
+#include "../../sched/store/etcd/etcd.h"
 
 static double now_us(void)
 {
@@ -210,7 +210,7 @@ static void on_put(void *arg, const struct etcd_answer *a)
 		fprintf(stderr, "etcd_put: %s\n", a->error ? a->error : "?");
 }
 
-/* Puts through sched/etcd.c, one at a time. */
+/* Puts through sched/store/etcd/etcd.c, one at a time. */
 static int run_client(const char *url, int warm, int n, const char *value,
 		      size_t size)
 {
@@ -265,7 +265,7 @@ static void on_watch(void *arg, const struct etcd_answer *a)
 		}
 }
 
-/* Compare-and-set txns through sched/etcd.c, each waited for until the
+/* Compare-and-set txns through sched/store/etcd/etcd.c, each waited for until the
  * txn is answered and the client's own watch has brought it back. */
 static int run_watch(const char *url, int warm, int n, const char *value,
 		     size_t size)

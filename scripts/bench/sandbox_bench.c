@@ -30,8 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../runtime/sandbox.h"
-#include "../../runtime/supervise.h"
+#include "../../runtime/worker/sandbox.h"
+#include "../../runtime/worker/supervise.h"
 
 #define NV 3
 static const char *const names[NV] = { "plain", "sandbox", "bwrap" };

@@ -44,6 +44,6 @@ stop_fnfs
 start_fnfs
 check_eq "a clean remount keeps the spec" "$(cat "$MNT/tenants/acme/dev/job/parallelism")" "7"
 # The version this fnfs writes is the one its source declares.
-want=$(awk '$2 == "STORE_SCHEMA_VERSION" { print $3 }' "$(dirname "$0")/../../sched/store.h")
+want=$(awk '$2 == "STORE_SCHEMA_VERSION" { print $3 }' "$(dirname "$0")/../../sched/store/store.h")
 check_eq "the store records its schema version" "$(sqlite3 "$DATA/fnfs.db" 'PRAGMA user_version')" "$want"
 done_testing

@@ -537,7 +537,7 @@ class Fuzz:
 
 def unfinished(attr, v):
     """Whether `v`, what an open of `attr` has written so far, may be the
-    start of a longer value (sched/partial.c): it does not end in a
+    start of a longer value (sched/model/partial.c): it does not end in a
     newline, or, for config, its JSON is not closed (blanks only, or a
     string, object or array still open)."""
     if attr != "config":

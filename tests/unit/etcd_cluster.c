@@ -16,7 +16,7 @@
 
 #include <curl/curl.h>
 
-#include "../../runtime/rt.h"
+#include "../../runtime/base/rt.h"
 #include "etcd_cluster.h"
 
 /* The cluster to end if the runner's time limit strikes. */

@@ -1,8 +1,8 @@
 /*
- * test_binds.c - what a sandbox binds in (runtime/binds.c): paths as
+ * test_binds.c - what a sandbox binds in (runtime/worker/binds.c): paths as
  * text, the kinds of filesystem, the sources opened as the function's
  * user (as root only: nobody's rights), and the paths a `mounts` write
- * refuses (sched/spec.c).
+ * refuses (sched/model/spec.c).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../runtime/sandbox.h"
+#include "../../runtime/worker/sandbox.h"
 #include "../../sched/sched.h"
 #include "unit.h"
 

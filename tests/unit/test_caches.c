@@ -1,7 +1,7 @@
 /*
  * test_caches.c - what a sandboxed start keeps between starts: the
- * worker's mount table (runtime/mnttable.c), read again only once the
- * kernel says it changed, and users' groups (runtime/usercache.c), asked
+ * worker's mount table (runtime/worker/mnttable.c), read again only once the
+ * kernel says it changed, and users' groups (runtime/worker/usercache.c), asked
  * of NSS again when the user files change or the answer is too old.
  */
 #include <fcntl.h>
@@ -13,8 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../runtime/mnttable.h"
-#include "../../runtime/usercache.h"
+#include "../../runtime/worker/mnttable.h"
+#include "../../runtime/worker/usercache.h"
 #include "unit.h"
 
 /* The type of the mount at `point` in `t`, or NULL. */

@@ -8,9 +8,9 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "../../runtime/frame.h"
-#include "../../sched/slots.h"
-#include "../../sched/stats.h"
+#include "../../runtime/base/frame.h"
+#include "../../sched/decide/slots.h"
+#include "../../sched/model/stats.h"
 #include "unit.h"
 
 TEST(frame_line_request_and_response)

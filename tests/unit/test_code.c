@@ -12,9 +12,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../runtime/code.h"
+#include "../../runtime/base/code.h"
 #include "../../sched/sched.h"
-#include "../../sched/code.h"
+#include "../../sched/code/code.h"
 #include "unit.h"
 
 /* SHA-256 test vectors (FIPS 180-2). */

@@ -7,7 +7,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "../../runtime/connect_list.h"
+#include "../../runtime/worker/connect_list.h"
 #include "unit.h"
 
 /* Parses `spec`, expecting a refusal whose reason contains `want`. */

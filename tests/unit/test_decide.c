@@ -5,7 +5,7 @@
  */
 #include <stdlib.h>
 
-#include "../../sched/decide.h"
+#include "../../sched/decide/decide.h"
 #include "unit.h"
 
 /* Worker offers (what `free` the instance sees leaves out its own). */

@@ -1,5 +1,5 @@
 /*
- * test_elect.c - leader election and fencing (sched/elect.h) against a
+ * test_elect.c - leader election and fencing (sched/cluster/etcd/elect.h) against a
  * real 3-member etcd cluster (etcd_cluster.h): candidates on one loop,
  * each with its own etcd client, every wait bounded. Leases of 2 s (etcd's
  * shortest with its default election timeout) keep the tests short.
@@ -8,7 +8,7 @@
 #include <signal.h>
 #include <stdlib.h>
 
-#include "../../sched/elect.h"
+#include "../../sched/cluster/etcd/elect.h"
 #include "cut_proxy.h"
 #include "etcd_cluster.h"
 #include "unit.h"

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../runtime/supervise.h"
+#include "../../runtime/worker/supervise.h"
 #include "unit.h"
 
 static json_t *spec_of(const char *mode, const char *format, const char *ready)

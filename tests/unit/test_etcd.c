@@ -1,5 +1,5 @@
 /*
- * test_etcd.c - the etcd client (sched/etcd.h) against a real etcd: each
+ * test_etcd.c - the etcd client (sched/store/etcd/etcd.h) against a real etcd: each
  * test starts one member of Debian's etcd-server on free loopback ports
  * with its data in a new directory under /var/tmp, drives the client on a
  * libuv loop with every wait bounded, and kills the member by pid at the
@@ -18,10 +18,10 @@
 
 #include <curl/curl.h>
 
-#include "../../runtime/code.h"
-#include "../../sched/code_etcd.h"
-#include "../../sched/etcd.h"
-#include "../../sched/etcd_keys.h"
+#include "../../runtime/base/code.h"
+#include "../../sched/store/etcd/code_etcd.h"
+#include "../../sched/store/etcd/etcd.h"
+#include "../../sched/store/etcd/etcd_keys.h"
 #include "unit.h"
 
 /* ------------------------------------------------------------ a member */

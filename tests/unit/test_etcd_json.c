@@ -8,7 +8,7 @@
 
 #include <jansson.h>
 
-#include "../../sched/etcd_json.h"
+#include "../../sched/store/etcd/etcd_json.h"
 #include "unit.h"
 
 /* base64 of `s` as a new string (the test frees it). */

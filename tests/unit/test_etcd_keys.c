@@ -1,12 +1,12 @@
 /*
- * test_etcd_keys.c - the cluster's key layout in etcd (sched/etcd_keys.h):
+ * test_etcd_keys.c - the cluster's key layout in etcd (sched/store/etcd/etcd_keys.h):
  * every kind of row round-trips through its key and value; keys and values
  * outside the layout are refused with -EINVAL; mutated inputs never crash.
  */
 #include <errno.h>
 #include <stdlib.h>
 
-#include "../../sched/etcd_keys.h"
+#include "../../sched/store/etcd/etcd_keys.h"
 #include "unit.h"
 
 #define C "prod"

@@ -1,12 +1,12 @@
 /*
- * test_even.c - the order of rebalance's moves (sched/even.c): every
+ * test_even.c - the order of rebalance's moves (sched/decide/even.c): every
  * target is tried, not only the emptiest, and every source, not only the
  * fullest (issue 24: with counts 1, 1, 3 and 5 where both workers of 1
  * refuse, one instance moves from the 5 to the 3).
  */
 #include <errno.h>
 
-#include "../../sched/even.h"
+#include "../../sched/decide/even.h"
 #include "unit.h"
 
 /* A refusal table: refuses[from][to] = 1 when `to` takes nothing from

@@ -1,5 +1,5 @@
 /*
- * test_forward.c - the controllers' link (sched/forward.c) over loopback:
+ * test_forward.c - the controllers' link (sched/cluster/forward.c) over loopback:
  * a follower's requests reach a leader's --listen over TLS 1.3 with
  * certificates of the cluster CA and come back with their answers; a
  * worker's certificate is refused as a peer; a lost link and a change of
@@ -13,11 +13,11 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "../../runtime/ca.h"
-#include "../../sched/conn.h"
-#include "../../sched/forward.h"
+#include "../../runtime/base/ca.h"
+#include "../../sched/workers/conn.h"
+#include "../../sched/cluster/forward.h"
 #include "../../sched/internal.h"
-#include "../../sched/listen.h"
+#include "../../sched/workers/listen.h"
 #include "unit.h"
 
 static uv_loop_t loop;

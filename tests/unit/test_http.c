@@ -1,8 +1,8 @@
 /*
- * test_http.c - the HTTP message form (runtime/httpmsg.c): detection,
+ * test_http.c - the HTTP message form (runtime/base/httpmsg.c): detection,
  * parsing and its refusals, the response written back; the request's
  * headers for curl and the mapping of a transfer's end to a call's status
- * (runtime/http.c); and libcurl's multi on a libuv loop (runtime/curluv.c)
+ * (runtime/worker/http.c); and libcurl's multi on a libuv loop (runtime/base/curluv.c)
  * against a small server on the same loop, with its keep-alive.
  */
 #include <arpa/inet.h>
@@ -13,9 +13,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "../../runtime/curluv.h"
-#include "../../runtime/http.h"
-#include "../../runtime/httpmsg.h"
+#include "../../runtime/base/curluv.h"
+#include "../../runtime/worker/http.h"
+#include "../../runtime/base/httpmsg.h"
 #include "unit.h"
 
 static int parse(const char *s, struct rt_httpmsg *m, struct rt_buf *why)

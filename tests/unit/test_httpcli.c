@@ -1,6 +1,6 @@
 /*
- * test_httpcli.c - the controller's HTTP client codec (runtime/httpcli.c):
- * the request bytes (libcurl's, for the options of runtime/http.c), the
+ * test_httpcli.c - the controller's HTTP client codec (runtime/base/httpcli.c):
+ * the request bytes (libcurl's, for the options of runtime/worker/http.c), the
  * response reader fed in pieces (Content-Length, chunked, interim 1xx,
  * close-delimited, HEAD, cut short, malformed, too large), and the call's
  * ending shared with the worker (rt_httpmsg_result).
@@ -8,9 +8,9 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "../../runtime/httpcli.h"
-#include "../../runtime/httpmsg.h"
-#include "../../runtime/wire.h"
+#include "../../runtime/base/httpcli.h"
+#include "../../runtime/base/httpmsg.h"
+#include "../../runtime/base/wire.h"
 #include "unit.h"
 
 #define DEADLINE 1795000000123LL

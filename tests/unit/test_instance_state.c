@@ -1,6 +1,6 @@
 /*
  * test_instance_state.c - the table of an instance's legal state changes
- * (sched/instance_state.c): what may follow each state, and which states
+ * (sched/model/instance_state.c): what may follow each state, and which states
  * an instance may take with and without a worker.
  */
 #include <signal.h>
@@ -8,7 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../sched/instance_state.h"
+#include "../../sched/model/instance_state.h"
 #include "unit.h"
 
 #define P  SCHED_PENDING

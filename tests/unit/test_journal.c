@@ -1,5 +1,5 @@
 /*
- * test_journal.c - the cluster's journal in etcd (sched/journal_etcd.c):
+ * test_journal.c - the cluster's journal in etcd (sched/store/etcd/journal_etcd.c):
  * its values and keys, and, on a real etcd member, several controllers'
  * journals that end the same, line for line at the same offsets, with
  * each line once, within the bound kept in etcd.
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../sched/journal_etcd.h"
+#include "../../sched/store/etcd/journal_etcd.h"
 #include "etcd_cluster.h"
 #include "unit.h"
 

@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "../../runtime/lambda_api.h"
+#include "../../runtime/worker/lambda_api.h"
 #include "unit.h"
 
 /* Feeds all of `s` to `r`; returns the last result, `*taken` the bytes

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "../../sched/events.h"
+#include "../../sched/model/events.h"
 #include "../../sched/sched.h"
-#include "../../sched/store.h"
+#include "../../sched/store/store.h"
 #include "unit.h"
 
 static char dir_path[64];

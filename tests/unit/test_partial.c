@@ -1,10 +1,10 @@
 /*
  * test_partial.c - a value the writes of one open have only begun
- * (sched/partial.c): what fs/ops.c does not refuse yet (issue 23, item 9).
+ * (sched/model/partial.c): what fs/ops.c does not refuse yet (issue 23, item 9).
  */
 #include <string.h>
 
-#include "../../sched/partial.h"
+#include "../../sched/model/partial.h"
 #include "unit.h"
 
 static int unfinished(enum sched_attr a, const char *v)

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "../../runtime/silence.h"
-#include "../../sched/fence.h"
-#include "../../sched/store.h"
+#include "../../runtime/worker/silence.h"
+#include "../../sched/workers/fence.h"
+#include "../../sched/store/store.h"
 #include "unit.h"
 
 static char tmp_path[64];

@@ -1,6 +1,6 @@
 /*
  * test_peer.c - who holds the other end of a loopback connection
- * (runtime/peer.c): the link text of a socket descriptor, and the checks
+ * (runtime/base/peer.c): the link text of a socket descriptor, and the checks
  * against real sockets of this process (ours) and of another process
  * (a child's: not ours).
  */
@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../runtime/peer.h"
+#include "../../runtime/base/peer.h"
 #include "unit.h"
 
 TEST(peer_socket_ino)

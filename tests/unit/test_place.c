@@ -6,7 +6,7 @@
  */
 #include <stdlib.h>
 
-#include "../../sched/place.h"
+#include "../../sched/decide/place.h"
 #include "unit.h"
 
 #define W(id, mem, used, tags, ns)                                             \

@@ -1,6 +1,6 @@
 /*
- * test_presence.c - a controller's key in etcd (sched/presence.h) and
- * `fnfs cluster status` (sched/cluster_status.h), their pure parts: the
+ * test_presence.c - a controller's key in etcd (sched/cluster/etcd/presence.h) and
+ * `fnfs cluster status` (sched/cluster/etcd/cluster_status.h), their pure parts: the
  * value round-trips and bad values are refused; the key is in the layout
  * (etcd_keys.h) as a member; the lag leaves out the members' own writes;
  * the table and the JSON say what was read.
@@ -10,9 +10,9 @@
 
 #include <jansson.h>
 
-#include "../../sched/cluster_status.h"
-#include "../../sched/etcd_keys.h"
-#include "../../sched/presence.h"
+#include "../../sched/cluster/etcd/cluster_status.h"
+#include "../../sched/store/etcd/etcd_keys.h"
+#include "../../sched/cluster/etcd/presence.h"
 #include "unit.h"
 
 static struct presence_value sample(void)

@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../runtime/private.h"
+#include "../../runtime/base/private.h"
 #include "unit.h"
 
 TEST(proc_stat_parses_past_odd_names)

@@ -6,7 +6,7 @@
 #include <limits.h>
 #include <string.h>
 
-#include "../../sched/quota.h"
+#include "../../sched/model/quota.h"
 #include "unit.h"
 
 static int parse(const char *s, long long *v)

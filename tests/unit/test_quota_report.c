@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../sched/quota.h"
+#include "../../sched/model/quota.h"
 #include "../../sched/sched.h"
 #include "unit.h"
 

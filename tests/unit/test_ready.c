@@ -11,8 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../runtime/ready.h"
-#include "../../runtime/supervise.h"
+#include "../../runtime/worker/ready.h"
+#include "../../runtime/worker/supervise.h"
 #include "unit.h"
 
 /* ========================================================== pure parts */

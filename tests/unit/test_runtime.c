@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "../../runtime/rt.h"
+#include "../../runtime/base/rt.h"
 #include "unit.h"
 
 TEST(names)

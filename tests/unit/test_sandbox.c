@@ -15,8 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../runtime/sandbox.h"
-#include "../../runtime/supervise.h"
+#include "../../runtime/worker/sandbox.h"
+#include "../../runtime/worker/supervise.h"
 #include "unit.h"
 
 /* Paths here are built from a mkdtemp name and short suffixes; the

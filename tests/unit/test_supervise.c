@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../runtime/supervise.h"
+#include "../../runtime/worker/supervise.h"
 #include "unit.h"
 
 #define MAX_EVENTS 32

@@ -1,6 +1,6 @@
 /*
- * test_tls.c - the cluster CA (runtime/ca.c) and the memory-BIO TLS engine
- * (runtime/tls.c): handshakes in memory, resumption, garbage, and the
+ * test_tls.c - the cluster CA (runtime/base/ca.c) and the memory-BIO TLS engine
+ * (runtime/base/tls.c): handshakes in memory, resumption, garbage, and the
  * checks of a peer's certificate.
  */
 #include <errno.h>
@@ -9,11 +9,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../runtime/ca.h"
-#include "../../runtime/net.h"
-#include "../../runtime/tls.h"
-#include "../../runtime/wire.h"
-#include "../../sched/store.h"
+#include "../../runtime/base/ca.h"
+#include "../../runtime/base/net.h"
+#include "../../runtime/base/tls.h"
+#include "../../runtime/base/wire.h"
+#include "../../sched/store/store.h"
 #include "unit.h"
 
 /* A CA, the controller's credentials and a worker's. */

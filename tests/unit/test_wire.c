@@ -8,7 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "../../runtime/wire.h"
+#include "../../runtime/base/wire.h"
 #include "unit.h"
 
 static struct rt_buf frame_of(const char *type, const char *body, size_t n)

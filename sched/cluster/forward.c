@@ -1,0 +1,990 @@
+/*
+ * forward.c - a follower forwards to the leader what only the leader can
+ * do (see forward.h), over the controllers' own link; the leader serves
+ * what followers forward.
+ *
+ * The follower's side: one link at a time (struct fwd_link), to the
+ * leader the election names (sched_leader). It is opened by the first
+ * request, over TLS 1.3 with a client certificate this controller mints
+ * from DATA/ca/ca.key (OU controller, CN its --name), or plain TCP when it
+ * has no CA and runs with --insecure. The first message is `peer
+ * {name}`; the leader answers `peered` or `refused {reason}`. Requests
+ * wait in order until then, and are sent as `fwd {seq, op, path, uid,
+ * gid, groups, async}` with the value or request in the body; each gets
+ * one `fwd.reply {seq, err, error}` with the response in the body (op
+ * "write", "call" or "read": a log's content). A timer checks every
+ * FWD_WATCH_MS while anything is in flight that the leader is still the
+ * one linked to: a change of leader or a lost link ends what is in
+ * flight with EAGAIN and the reason (in the function's `error`), and the
+ * next request opens a link to the new leader.
+ *
+ * The leader's side: conn.c hands `peer` and the messages of a peer to
+ * the callbacks below (struct sched_peer_ops), which pass each request
+ * to fs/ (struct sched_fwd_serve_ops) and send its answer back. A peer
+ * that goes away leaves its requests to end unanswered.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../runtime/base/net.h"
+#include "../../runtime/base/tls.h"
+#include "../workers/conn.h"
+#include "forward.h"
+#include "../workers/listen.h"
+
+/* Connect, handshake and `peered` must end within this. */
+#define FWD_LINK_MS 3000
+/* How often the leader is checked while requests are in flight. */
+#define FWD_WATCH_MS 200
+/* Beyond the leader's own bound of a request: the link's time. */
+#define FWD_MARGIN_MS 2000
+/* The most groups a forwarded caller carries. */
+#define FWD_GROUPS_MAX 1024
+
+enum { LINK_CONNECTING, LINK_PEERING, LINK_READY, LINK_DEAD };
+
+/* The follower's connection to the leader. */
+struct fwd_link {
+	struct sched_fwd_state *st; /* NULL once the state forgot it */
+	uv_tcp_t tcp;
+	uv_connect_t connect_req;
+	uv_timer_t timer;	/* bounds the time to `peered` */
+	struct rt_tls tls;	/* TLS, unless plain */
+	int plain;		/* plain TCP (--insecure, no CA) */
+	struct rt_wire_out out; /* frames not yet written */
+	struct rt_buf in;	/* bytes not yet decoded */
+	struct rt_buf dec;	/* TLS: decrypted, not yet decoded */
+	char leader[128];	/* the leader's name */
+	char addr[RT_NET_ADDR_MAX];
+	int state;
+	int handles; /* open handles: freed at 0 */
+};
+
+/* A forwarded request on the follower. */
+struct sched_fwd {
+	uint64_t seq;
+	struct sched_fwd_state *st;
+	sched_fwd_fn done; /* NULL: nobody waits */
+	void *arg;
+	uv_timer_t timer; /* the bound */
+	int bound_ms;	  /* its length */
+	char *path;	  /* owned */
+	json_t *header;	  /* owned until sent */
+	char *body;	  /* owned until sent */
+	size_t len;
+	int sent;
+	struct sched_fwd *next; /* in st->queue while not sent */
+};
+
+/* A request of a follower on the leader. */
+struct sched_fwd_in {
+	struct sched_fwd_state *st;
+	struct conn *c; /* NULL once the follower is gone */
+	uint64_t seq;
+	struct sched_fwd_in *next, **pprev; /* in st->ins */
+};
+
+struct sched_fwd_state {
+	struct sched *s;
+	char *name;	       /* this controller's --name, owned */
+	int insecure;	       /* plain TCP when there is no CA */
+	SSL_CTX *ctx;	       /* the link's client context, or NULL */
+	int ctx_tried;	       /* ctx was made, or could not be */
+	char ctx_error[256];   /* why there is no ctx */
+	struct fwd_link *link; /* the link, or NULL */
+	struct rt_idmap out;   /* seq -> struct sched_fwd, in flight */
+	struct sched_fwd *queue, **qtail; /* waiting for the link */
+	uint64_t next_seq;
+	uv_timer_t watch; /* checks the leader while requests are out */
+	int watching;
+	char *fixed_name, *fixed_addr;	       /* sched__fwd_target */
+	char cert_role[32];		       /* of the minted certificate */
+	char hello[16];			       /* the first message's type */
+	char last_error[512];		       /* why the link last failed */
+	const struct sched_fwd_serve_ops *ops; /* the leader's side */
+	void *ops_arg;
+	struct sched_fwd_in *ins; /* followers' requests not answered */
+};
+
+static void link_fail(struct sched_fwd_state *st, const char *why);
+static void fwd_finish(struct sched_fwd *f, int err, const char *error,
+		       const char *body, size_t len);
+
+/* ================================================================ state */
+
+static void watch_closed(uv_handle_t *h)
+{
+	struct sched_fwd_state *st = h->data;
+
+	free(st->name);
+	free(st->fixed_name);
+	free(st->fixed_addr);
+	free(st);
+}
+
+static void on_watch(uv_timer_t *t);
+
+int sched_fwd_setup(struct sched *s, const char *name, int insecure)
+{
+	struct sched_fwd_state *st;
+
+	if (s->fwd != NULL)
+		return 0;
+	st = calloc(1, sizeof(*st));
+	if (st == NULL)
+		return -ENOMEM;
+	st->s = s;
+	st->name = strdup(name != NULL ? name : "controller");
+	if (st->name == NULL) {
+		free(st);
+		return -ENOMEM;
+	}
+	st->insecure = insecure;
+	st->next_seq = 1;
+	snprintf(st->cert_role, sizeof(st->cert_role), "%s",
+		 RT_CA_ROLE_CONTROLLER);
+	snprintf(st->hello, sizeof(st->hello), "peer");
+	st->qtail = &st->queue;
+	uv_timer_init(s->loop, &st->watch);
+	st->watch.data = st;
+	uv_unref((uv_handle_t *)&st->watch);
+	s->fwd = st;
+	return 0;
+}
+
+/* The leader to forward to: its name and address. Returns 0, or
+ * -EAGAIN with the reason in `why`. */
+static int target(struct sched_fwd_state *st, const char **name,
+		  const char **addr, struct rt_buf *why)
+{
+	if (st->fixed_addr != NULL) {
+		*name = st->fixed_name;
+		*addr = st->fixed_addr;
+		return 0;
+	}
+	if (sched_leader(st->s, name, addr) < 0 || *name == NULL) {
+		rt_buf_printf(why,
+			      "no leader is known (this controller is %s): "
+			      "try again once one is elected",
+			      sched_role(st->s));
+		return -EAGAIN;
+	}
+	if (strcmp(*name, st->name) == 0) {
+		rt_buf_printf(why,
+			      "this controller is taking over as the leader "
+			      "(it is %s): try again",
+			      sched_role(st->s));
+		return -EAGAIN;
+	}
+	/* An address may come as a URL (tls://IP:PORT). */
+	if (*addr != NULL && strstr(*addr, "://") != NULL)
+		*addr = strstr(*addr, "://") + 3;
+	if (*addr == NULL || (*addr)[0] == '\0') {
+		rt_buf_printf(why,
+			      "the leader %s has no --listen address: a "
+			      "follower cannot forward to it",
+			      *name);
+		return -EAGAIN;
+	}
+	return 0;
+}
+
+int sched_fwd_active(const struct sched *s)
+{
+	const char *role;
+
+	if (s->fwd == NULL)
+		return 0;
+	if (s->fwd->fixed_addr != NULL)
+		return 1;
+	role = sched_role(s);
+	return strcmp(role, "single") != 0 && strcmp(role, "leader") != 0;
+}
+
+void sched__fwd_target(struct sched *s, const char *name, const char *addr)
+{
+	struct sched_fwd_state *st = s->fwd;
+
+	if (st == NULL)
+		return;
+	free(st->fixed_name);
+	free(st->fixed_addr);
+	st->fixed_name = name ? strdup(name) : NULL;
+	st->fixed_addr = addr ? strdup(addr) : NULL;
+}
+
+void sched__fwd_cert_role(struct sched *s, const char *role, const char *hello)
+{
+	if (s->fwd == NULL)
+		return;
+	snprintf(s->fwd->cert_role, sizeof(s->fwd->cert_role), "%s", role);
+	snprintf(s->fwd->hello, sizeof(s->fwd->hello), "%s", hello);
+}
+
+const char *sched__fwd_last_error(const struct sched *s)
+{
+	return s->fwd != NULL ? s->fwd->last_error : "";
+}
+
+struct sched_function *sched_fwd_function_of(struct sched *s, const char *path)
+{
+	struct sched_obj *o = &s->root;
+	char part[64];
+	const char *p = path, *e;
+	size_t n;
+	int i;
+
+	if (strncmp(p, "tenants/", 8) != 0)
+		return NULL;
+	p += 8;
+	for (i = 0; i < 3; i++) {
+		e = strchr(p, '/');
+		n = e ? (size_t)(e - p) : strlen(p);
+		if (n == 0 || n >= sizeof(part))
+			return NULL;
+		memcpy(part, p, n);
+		part[n] = '\0';
+		o = sched_child(o, part);
+		if (o == NULL)
+			return NULL;
+		if (e == NULL)
+			break;
+		p = e + 1;
+	}
+	return o->type == SCHED_FUNCTION ? (struct sched_function *)o : NULL;
+}
+
+/* Sets the `error` of the function `path` is in to `line`, as it is (a
+ * line of the leader, with its time), or to `reason` with the time now. */
+static void set_error(struct sched *s, const char *path, const char *line,
+		      const char *reason)
+{
+	struct sched_function *fn = sched_fwd_function_of(s, path);
+	char *copy;
+
+	if (fn == NULL)
+		return;
+	if (line != NULL && line[0]) {
+		copy = strdup(line);
+		if (copy != NULL) {
+			free(fn->error);
+			fn->error = copy;
+		}
+	} else if (reason != NULL) {
+		sched__set_error(fn, reason);
+	}
+}
+
+/* ========================================================== the link */
+
+static void link_closed(uv_handle_t *h)
+{
+	struct fwd_link *l = h->data;
+
+	if (--l->handles > 0)
+		return;
+	rt_tls_free(&l->tls);
+	rt_buf_free(&l->in);
+	rt_buf_free(&l->dec);
+	free(l);
+}
+
+/* Closes `l` (forgotten by its state already). */
+static void link_close(struct fwd_link *l)
+{
+	if (l->state == LINK_DEAD)
+		return;
+	l->state = LINK_DEAD;
+	l->st = NULL;
+	rt_wire_out_close(&l->out);
+	if (!l->plain && l->tls.ssl != NULL)
+		rt_tls_shutdown(&l->tls);
+	uv_timer_stop(&l->timer);
+	uv_close((uv_handle_t *)&l->timer, link_closed);
+	uv_close((uv_handle_t *)&l->tcp, link_closed);
+}
+
+/* The link is gone: everything in flight or waiting for it ends with
+ * EAGAIN and `why`; the next request opens a new one. */
+static void link_fail(struct sched_fwd_state *st, const char *why)
+{
+	struct fwd_link *l = st->link;
+	struct rt_buf reason = { 0 };
+	struct sched_fwd *f;
+	void **v;
+	size_t n, i;
+
+	if (l == NULL)
+		return;
+	st->link = NULL;
+	rt_buf_printf(&reason, "forwarded to the leader %s at %s: %s",
+		      l->leader, l->addr, why);
+	snprintf(st->last_error, sizeof(st->last_error), "%s", reason.data);
+	rt_log(RT_LOG_WARN, "%s", reason.data);
+	link_close(l);
+	/* Sent or not, every request in flight is in `out`. */
+	st->queue = NULL;
+	st->qtail = &st->queue;
+	v = rt_idmap_values(&st->out, &n);
+	for (i = 0; v != NULL && i < n; i++) {
+		f = v[i];
+		set_error(st->s, f->path, NULL, reason.data);
+		fwd_finish(f, EAGAIN, NULL, NULL, 0);
+	}
+	free(v);
+	rt_buf_free(&reason);
+}
+
+/* Sends what waits for the link, in order. */
+static void link_drain(struct sched_fwd_state *st)
+{
+	struct fwd_link *l = st->link;
+	struct sched_fwd *f;
+
+	while (l != NULL && l->state == LINK_READY && (f = st->queue) != NULL) {
+		st->queue = f->next;
+		if (st->queue == NULL)
+			st->qtail = &st->queue;
+		f->next = NULL;
+		f->sent = 1;
+		rt_wire_out_send(&l->out, f->header, f->body, f->len);
+		f->header = NULL;
+		free(f->body);
+		f->body = NULL;
+	}
+}
+
+/* One message from the leader. */
+static int link_message(const struct rt_msg *m, void *arg)
+{
+	struct sched_fwd_state *st = arg;
+	struct fwd_link *l = st->link;
+	struct sched_fwd *f;
+	const char *reason;
+
+	if (l == NULL)
+		return 1;
+	if (strcmp(m->type, "peered") == 0 && l->state == LINK_PEERING) {
+		l->state = LINK_READY;
+		uv_timer_stop(&l->timer);
+		rt_log(RT_LOG_INFO, "linked to the leader %s at %s (%s)",
+		       l->leader, l->addr, l->plain ? "plain TCP" : "TLS 1.3");
+		link_drain(st);
+		return 0;
+	}
+	if (strcmp(m->type, "refused") == 0) {
+		reason = rt_msg_str(m, "reason");
+		link_fail(st, reason ? reason : "refused");
+		return 1;
+	}
+	if (strcmp(m->type, "fwd.reply") == 0) {
+		f = rt_idmap_get(&st->out, (uint64_t)rt_msg_int(m, "seq", 0));
+		if (f != NULL)
+			fwd_finish(f, (int)rt_msg_int(m, "err", EIO),
+				   rt_msg_str(m, "error"), m->body,
+				   m->body_len);
+		return 0;
+	}
+	rt_log(RT_LOG_DEBUG, "link to the leader: message %s ignored", m->type);
+	return 0;
+}
+
+static void link_frames(struct sched_fwd_state *st, const char *data, size_t n)
+{
+	struct fwd_link *l = st->link;
+	struct rt_buf why = { 0 };
+
+	if (rt_wire_feed(&l->in, data, n, link_message, st, &why) < 0 &&
+	    st->link == l)
+		link_fail(st, why.data ? why.data : "bad frame");
+	rt_buf_free(&why);
+}
+
+static void link_read(uv_stream_t *stream, ssize_t n, const uv_buf_t *buf)
+{
+	struct fwd_link *l = stream->data;
+	struct sched_fwd_state *st = l->st;
+	struct rt_buf why = { 0 };
+	struct rt_cert_info ci;
+	int rc;
+
+	if (st == NULL || l->state == LINK_DEAD)
+		return;
+	if (n < 0) {
+		link_fail(st, n == UV_EOF ? "the connection closed"
+					  : uv_strerror((int)n));
+		return;
+	}
+	if (n == 0)
+		return;
+	if (l->plain) {
+		link_frames(st, buf->base, (size_t)n);
+		return;
+	}
+	rc = rt_tls_feed(&l->tls, buf->base, (size_t)n, &l->dec, &why);
+	if (rc < 0) {
+		link_fail(st, rc == -EPIPE ? "the leader closed the link"
+					   : (why.data ? why.data : "TLS"));
+		goto out;
+	}
+	if (rc == 1) {
+		rt_buf_reset(&why);
+		if (rt_tls_peer_check(&l->tls, RT_CA_ROLE_CONTROLLER, &ci,
+				      &why) < 0) {
+			link_fail(st, why.data ? why.data
+					       : "not a controller of the CA");
+			goto out;
+		}
+	}
+	if (l->dec.len > 0) {
+		link_frames(st, l->dec.data, l->dec.len);
+		if (st->link == l)
+			rt_buf_reset(&l->dec);
+	}
+	if (st->link == l && l->tls.closed)
+		link_fail(st, "the leader closed the link");
+out:
+	rt_buf_free(&why);
+}
+
+static void link_connected(uv_connect_t *req, int status)
+{
+	struct fwd_link *l = req->data;
+	struct sched_fwd_state *st = l->st;
+
+	if (st == NULL || l->state == LINK_DEAD)
+		return;
+	if (status < 0) {
+		link_fail(st, uv_strerror(status));
+		return;
+	}
+	rt_tcp_tune(&l->tcp);
+	if (!l->plain) {
+		if (rt_tls_start(&l->tls, st->ctx, 0, NULL,
+				 (uv_stream_t *)&l->tcp) < 0) {
+			link_fail(st, "out of memory");
+			return;
+		}
+		rt_wire_out_transport(&l->out, rt_tls_send, &l->tls);
+	}
+	l->state = LINK_PEERING;
+	uv_read_start((uv_stream_t *)&l->tcp, rt_read_alloc, link_read);
+	/* Over TLS: held until the handshake is over. */
+	rt_wire_out_send(&l->out,
+			 json_pack("{s:s, s:s, s:s}", "type", st->hello, "name",
+				   st->name, "id", st->name),
+			 NULL, 0);
+}
+
+static void link_timeout(uv_timer_t *t)
+{
+	struct fwd_link *l = t->data;
+
+	if (l->st != NULL && l->state != LINK_READY)
+		link_fail(l->st, "no answer within the link's bound");
+}
+
+/* Makes the client context of the link: the cluster CA and a
+ * certificate minted now from its key, OU controller, CN our name. */
+static void make_ctx(struct sched_fwd_state *st)
+{
+	struct rt_buf ca = { 0 }, key = { 0 }, why = { 0 };
+	struct rt_cred cacred = { 0 }, own = { 0 };
+
+	st->ctx_tried = 1;
+	rt_ca_path(&ca, st->s->datadir, "ca.pem");
+	rt_ca_path(&key, st->s->datadir, "ca.key");
+	if (rt_cred_load(&cacred, ca.data, key.data, &why) < 0 ||
+	    rt_ca_issue(&cacred, st->name, st->cert_role, RT_CA_DAYS_DEFAULT,
+			&own, &why) < 0 ||
+	    rt_tls_ctx_new(&st->ctx, 0, cacred.cert, &own, NULL, &why) < 0) {
+		snprintf(st->ctx_error, sizeof(st->ctx_error),
+			 "no certificate to reach the leader with: %s",
+			 why.data ? why.data : "?");
+		st->ctx = NULL;
+	}
+	rt_cred_free(&cacred);
+	rt_cred_free(&own);
+	rt_buf_free(&ca);
+	rt_buf_free(&key);
+	rt_buf_free(&why);
+}
+
+/* Opens a link to `name` at `addr`. Returns 0, or -EAGAIN with the
+ * reason in `why`. */
+static int link_open(struct sched_fwd_state *st, const char *name,
+		     const char *addr, struct rt_buf *why)
+{
+	struct sockaddr_storage ss;
+	struct fwd_link *l;
+	int rc;
+
+	if (!st->ctx_tried)
+		make_ctx(st);
+	if (st->ctx == NULL && !st->insecure) {
+		rt_buf_puts(why, st->ctx_error);
+		return -EAGAIN;
+	}
+	if (rt_addr_parse(addr, 0, &ss) < 0) {
+		rt_buf_printf(why, "the leader's address %s is not IP:PORT",
+			      addr);
+		return -EAGAIN;
+	}
+	l = calloc(1, sizeof(*l));
+	if (l == NULL)
+		return -ENOMEM;
+	l->st = st;
+	l->plain = st->ctx == NULL;
+	snprintf(l->leader, sizeof(l->leader), "%s", name);
+	snprintf(l->addr, sizeof(l->addr), "%s", addr);
+	uv_tcp_init(st->s->loop, &l->tcp);
+	uv_timer_init(st->s->loop, &l->timer);
+	l->tcp.data = l;
+	l->timer.data = l;
+	l->handles = 2;
+	l->connect_req.data = l;
+	rt_wire_out_init(&l->out, &st->s->flusher, (uv_stream_t *)&l->tcp);
+	st->link = l;
+	uv_timer_start(&l->timer, link_timeout, FWD_LINK_MS, 0);
+	rc = uv_tcp_connect(&l->connect_req, &l->tcp, (struct sockaddr *)&ss,
+			    link_connected);
+	if (rc < 0) {
+		rt_buf_printf(why, "cannot connect to the leader %s at %s: %s",
+			      name, addr, uv_strerror(rc));
+		st->link = NULL;
+		link_close(l);
+		return -EAGAIN;
+	}
+	return 0;
+}
+
+/* The link to the leader now: the one there, or a new one (the old one
+ * closed when the leader changed). Returns 0 or -EAGAIN with `why`. */
+static int link_get(struct sched_fwd_state *st, struct rt_buf *why)
+{
+	const char *name, *addr;
+	int rc = target(st, &name, &addr, why);
+
+	if (rc < 0) {
+		if (st->link != NULL)
+			link_fail(st, why->data);
+		return rc;
+	}
+	if (st->link != NULL && (strcmp(st->link->leader, name) != 0 ||
+				 strcmp(st->link->addr, addr) != 0))
+		link_fail(st, "the leader changed");
+	if (st->link != NULL)
+		return 0;
+	return link_open(st, name, addr, why);
+}
+
+/* While requests are in flight: has the leader changed? */
+static void on_watch(uv_timer_t *t)
+{
+	struct sched_fwd_state *st = t->data;
+	struct rt_buf why = { 0 };
+	const char *name, *addr;
+
+	if (st->out.count == 0 && st->queue == NULL) {
+		uv_timer_stop(&st->watch);
+		st->watching = 0;
+		goto out;
+	}
+	if (st->link == NULL)
+		goto out;
+	if (target(st, &name, &addr, &why) < 0)
+		link_fail(st, why.data);
+	else if (strcmp(st->link->leader, name) != 0 ||
+		 strcmp(st->link->addr, addr) != 0)
+		link_fail(st, "the leader changed");
+out:
+	rt_buf_free(&why);
+}
+
+/* ====================================================== the follower */
+
+static void fwd_closed(uv_handle_t *h)
+{
+	struct sched_fwd *f = h->data;
+
+	json_decref(f->header);
+	free(f->body);
+	free(f->path);
+	free(f);
+}
+
+/* Ends `f`: its caller is told (unless cancelled) and it is freed. */
+static void fwd_finish(struct sched_fwd *f, int err, const char *error,
+		       const char *body, size_t len)
+{
+	struct sched_fwd_state *st = f->st;
+	sched_fwd_fn done = f->done;
+	void *arg = f->arg;
+
+	if (f->seq == 0)
+		return; /* finished already */
+	rt_idmap_del(&st->out, f->seq);
+	f->seq = 0;
+	f->done = NULL;
+	if (err != 0 && error != NULL)
+		set_error(st->s, f->path, error, NULL);
+	uv_timer_stop(&f->timer);
+	if (done != NULL)
+		done(arg, err, body, len);
+	uv_close((uv_handle_t *)&f->timer, fwd_closed);
+}
+
+static void fwd_timeout(uv_timer_t *t)
+{
+	struct sched_fwd *f = t->data;
+	struct sched_fwd **pp;
+	struct rt_buf why = { 0 };
+
+	/* Not sent yet: out of the queue. */
+	for (pp = &f->st->queue; *pp != NULL; pp = &(*pp)->next)
+		if (*pp == f) {
+			*pp = f->next;
+			break;
+		}
+	f->st->qtail = &f->st->queue;
+	for (pp = &f->st->queue; *pp != NULL; pp = &(*pp)->next)
+		f->st->qtail = &(*pp)->next;
+	/* The timer is a one-shot: its repeat is 0, its length is here. */
+	rt_buf_printf(&why, "the leader did not answer within %d ms",
+		      f->bound_ms);
+	set_error(f->st->s, f->path, NULL, why.data);
+	rt_buf_free(&why);
+	fwd_finish(f, ETIMEDOUT, NULL, NULL, 0);
+}
+
+/* The bound of a write to `path`: the leader's (instances.c's
+ * wait_bound), plus the link's margin. */
+static int write_bound(struct sched *s, const char *path)
+{
+	struct sched_function *fn = sched_fwd_function_of(s, path);
+	long long ms = SCHED_WAIT_MS;
+
+	if (fn != NULL && strcmp(sched_spec_ready(&fn->spec), "started") != 0 &&
+	    (long long)fn->spec.ready_timeout * 1000 + SCHED_READY_MARGIN_MS >
+		    ms)
+		ms = (long long)fn->spec.ready_timeout * 1000 +
+		     SCHED_READY_MARGIN_MS;
+	return (int)(ms + FWD_MARGIN_MS);
+}
+
+/* Starts a forwarded request `op` to `path`. */
+static int fwd_start(struct sched *s, const char *op, const char *path,
+		     const char *data, size_t len,
+		     const struct sched_caller *who, int async, int bound,
+		     sched_fwd_fn done, void *arg, struct sched_fwd **out)
+{
+	struct sched_fwd_state *st = s->fwd;
+	struct rt_buf why = { 0 };
+	struct sched_fwd *f = NULL;
+	json_t *groups = NULL;
+	int rc, i;
+
+	if (out != NULL)
+		*out = NULL;
+	if (st == NULL) {
+		rc = -EAGAIN;
+		goto out;
+	}
+	rc = link_get(st, &why);
+	if (rc < 0) {
+		set_error(s, path, NULL, why.data);
+		rt_log(RT_LOG_WARN, "cannot forward %s of %s: %s", op, path,
+		       why.data ? why.data : "?");
+		goto out;
+	}
+	f = calloc(1, sizeof(*f));
+	groups = json_array();
+	if (f == NULL || groups == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; who != NULL && i < who->ngroups && i < FWD_GROUPS_MAX; i++)
+		json_array_append_new(groups, json_integer(who->groups[i]));
+	f->st = st;
+	f->seq = st->next_seq++;
+	f->done = done;
+	f->arg = arg;
+	f->path = strdup(path);
+	f->header = json_pack("{s:s, s:I, s:s, s:s, s:I, s:I, s:o, s:b}",
+			      "type", "fwd", "seq", (json_int_t)f->seq, "op",
+			      op, "path", path, "uid",
+			      (json_int_t)(who ? who->uid : 0), "gid",
+			      (json_int_t)(who ? who->gid : 0), "groups",
+			      groups, "async", async);
+	groups = NULL;
+	if (len > 0) {
+		f->body = malloc(len);
+		if (f->body != NULL)
+			memcpy(f->body, data, len);
+	}
+	f->len = len;
+	if (f->path == NULL || f->header == NULL ||
+	    (len > 0 && f->body == NULL) ||
+	    rt_idmap_put(&st->out, f->seq, f) < 0) {
+		json_decref(f->header);
+		free(f->body);
+		free(f->path);
+		free(f);
+		rc = -ENOMEM;
+		goto out;
+	}
+	uv_timer_init(s->loop, &f->timer);
+	f->timer.data = f;
+	f->bound_ms = bound;
+	uv_timer_start(&f->timer, fwd_timeout, (uint64_t)bound, 0);
+	*st->qtail = f;
+	st->qtail = &f->next;
+	link_drain(st);
+	if (!st->watching) {
+		st->watching = 1;
+		uv_timer_start(&st->watch, on_watch, FWD_WATCH_MS,
+			       FWD_WATCH_MS);
+	}
+	if (out != NULL)
+		*out = f;
+	rc = SCHED_LATER;
+out:
+	json_decref(groups);
+	rt_buf_free(&why);
+	return rc;
+}
+
+int sched_fwd_write(struct sched *s, const char *path, const char *buf,
+		    size_t len, const struct sched_caller *who,
+		    sched_fwd_fn done, void *arg, struct sched_fwd **out)
+{
+	return fwd_start(s, "write", path, buf, len, who, 0,
+			 write_bound(s, path), done, arg, out);
+}
+
+int sched_fwd_call(struct sched *s, const char *path, const char *body,
+		   size_t len, const struct sched_caller *who,
+		   sched_fwd_fn done, void *arg, struct sched_fwd **out)
+{
+	struct sched_function *fn = sched_fwd_function_of(s, path);
+	long long ms = 2LL * (fn ? fn->spec.timeout : SCHED_TIMEOUT_MAX) +
+		       SCHED_WAIT_MS;
+
+	return fwd_start(s, "call", path, body, len, who, done == NULL,
+			 (int)(ms > INT32_MAX ? INT32_MAX : ms), done, arg,
+			 out);
+}
+
+int sched_fwd_read(struct sched *s, const char *path,
+		   const struct sched_caller *who, sched_fwd_fn done, void *arg,
+		   struct sched_fwd **out)
+{
+	return fwd_start(s, "read", path, NULL, 0, who, 0,
+			 SCHED_LOG_WAIT_MS + FWD_MARGIN_MS, done, arg, out);
+}
+
+void sched_fwd_cancel(struct sched *s, struct sched_fwd *f)
+{
+	(void)s;
+	if (f != NULL)
+		f->done = NULL; /* the answer is dropped when it comes */
+}
+
+/* ======================================================== the leader */
+
+static void in_unlink(struct sched_fwd_in *in)
+{
+	if (in->pprev == NULL)
+		return;
+	*in->pprev = in->next;
+	if (in->next != NULL)
+		in->next->pprev = in->pprev;
+	in->pprev = NULL;
+}
+
+void sched_fwd_answer(struct sched *s, struct sched_fwd_in *in, int err,
+		      const char *error, const char *body, size_t len)
+{
+	json_t *h;
+
+	(void)s;
+	if (in->c != NULL) {
+		h = json_pack("{s:s, s:I, s:i}", "type", "fwd.reply", "seq",
+			      (json_int_t)in->seq, "err", err);
+		if (h != NULL && err != 0 && error != NULL)
+			json_object_set_new(h, "error", json_string(error));
+		if (h != NULL && err == 0 && len > RT_WIRE_BODY_MAX) {
+			/* More than a frame carries (the log of a function
+			 * of many instances): refused, with the reason as
+			 * the function's error line on the follower. */
+			char when[32];
+			struct rt_buf line = { 0 };
+
+			rt_format_time(rt_now_ms(), when);
+			rt_buf_printf(&line,
+				      "%s the answer of the leader is larger "
+				      "than a forwarded reply carries (%u "
+				      "bytes): read it on the leader, or the "
+				      "instances' logs one by one\n",
+				      when, RT_WIRE_BODY_MAX);
+			err = EFBIG;
+			json_object_set_new(h, "err", json_integer(err));
+			if (line.data != NULL)
+				json_object_set_new(h, "error",
+						    json_string(line.data));
+			rt_buf_free(&line);
+		}
+		sched__conn_send_body(in->c, h, body, err == 0 ? len : 0);
+	}
+	in_unlink(in);
+	free(in);
+}
+
+/* Whether this controller runs what followers forward: the leader (or
+ * a controller alone, for tests). Else `why` says where the leader is. */
+static int serving(struct sched *s, struct rt_buf *why)
+{
+	const char *role = sched_role(s), *name, *addr;
+
+	if (strcmp(role, "leader") == 0 || strcmp(role, "single") == 0)
+		return 1;
+	if (sched_leader(s, &name, &addr) == 0 && name != NULL)
+		rt_buf_printf(why,
+			      "this controller is not the leader (it is %s): "
+			      "the leader is %s at %s",
+			      role, name, addr ? addr : "(no --listen)");
+	else
+		rt_buf_printf(why,
+			      "this controller is not the leader (it is %s), "
+			      "and no leader is known",
+			      role);
+	return 0;
+}
+
+static int peer_on_peer(struct sched *s, struct conn *c, const struct rt_msg *m,
+			struct rt_buf *why)
+{
+	const struct sched_peer *p = sched__conn_peer(c);
+	const char *name = rt_msg_str(m, "name");
+
+	if (!serving(s, why))
+		return -EPERM;
+	rt_log(RT_LOG_INFO, "peer controller %s linked from %s%s",
+	       name ? name : "?", p->addr,
+	       p->transport == SCHED_TLS ? "" : " (plain TCP)");
+	sched__conn_send(c, json_pack("{s:s}", "type", "peered"));
+	return 0;
+}
+
+static void peer_on_message(struct sched *s, struct conn *c,
+			    const struct rt_msg *m)
+{
+	struct sched_fwd_state *st = s->fwd;
+	struct sched_caller who = { 0 };
+	struct sched_fwd_in *in;
+	struct rt_buf why = { 0 };
+	uint32_t *groups = NULL;
+	const char *op, *path;
+	json_t *g;
+	size_t i, n;
+
+	if (strcmp(m->type, "fwd") != 0) {
+		rt_log(RT_LOG_DEBUG, "peer controller: message %s ignored",
+		       m->type);
+		return;
+	}
+	in = calloc(1, sizeof(*in));
+	if (in == NULL)
+		return; /* it times out on the follower */
+	in->st = st;
+	in->c = c;
+	in->seq = (uint64_t)rt_msg_int(m, "seq", 0);
+	in->next = st->ins;
+	if (st->ins != NULL)
+		st->ins->pprev = &in->next;
+	st->ins = in;
+	in->pprev = &st->ins;
+	op = rt_msg_str(m, "op");
+	path = rt_msg_str(m, "path");
+	who.uid = (uint32_t)rt_msg_int(m, "uid", -1);
+	who.gid = (uint32_t)rt_msg_int(m, "gid", -1);
+	g = json_object_get(m->header, "groups");
+	n = json_is_array(g) ? json_array_size(g) : 0;
+	if (n > FWD_GROUPS_MAX)
+		n = FWD_GROUPS_MAX;
+	if (n > 0 && (groups = calloc(n, sizeof(*groups))) != NULL) {
+		for (i = 0; i < n; i++)
+			groups[i] = (uint32_t)json_integer_value(
+				json_array_get(g, i));
+		who.groups = groups;
+		who.ngroups = (int)n;
+	}
+	if (!serving(s, &why)) {
+		sched_fwd_answer(s, in, EAGAIN, why.data, NULL, 0);
+	} else if (op == NULL || path == NULL || st->ops == NULL) {
+		sched_fwd_answer(s, in, EINVAL, NULL, NULL, 0);
+	} else if (strcmp(op, "write") == 0) {
+		st->ops->write(st->ops_arg, in, path, m->body ? m->body : "",
+			       m->body_len, &who);
+	} else if (strcmp(op, "read") == 0 && st->ops->read != NULL) {
+		st->ops->read(st->ops_arg, in, path, &who);
+	} else if (strcmp(op, "call") == 0) {
+		st->ops->call(
+			st->ops_arg, in, path, m->body ? m->body : "",
+			m->body_len, &who,
+			json_is_true(json_object_get(m->header, "async")));
+	} else {
+		sched_fwd_answer(s, in, EOPNOTSUPP, NULL, NULL, 0);
+	}
+	free(groups);
+	rt_buf_free(&why);
+}
+
+static void peer_on_gone(struct sched *s, struct conn *c)
+{
+	struct sched_fwd_in *in;
+
+	if (s->fwd == NULL)
+		return;
+	for (in = s->fwd->ins; in != NULL; in = in->next)
+		if (in->c == c)
+			in->c = NULL; /* answered into the void */
+}
+
+void sched_fwd_serve(struct sched *s, const struct sched_fwd_serve_ops *ops,
+		     void *arg)
+{
+	static const struct sched_peer_ops peer_ops = {
+		.on_peer = peer_on_peer,
+		.on_message = peer_on_message,
+		.on_gone = peer_on_gone,
+	};
+
+	if (s->fwd == NULL)
+		return;
+	s->fwd->ops = ops;
+	s->fwd->ops_arg = arg;
+	s->peer_ops = ops != NULL ? &peer_ops : NULL;
+}
+
+void sched_fwd_close(struct sched *s)
+{
+	struct sched_fwd_state *st = s->fwd;
+	struct sched_fwd_in *in;
+
+	if (st == NULL)
+		return;
+	link_fail(st, "the controller is stopping");
+	while ((in = st->ins) != NULL) {
+		in_unlink(in);
+		in->c = NULL;
+		free(in);
+	}
+	rt_idmap_free(&st->out);
+	SSL_CTX_free(st->ctx);
+	s->peer_ops = NULL;
+	s->fwd = NULL;
+	uv_timer_stop(&st->watch);
+	uv_close((uv_handle_t *)&st->watch, watch_closed);
+}

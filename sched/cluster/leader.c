@@ -1,0 +1,485 @@
+/*
+ * leader.c - a cluster's controller: which one leads, and what leading
+ * means. Each controller of a shared store campaigns (elect.h); the one
+ * that wins waits until its model has everything etcd had committed
+ * (store_barrier: what a deposed leader wrote before its lease ended
+ * included), then takes office: its writes of derived state go to etcd
+ * behind the fence (store_mirror_start), it admits workers, and it
+ * reconciles, places and recovers as a controller does after a restart:
+ * workers that come back report what they run and keep it (same pid, no
+ * restart: fence.c's adoption), those that do not come back within the
+ * recovery window lose their instances to the others.
+ *
+ * A follower admits no worker (it tells the worker where the leader is),
+ * places nothing, and keeps its model of instances and workers from what
+ * the leader writes in etcd (on_derived). A leader that loses its lease,
+ * or whose fenced write fails, steps down at once: it closes its workers'
+ * connections (they come back to the next leader) without touching their
+ * assignments, and follows again.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "../common.h"
+#include "../workers/conn.h"
+#include "etcd/elect.h"
+#include "../store/etcd/etcd_keys.h"
+#include "../model/instance_state.h"
+#include "leader.h"
+#include "../model/quota.h"
+#include "../act/reconcile.h"
+#include "../workers/reports.h"
+
+/* The election's name under the cluster's prefix. */
+static int election_name(struct sched *s, struct rt_buf *out)
+{
+	return rt_buf_printf(out, "/fnfs/%s/leader", store_cluster(s->store));
+}
+
+static void set_str(char **dst, const char *v)
+{
+	free(*dst);
+	*dst = v ? strdup(v) : NULL;
+}
+
+/* Reads the leader's value: {"name","listen","sock"}. */
+static void learn_leader(struct sched *s, const char *value)
+{
+	json_t *o = value ? json_loads(value, 0, NULL) : NULL;
+	const char *name = NULL, *listen = NULL, *sock = NULL;
+
+	if (o != NULL)
+		json_unpack(o, "{s?s, s?s, s?s}", "name", &name, "listen",
+			    &listen, "sock", &sock);
+	set_str(&s->leader_name, name);
+	set_str(&s->leader_listen, listen);
+	set_str(&s->leader_sock, sock);
+	json_decref(o);
+}
+
+static int close_worker_cb(const char *key, void *value, void *arg)
+{
+	struct sched_worker *w = value;
+
+	(void)key;
+	(void)arg;
+	if (w->conn != NULL)
+		sched__conn_close(w->conn, "this controller no longer leads");
+	return 0;
+}
+
+/* Stops acting as the leader. With `release`, its workers go to the
+ * next one; without (etcd cannot be reached, so nobody can be elected
+ * where this controller cannot see it), it keeps their connections, so
+ * that no instance stops because etcd is away, and places nothing until
+ * it knows who leads. */
+static void stop_leading(struct sched *s, const char *why, int release)
+{
+	struct rt_buf kvs = { 0 };
+
+	s->taking = 0;
+	if (s->leading) {
+		s->leading = 0;
+		s->recovery_until = 0;
+		store_mirror_stop(s->store);
+		rt_buf_kv(&kvs, "reason", why);
+		sched_event(s, "controller.follower", s->name, kvs.data);
+		rt_buf_free(&kvs);
+		rt_log(RT_LOG_WARN, "controller %s: no longer the leader: %s",
+		       s->name, why);
+		s->holding = !release;
+	}
+	if (release && s->holding) {
+		s->holding = 0;
+		rt_log(RT_LOG_INFO, "controller %s: its workers go to %s",
+		       s->name, s->leader_name ? s->leader_name : "the leader");
+	}
+	if (release)
+		rt_map_each(&s->pool.children, close_worker_cb, s);
+}
+
+static void step_down(struct sched *s, const char *why)
+{
+	stop_leading(s, why, 1);
+}
+
+static int fence_cb(void *arg, struct etcd_cmp *out)
+{
+	struct sched *s = arg;
+
+	return s->elect ? elect_fence(s->elect, out) : -ESTALE;
+}
+
+static void deposed_cb(void *arg)
+{
+	step_down(arg, "a fenced write failed: another controller leads");
+}
+
+/* Instances assigned to a worker not connected here: lost until it comes
+ * back, as after a restart. */
+static int mark_waiting_cb(const char *key, void *value, void *arg)
+{
+	struct sched_worker *w = value;
+	size_t i, n;
+	struct sched_instance **v;
+
+	(void)key;
+	v = (struct sched_instance **)rt_map_values(&w->assignments, &n);
+	for (i = 0; v != NULL && i < n; i++) {
+		if (w->online) {
+			/* Kept across a lapse of the lease: what changed
+			 * meanwhile was not written; it is now. */
+			sched__publish(arg, v[i]);
+			continue;
+		}
+		sched__instance_set_state(v[i], SCHED_LOST, "worker not back");
+		snprintf(v[i]->reason, sizeof(v[i]->reason),
+			 "waiting for worker %s", w->obj.name);
+	}
+	free(v);
+	return 0;
+}
+
+static void take_office(struct sched *s)
+{
+	struct etcd_cmp fence;
+
+	s->taking = 0;
+	s->leading = 1;
+	s->holding = 0;
+	s->leader_since = rt_now_ms();
+	/* Its term: the creation revision of its election key, which
+	 * fences its writes and which its instances' values say. */
+	s->term = fence_cb(s, &fence) == 0 ? fence.number : 0;
+	store_mirror_start(s->store, fence_cb, deposed_cb, s, s->term);
+	/* Workers of the last leader reconnect here: give them the time a
+	 * silent connection takes to be noticed, and their backoff. */
+	s->recovery_until = rt_mono_ms() + s->heartbeat_timeout +
+			    SCHED_RECOVERY_MS;
+	rt_map_each(&s->pool.children, mark_waiting_cb, s);
+	(void)sched__quota_sweep(s); /* tenants removed while none led */
+	sched_event(s, "controller.leader", s->name, NULL);
+	rt_log(RT_LOG_INFO, "controller %s: the leader", s->name);
+	sched__reconcile_all(s);
+}
+
+static void on_caught_up(void *arg, int err)
+{
+	struct sched *s = arg;
+
+	if (!s->taking || s->shutting_down)
+		return;
+	if (err < 0 || s->elect == NULL || !elect_is_leader(s->elect)) {
+		/* Tried again at the next change or tick. */
+		s->taking = 0;
+		if (err < 0)
+			rt_log(RT_LOG_WARN,
+			       "controller %s: elected, but its model could "
+			       "not catch up with etcd: %s",
+			       s->name, strerror(-err));
+		return;
+	}
+	take_office(s);
+}
+
+static void begin_taking(struct sched *s)
+{
+	if (s->leading || s->taking || s->shutting_down)
+		return;
+	s->taking = 1;
+	if (store_barrier(s->store, on_caught_up, s) < 0)
+		s->taking = 0;
+}
+
+static void on_change(void *arg, enum elect_state state,
+		      const char *leader_value, int64_t fence_rev)
+{
+	struct sched *s = arg;
+
+	(void)fence_rev;
+	learn_leader(s, leader_value);
+	if (state == ELECT_LEADER)
+		begin_taking(s);
+	else if (state == ELECT_LOST)
+		stop_leading(s, "etcd cannot be reached", 0);
+	else if (state == ELECT_CAMPAIGNING)
+		/* Its lease lapsed and nobody is known to lead: it holds
+		 * its workers, which a win takes back at once, and lets them
+		 * go when another controller is known to lead. */
+		stop_leading(s, "its lease lapsed: campaigning again", 0);
+	else
+		step_down(s, elect_state_name(state));
+}
+
+int sched__leader_start(struct sched *s, const struct sched_options *opt)
+{
+	struct elect_callbacks cb = { on_change, s };
+	struct rt_buf name = { 0 };
+	char host[256] = "controller";
+	json_t *v = NULL;
+	char *self = NULL;
+	int rc = -ENOMEM;
+
+	if (opt->name != NULL)
+		s->name = strdup(opt->name);
+	else if (gethostname(host, sizeof(host) - 1) == 0 &&
+		 rt_name_valid(host))
+		s->name = strdup(host);
+	else
+		s->name = strdup("controller");
+	if (s->name == NULL)
+		goto out;
+	v = json_pack("{s:s, s:s?, s:s}", "name", s->name, "listen",
+		      opt->listen, "sock", s->sock_path);
+	self = v ? json_dumps(v, JSON_COMPACT) : NULL;
+	if (self == NULL || election_name(s, &name) < 0)
+		goto out;
+	rc = elect_start(s->loop, store_client(s->store), name.data, self,
+			 opt->leader_ttl > 0 ? opt->leader_ttl
+					     : SCHED_LEADER_TTL_S,
+			 &cb, &s->elect);
+	if (rc == 0)
+		store_derived_listen(s->store, sched__leader_derived, s);
+out:
+	if (rc < 0)
+		rt_log(RT_LOG_ERROR, "cannot campaign for the lead: %s",
+		       strerror(-rc));
+	json_decref(v);
+	free(self);
+	rt_buf_free(&name);
+	return rc;
+}
+
+void sched__leader_tick(struct sched *s)
+{
+	/* A win whose catch-up failed: again. */
+	if (s->elect != NULL && !s->leading && elect_is_leader(s->elect))
+		begin_taking(s);
+	if (s->leading && !elect_is_leader(s->elect))
+		stop_leading(s, "its lease may have expired", 0);
+}
+
+/* From inside the etcd client's callback: no freeing of the client
+ * here (store_stop would); sched__leader_stopping does it next turn. */
+static void on_elect_stopped(void *arg)
+{
+	struct sched *s = arg;
+
+	s->elect_stopped = 1;
+}
+
+int sched__leader_stopping(struct sched *s)
+{
+	if (s->elect == NULL)
+		return 0;
+	if (!s->elect_stopped)
+		return 1;
+	elect_free(s->elect);
+	s->elect = NULL;
+	store_stop(s->store);
+	return 0;
+}
+
+int sched__leader_stop(struct sched *s)
+{
+	if (s->elect == NULL)
+		return 0;
+	s->leading = 0;
+	s->taking = 0;
+	store_mirror_stop(s->store);
+	if (elect_stop(s->elect, on_elect_stopped, s) < 0) {
+		s->elect_stopped = 1;
+		sched__leader_stopping(s);
+		return 0;
+	}
+	return 1;
+}
+
+void sched__leader_free(struct sched *s)
+{
+	if (s->elect != NULL) {
+		elect_free(s->elect);
+		s->elect = NULL;
+		store_stop(s->store);
+	}
+}
+
+void sched__leader_close(struct sched *s)
+{
+	free(s->name);
+	free(s->leader_name);
+	free(s->leader_listen);
+	free(s->leader_sock);
+}
+
+int sched__acting(const struct sched *s)
+{
+	return !store_shared(s->store) || s->leading;
+}
+
+const char *sched_role(const struct sched *s)
+{
+	if (!store_shared(s->store))
+		return "single";
+	if (s->leading)
+		return "leader";
+	if (s->holding)
+		return "holding";
+	if (s->elect == NULL)
+		return "stopped";
+	switch (elect_state(s->elect)) {
+	case ELECT_LEADER: return "campaigning"; /* catching up */
+	case ELECT_FOLLOWER: return "follower";
+	case ELECT_CAMPAIGNING: return "campaigning";
+	default: return "lost";
+	}
+}
+
+int sched_leader(const struct sched *s, const char **name, const char **listen)
+{
+	if (s->leader_name == NULL)
+		return -ENOENT;
+	*name = s->leader_name;
+	*listen = s->leader_listen;
+	return 0;
+}
+
+const char *sched__leader_addr(const struct sched *s, int tcp)
+{
+	return tcp ? s->leader_listen : s->leader_sock;
+}
+
+/* ============================================ following the leader */
+
+static struct sched_function *function_of(struct sched *s, const char *t,
+					  const char *ns, const char *fn)
+{
+	struct sched_obj *o = sched_child(&s->root, t);
+
+	o = o ? sched_child(o, ns) : NULL;
+	o = o ? sched_child(o, fn) : NULL;
+	return o && o->type == SCHED_FUNCTION ? (struct sched_function *)o
+					      : NULL;
+}
+
+static enum sched_instance_state state_of(const char *word)
+{
+	int i;
+
+	for (i = 0; word != NULL && i <= SCHED_LOST; i++)
+		if (strcmp(sched__state_word(i), word) == 0)
+			return (enum sched_instance_state)i;
+	return SCHED_LOST;
+}
+
+/* Moves `in` to worker `w` (NULL: none) in this controller's model only. */
+static void follow_assignment(struct sched *s, struct sched_instance *in,
+			      struct sched_worker *w)
+{
+	struct rt_buf name = { 0 };
+
+	if (in->worker == w)
+		return;
+	sched__unassign_model(s, in);
+	if (w == NULL || sched_assignment_name(in, &name) < 0 ||
+	    rt_map_put(&w->assignments, name.data, in) < 0) {
+		rt_buf_free(&name);
+		return;
+	}
+	rt_buf_free(&name);
+	in->worker = w;
+	in->reserved_mb = sched__fn_of(in)->spec.memory;
+	w->used_mb += in->reserved_mb;
+}
+
+static void follow_instance(struct sched *s, const struct store_instance *r,
+			    int deleted)
+{
+	struct sched_function *fn = function_of(s, r->tenant, r->ns, r->fn);
+	struct sched_instance *in;
+	struct sched_obj *w;
+	char name[16];
+
+	if (fn == NULL)
+		return;
+	snprintf(name, sizeof(name), "%d", r->n);
+	in = (struct sched_instance *)sched_child(&fn->obj, name);
+	if (deleted) {
+		if (in != NULL) {
+			sched__unassign_model(s, in);
+			sched__obj_drop(s, &in->obj);
+		}
+		return;
+	}
+	if (in == NULL)
+		in = sched__instance_new(s, fn, r->n, r->desired_run);
+	if (in == NULL)
+		return;
+	in->desired_run = r->desired_run;
+	in->epoch = r->epoch;
+	w = r->worker ? sched_child(&s->pool, r->worker) : NULL;
+	follow_assignment(s, in, (struct sched_worker *)w);
+	sched__instance_restore(
+		in, r->state ? state_of(r->state)
+			     : (in->worker ? SCHED_LOST : SCHED_PENDING));
+	in->pid = r->pid;
+	/* What the leader knows of its process (0 from an older one). */
+	in->revision = r->revision;
+	in->started_ms = r->started_ms;
+	in->restarts_total = r->restarts;
+	snprintf(in->last_exit, sizeof(in->last_exit), "%s",
+		 r->last_exit ? r->last_exit : "");
+	snprintf(in->reason, sizeof(in->reason), "as the leader (%s) says",
+		 s->leader_name ? s->leader_name : "none now");
+}
+
+static void follow_worker(struct sched *s, const struct store_worker *r,
+			  int deleted)
+{
+	struct sched_obj *o = sched_child(&s->pool, r->id);
+	struct sched_worker *w = (struct sched_worker *)o;
+	int64_t now = rt_now_ms();
+
+	if (deleted) {
+		if (w != NULL && w->assignments.count == 0 && !w->online)
+			sched__obj_drop(s, o);
+		return;
+	}
+	if (o == NULL)
+		o = sched__obj_new(s, SCHED_WORKER, &s->pool, r->id, now, now);
+	if (o == NULL)
+		return;
+	w = (struct sched_worker *)o;
+	w->memory_mb = r->memory_mb;
+	w->local = r->local;
+	w->draining = r->drained;
+	w->since_ms = now;
+}
+
+void sched__leader_derived(void *arg, const struct etcd_keys_rec *r,
+			   int deleted)
+{
+	struct sched *s = arg;
+
+	if (s->leading)
+		return; /* its own writes */
+	switch (r->kind) {
+	case ETCD_KEYS_INSTANCE:
+		follow_instance(s, &r->instance, deleted);
+		break;
+	case ETCD_KEYS_WORKER: follow_worker(s, &r->worker, deleted); break;
+	case ETCD_KEYS_SETTING:
+		sched__quota_setting_changed(s, r->key);
+		if (!deleted && strcmp(r->key, "strategy") == 0 &&
+		    sched_strategy_parse(r->value, strlen(r->value)) >= 0)
+			s->strategy = sched_strategy_parse(r->value,
+							   strlen(r->value));
+		break;
+	default: break;
+	}
+}
