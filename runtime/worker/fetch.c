@@ -32,7 +32,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../base/code.h"
+#include "fetch.h"
 #include "worker.h"
 
 #define FETCH_TIMEOUT_MS 30000	/* a download without progress this long */

@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../base/code.h"
+#include "fetch.h"
 #include "http.h"
 #include "sandbox.h"
 #include "worker.h"
