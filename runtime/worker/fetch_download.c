@@ -182,6 +182,9 @@ static int end_object(struct rt_worker *w, struct tree *t, struct rt_buf *why)
 			rt_buf_puts(why, t->why);
 		return rc;
 	}
+	/* The objects arrive in the order they were asked for, one at a
+	 * time: this one is need[got], and its file is open. */
+	assert(t->got < t->nneed && t->fd >= 0 && t->part != NULL);
 	path_of(&p, c->objects, t->need[t->got]);
 	/* The mode a tree gives its file: linked into the tree as it is. */
 	if (p.data == NULL || fchmod(t->fd, t->need_modes[t->got]) < 0 ||

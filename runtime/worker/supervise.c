@@ -147,6 +147,10 @@ static void spawn_run(struct rt_instance *in, struct rt_sandbox *sb)
 		spawn_failed(in, why);
 		return;
 	}
+	/* A new run of `in`: its pid is its own, and the supervisor reaps
+	 * it (rt_run_spawn_with registered it under that pid). */
+	assert(r->in == in && r->pid > 0 && !r->cold);
+	assert(rt_idmap_get(&s->runs, (uint64_t)r->pid) == r);
 	in->run = r;
 	in->pid = r->pid;
 	rt_cgroup_finish(s, in->cgroup);

@@ -238,6 +238,7 @@ void rt_sup_reap(struct rt_sup *s)
 			if (s->ev->call_exited != NULL)
 				s->ev->call_exited(r);
 		} else if (in != NULL && in->run == r) {
+			assert(in->pid == pid); /* the live run's pid */
 			drain_output(r);
 			if (r->ncur > 0)
 				last_line(r, "\n", 1);
