@@ -2,12 +2,12 @@
  * code.h - a function's code as it travels: content-addressed objects
  * (SHA-256), the manifest that lists a revision of code (its own hash is
  * the revision's identity), the rules for names and paths, the assembler
- * of the chunks an object arrives in, and the worker's side: the code a
- * start waits for, downloaded once per hash, unpacked per (hash, uid),
- * and removed when no instance uses it. Knows neither FUSE nor SQLite.
+ * of the chunks an object arrives in. Knows neither FUSE nor SQLite nor
+ * the worker: the worker's side (the code a start waits for) is
+ * runtime/worker/fetch.h.
  *
- * The pure parts (hashing, names, manifests, the assembler) serve the
- * controller (sched/code/code.c) too.
+ * These pure parts (hashing, names, manifests, the assembler) serve the
+ * controller (sched/code/code.c) and the worker (fetch.c).
  */
 #ifndef FNFS_RT_CODE_H
 #define FNFS_RT_CODE_H
@@ -98,51 +98,5 @@ int rt_code_asm_feed(struct rt_code_asm *a, const char *object, uint64_t off,
 
 /* Frees what `a` holds (not its fd). */
 void rt_code_asm_free(struct rt_code_asm *a);
-
-/* ================================================= the worker's side */
-
-struct rt_worker;
-struct rt_instance;
-
-/* Prepares the worker's code cache in DATA/cache/ID/code, once the
- * controller accepted this worker under its id (what a former run left
- * there is removed). Returns 0 or -errno (starts with code then fail). */
-int rt_code_init(struct rt_worker *w);
-
-/* Frees the cache's memory at exit (trees stay on disk until the next
- * start). */
-void rt_code_close(struct rt_worker *w);
-
-/* A `start` for `in` whose spec may name code: returns 0 when the start
- * may go on at once (no code, or its tree is ready: `*spec` is then a
- * new reference to the spec to start with, its "code_dir" set), or 1 when
- * it waits for the code (the reply to `seq` comes later, from
- * rt_worker_start or as a failure). */
-int rt_code_start(struct rt_worker *w, struct rt_instance *in, json_t **spec,
-		  long long revision, long long seq);
-
-/* A stop or removal of instance `id`: a start waiting for code is
- * dropped (its request answered ECANCELED). */
-void rt_code_cancel(struct rt_worker *w, const char *id);
-
-/* Instance `id` is gone: the tree it used is released. */
-void rt_code_release(struct rt_worker *w, const char *id);
-
-/* The controller's code messages (code.chunk, code.error). */
-void rt_code_on_message(struct rt_worker *w, const struct rt_msg *m);
-
-/* The worker registered again: downloads under way start over. */
-void rt_code_reconnected(struct rt_worker *w);
-
-/* Once a second: downloads silent too long fail. */
-void rt_code_tick(struct rt_worker *w);
-
-/* Starts `in` with `spec` (a new reference taken) at `revision`,
- * answering `seq` (worker.c). */
-void rt_worker_start(struct rt_worker *w, struct rt_instance *in, json_t *spec,
-		     long long revision, long long seq);
-
-/* Answers request `seq` with `err` (worker.c). */
-void rt_worker_reply(struct rt_worker *w, long long seq, int err);
 
 #endif

@@ -6,7 +6,8 @@
  * is the response in the same form. Pure functions over buffers, so that
  * they can be unit-tested and fuzzed; the parsing is Debian's http-parser
  * in HTTP_REQUEST mode. Shared by the controller (which refuses a
- * malformed message at the call's start) and the worker (runtime/worker/http.c).
+ * malformed message at the call's start) and the worker
+ * (runtime/worker/http.c).
  */
 #ifndef FNFS_RT_HTTPMSG_H
 #define FNFS_RT_HTTPMSG_H

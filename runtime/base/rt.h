@@ -2,8 +2,10 @@
  * rt.h - the runtime layer's shared helpers: growable buffers, clocks,
  * logging, a string-keyed hash map and key=value quoting.
  *
- * This is the bottom layer of fnfs. It knows neither FUSE nor SQLite; both
- * the controller (fs/, sched/) and, later, the worker use it.
+ * This is the bottom layer of fnfs. It knows neither FUSE nor SQLite nor
+ * the worker (no file of runtime/base/ includes one of runtime/worker/);
+ * both the controller (fs/, sched/) and the worker (runtime/worker/) use
+ * it.
  */
 #ifndef FNFS_RT_H
 #define FNFS_RT_H
@@ -160,17 +162,6 @@ size_t rt_utf8_char(const char *s, size_t n, unsigned *cp);
 
 /* Returns the symbolic name of a positive errno value ("EINVAL"). */
 const char *rt_errno_name(int err);
-
-/* ---- cgroup.c: cgroups of workers */
-
-/* Removes the empty cgroups (every hierarchy) that worker `worker_id` of the
- * controller `key` (its socket path, as given to the worker) left behind,
- * and then its root group if that is empty: for a worker that will not
- * come back to remove them (killed). Kills nothing: groups with members
- * stay. Retries up to `wait_ms` while some are busy (members dying), so
- * it may block that long. Returns 0 when nothing is left, -EBUSY. The
- * names carry $FNFS_CGROUP_TAG, as rt_cg_open_host gives them. */
-int rt_cgroup_prune(const char *worker_id, const char *key, int wait_ms);
 
 /* ---- sigpending.c */
 

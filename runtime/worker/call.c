@@ -57,7 +57,10 @@ void rt_call_finish(struct rt_call *c, const char *status, const char *reason,
 				 "instance", in->id, "epoch",
 				 (json_int_t)in->epoch),
 		       body, len);
-	/* Off the instance's list: a slot is free. */
+	/* Off the instance's list: a slot is free. The list and its counts
+	 * agree: `c` is on it, and a sent call is counted in nsent. */
+	assert((c->prev != NULL) != (in->calls == c));
+	assert(in->ncalls > 0 && (!c->sent || in->nsent > 0));
 	if (c->prev != NULL)
 		c->prev->next = c->next;
 	else
@@ -68,6 +71,7 @@ void rt_call_finish(struct rt_call *c, const char *status, const char *reason,
 	in->ncalls--;
 	if (c->sent)
 		in->nsent--;
+	assert(in->nsent >= 0 && in->nsent <= in->ncalls);
 	c->in = NULL;
 	rt_open_binds_cancel(c->opening);
 	c->opening = NULL;
@@ -364,6 +368,7 @@ void rt_call_start(struct rt_worker *w, struct rt_instance *in,
 		c->prev = t;
 	}
 	in->ncalls++;
+	assert(c->next == NULL && in->nsent <= in->ncalls);
 	rt_call_ready(in);
 }
 

@@ -2,6 +2,10 @@
  * cgroup.c - the groups that hold instance limits (memory, pids, cpu) on
  * cgroup v1 or v2; see cgroup.h. The mount point and this process's
  * /proc/self/cgroup are parameters, so that a fake tree can stand in.
+ * It is one file over 600 lines because both layouts (v1's hierarchy per
+ * controller, v2's one) go through the same steps: finding the roots,
+ * planning a group's limits, killing and removing groups each switch on
+ * cg->v2, and cut apart each piece would repeat that switch.
  */
 #include <dirent.h>
 #include <errno.h>

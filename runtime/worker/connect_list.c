@@ -2,6 +2,7 @@
  * connect_list.c - the worker's --connect list and where it connects next
  * (see connect_list.h). Pure: no I/O, no clock.
  */
+#include <assert.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -168,7 +169,9 @@ int rt_connect_parse_path(const char *path, struct rt_connect_list *l,
 
 void rt_connect_begin(struct rt_connect_list *l, uint64_t *rng)
 {
+	assert(l->n >= 1 && l->n <= RT_CONNECT_MAX); /* a parsed list */
 	l->cur = l->n > 1 ? rt_backoff_delay(l->n - 1, rng) : 0;
+	assert(l->cur >= 0 && l->cur < l->n);
 	l->on_leader = 0;
 	l->tried = 0;
 	l->redirects = 0;
@@ -177,6 +180,7 @@ void rt_connect_begin(struct rt_connect_list *l, uint64_t *rng)
 const struct rt_connect_target *
 rt_connect_target(const struct rt_connect_list *l)
 {
+	assert(l->on_leader || (l->cur >= 0 && l->cur < l->n));
 	return l->on_leader ? &l->leader : &l->list[l->cur];
 }
 
@@ -206,6 +210,8 @@ int rt_connect_failed(struct rt_connect_list *l, int was_registered,
 		l->tried = 0;
 		l->redirects = 0;
 	}
+	assert(delay >= 0 && l->retry_ms <= RT_CONNECT_RETRY_MAX_MS);
+	assert(l->tried < l->n);
 	if (round_over != NULL)
 		*round_over = over;
 	return delay;

@@ -15,7 +15,11 @@
  * ends it through rt_call_finish. A response to an id that is not the one
  * under way is 400 (InvalidRequestID), an init error after the first
  * /next 403 (InvalidStateTransition), as AWS answers them. Requests are
- * read with lambda_api.c (bounded); connections are kept alive.
+ * read with lambda_api.c (bounded); connections are kept alive. It is
+ * one file over 600 lines because its connections, the call a /next
+ * holds and the requests that answer it are one exchange whose state
+ * (the call under way, the /next that waits) every part reads; the
+ * parsing of requests is already lambda_api.c's.
  */
 #include <arpa/inet.h>
 #include <assert.h>

@@ -1,7 +1,11 @@
 /*
  * sandbox.c - a function's identity and sandbox (see sandbox.h): parsed
  * in the worker, applied in the child between fork and exec with calls
- * that are safe there, and the pid namespace's init.
+ * that are safe there, and the pid namespace's init. It is one file
+ * over 600 lines because the parse in the worker and the application in
+ * the child are the two halves of one struct rt_sandbox, side by side so
+ * that what is parsed and what is applied cannot drift apart; the view
+ * of the file system is sandbox_view.c's.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -2,6 +2,8 @@
  * silence.c - the worker's clock of the controller's silence (see
  * silence.h).
  */
+#include <assert.h>
+
 #include "silence.h"
 
 int rt_silence_timeout(const struct rt_silence *c)
@@ -30,6 +32,8 @@ int rt_silence_lost(struct rt_silence *c, int64_t now, int connected,
 		    int connecting)
 {
 	int limit = rt_silence_timeout(c);
+
+	assert(limit > 0); /* own, the controller's or the default */
 
 	if (connected) {
 		c->attempt_mono = 0;

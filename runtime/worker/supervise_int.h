@@ -1,10 +1,12 @@
 /*
  * supervise_int.h - what the supervisor's files share: supervise.c (the
  * instances and their runs), spawn.c (a run's process), child.c (the
- * child between vfork and exec) and instance_log.c. Private to them.
+ * child between vfork and exec), supervise_run.c (a run after its
+ * spawn) and instance_log.c. Private to them.
  */
 #ifndef FNFS_RT_SUPERVISE_INT_H
 #define FNFS_RT_SUPERVISE_INT_H
+#include <stdint.h>
 #include <sys/types.h>
 #include <uv.h>
 
@@ -60,5 +62,25 @@ struct rt_child_args {
  * cgroups, enters its sandbox, takes its user and execs `a->argv`; the
  * worker waits until it has exec'ed or died. Returns its pid or -1. */
 pid_t rt__start_child(const struct rt_child_args *a);
+
+/* Frees a run once its process is reaped and its pipes closed; what is
+ * left in its memory group goes with it (supervise_run.c). */
+void rt__run_release(struct rt_run *r);
+
+/* Kills a run's process and its group (a no-op once reaped: the pid may
+ * belong to another process then) (supervise_run.c). */
+void rt__run_kill(struct rt_run *r);
+
+/* Kills every process of `in` that is not its live run: those of its
+ * calls (supervise_run.c). */
+void rt__kill_other_runs(struct rt_instance *in);
+
+/* What follows the exit of `in`'s live run, `code` or signal `sig`: its
+ * restart policy, backoff or the end (supervise.c). */
+void rt__after_exit(struct rt_instance *in, int64_t code, int sig);
+
+/* Frees `in` once it is removed and no run or timer holds it
+ * (supervise.c). */
+void rt__free_if_unused(struct rt_instance *in);
 
 #endif

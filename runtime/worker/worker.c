@@ -7,11 +7,15 @@
  * a follower's `refused` to the leader it names (connect_list.h).
  * Its supervisor (supervise.c) reports through events that this file turns
  * into messages and replies; the replies a request waits for are kept
- * here, per instance (struct rt_waits).
+ * here, per instance (struct rt_waits). This file sends and handles the
+ * messages; worker_conn.c reads them off the connection and keeps it,
+ * worker_main.c has the command line, the ticks and the signals. It stays
+ * one file over 600 lines because the requests it handles, the waits
+ * they leave and the events that answer those waits are one state: cut
+ * apart, the waits would have to be shared by three files.
  */
 #include <assert.h>
 #include <errno.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,24 +23,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../base/code.h"
+#include "fetch.h"
 #include "http.h"
 #include "sandbox.h"
 #include "worker.h"
-
-/* A connection not registered this long after it was started (a connect
- * or a TLS handshake with no answer) is given up and tried again. */
-#define CONNECT_TIMEOUT_MS 5000
-/* The controller's messages are handled in slices of about this long:
- * a hundred starts at once (a failover) take the better part of a second,
- * and between slices the loop runs (the started reports go out as the
- * spawns proceed, pings are answered, exits reaped). */
-#define SLICE_MS		 10
-#define ORPHAN_TIMEOUT_DEFAULT_S 60
-
-static void conn_lost(struct rt_worker *w, const char *why);
-static void try_connect(struct rt_worker *w);
-static void maybe_exit(struct rt_worker *w, int give_up);
+#include "worker_int.h"
 
 /* ============================================================ sending */
 
@@ -240,7 +231,7 @@ static int late_cb(const char *key, void *value, void *arg)
 
 /* Fails the waits gathered by late_cb that are past their bound with
  * ETIMEDOUT. */
-static void answer_late(struct rt_worker *w)
+void rt__worker_answer_late(struct rt_worker *w)
 {
 	json_t *ids = json_array(), *v;
 	size_t i;
@@ -336,10 +327,10 @@ static void ev_removed(struct rt_instance *in)
 	answer(w, in->id, 0, ECANCELED, -1);
 	answer(w, in->id, 1, 0, -1);
 	assert(waits_get(w, in->id) == NULL);
-	maybe_exit(w, 0);
+	rt__worker_maybe_exit(w, 0);
 }
 
-static const struct rt_sup_events events = {
+const struct rt_sup_events rt__worker_events = {
 	.state = ev_state,
 	.spawned = ev_spawned,
 	.ready = ev_ready,
@@ -436,7 +427,7 @@ static int running_cb(const char *key, void *value, void *arg)
 	return 0;
 }
 
-static void send_register(struct rt_worker *w)
+void rt__worker_register(struct rt_worker *w)
 {
 	json_t *running = json_array(), *h;
 
@@ -453,9 +444,9 @@ static void send_register(struct rt_worker *w)
 
 /* ========================================================= shutting down */
 
-/* Stops every instance, then exits (see maybe_exit). Stopping
+/* Stops every instance, then exits (see rt__worker_maybe_exit). Stopping
  * may remove instances, so they are gathered before any is stopped. */
-static void shutdown_all(struct rt_worker *w, const char *why)
+void rt__worker_shutdown(struct rt_worker *w, const char *why)
 {
 	void **v;
 	size_t i, n;
@@ -474,14 +465,14 @@ static void shutdown_all(struct rt_worker *w, const char *why)
 		stop_instance(w, v[i], 0, 1);
 	}
 	free(v);
-	maybe_exit(w, 0);
+	rt__worker_maybe_exit(w, 0);
 }
 
 /* Ends the worker once it is shutting down and nothing is left: every
  * instance removed and every process it forked reaped, so that their
  * memory and groups go too. Processes that are not reaped within
  * RT_REAP_WAIT_MS of being the last thing left are given up (on_tick). */
-static void maybe_exit(struct rt_worker *w, int give_up)
+void rt__worker_maybe_exit(struct rt_worker *w, int give_up)
 {
 	int i;
 
@@ -562,7 +553,7 @@ static void refused_for_now(struct rt_worker *w, const struct rt_msg *m)
 		rt_log(RT_LOG_WARN,
 		       "worker %s: refused for now: %s; trying again", w->id,
 		       why);
-		conn_lost(w, "refused for now");
+		rt__worker_conn_lost(w, "refused for now");
 		return;
 	}
 	delay = rt_connect_redirect(&w->targets, leader, &w->rng, bad,
@@ -572,7 +563,7 @@ static void refused_for_now(struct rt_worker *w, const struct rt_msg *m)
 		       "worker %s: refused for now by %s: %s; not following "
 		       "the leader it names: %s",
 		       w->id, here, why, bad);
-		conn_lost(w, "refused for now");
+		rt__worker_conn_lost(w, "refused for now");
 		return;
 	}
 	rt_log(RT_LOG_INFO,
@@ -580,7 +571,7 @@ static void refused_for_now(struct rt_worker *w, const struct rt_msg *m)
 	       "to %s in %d ms",
 	       w->id, here, why, rt_connect_target(&w->targets)->text, delay);
 	w->next_delay_ms = delay;
-	conn_lost(w, "redirected to the leader");
+	rt__worker_conn_lost(w, "redirected to the leader");
 }
 
 /* Sets how many calls the controller sent `in`'s server itself are in
@@ -621,12 +612,12 @@ static int direct_expire_cb(const char *key, void *value, void *arg)
 	return 0;
 }
 
-static void direct_expire(struct rt_worker *w, int all)
+void rt__worker_direct_expire(struct rt_worker *w, int all)
 {
 	rt_map_each(&w->sup.instances, direct_expire_cb, &all);
 }
 
-static void handle(struct rt_worker *w, const struct rt_msg *m)
+void rt__worker_handle(struct rt_worker *w, const struct rt_msg *m)
 {
 	long long seq = rt_msg_int(m, "seq", 0);
 	const char *id = rt_msg_str(m, "instance");
@@ -673,7 +664,7 @@ static void handle(struct rt_worker *w, const struct rt_msg *m)
 		rt_log(RT_LOG_ERROR, "worker %s: refused: %s", w->id,
 		       why ? why : "?");
 		w->exit_code = 1;
-		shutdown_all(w, "refused by the controller");
+		rt__worker_shutdown(w, "refused by the controller");
 	} else if (strcmp(m->type, "start") == 0 && id != NULL) {
 		json_t *spec = json_object_get(m->header, "spec");
 
@@ -752,722 +743,10 @@ static void handle(struct rt_worker *w, const struct rt_msg *m)
 	} else if (strncmp(m->type, "code.", 5) == 0) {
 		rt_code_on_message(w, m);
 	} else if (strcmp(m->type, "shutdown") == 0) {
-		shutdown_all(w, "asked by the controller");
+		rt__worker_shutdown(w, "asked by the controller");
 	} else {
 		rt_log(RT_LOG_WARN, "worker %s: unknown message %s", w->id,
 		       m->type);
 		reply(w, seq, EOPNOTSUPP, NULL);
 	}
-}
-
-static void send_heartbeat(struct rt_worker *w, json_t *samples);
-static json_t *samples_of(struct rt_worker *w);
-static void on_resume(uv_idle_t *h);
-
-static int handle_cb(const struct rt_msg *m, void *arg)
-{
-	struct rt_worker *w = arg;
-
-	handle(w, m);
-	/* A long run of messages (100 starts of sandboxed instances take
-	 * seconds on a busy machine) keeps the loop from its tick: the
-	 * heartbeat goes out between them (frames wait for the end of the
-	 * loop's iteration otherwise), so the controller does not take this
-	 * worker for silent while it starts what it was given. */
-	if (w->connected && rt_mono_ms() - w->beat_mono >= RT_SAMPLE_MS) {
-		send_heartbeat(w, samples_of(w));
-		rt_wire_out_flush(&w->out); /* now, not after the run */
-	}
-	/* Stop when the connection ended while handling. */
-	if (!w->connected && !w->connecting)
-		return 1;
-	/* The rest in the next slice (on_resume), after the loop has run. */
-	return rt_mono_ms() - w->slice_t0 >= SLICE_MS ? RT_WIRE_PAUSE : 0;
-}
-
-/* Decodes `n` bytes of frames and handles them, with what a slice left
- * in `in` first. */
-static void frames(struct rt_worker *w, const char *data, size_t n)
-{
-	struct rt_buf why = { 0 };
-	int rc;
-
-	w->slice_t0 = rt_mono_ms();
-	rc = rt_wire_feed(&w->in, data, n, handle_cb, w, &why);
-	if (rc == RT_WIRE_PAUSE && !w->closed)
-		uv_idle_start(&w->resume, on_resume);
-	else
-		uv_idle_stop(&w->resume);
-	if (rc < 0) {
-		rt_log(RT_LOG_ERROR,
-		       "worker %s: bad message from the controller: %s", w->id,
-		       why.data ? why.data : "?");
-		conn_lost(w, "protocol error");
-	}
-	rt_buf_free(&why);
-}
-
-/* The next slice of the messages already read. */
-static void on_resume(uv_idle_t *h)
-{
-	struct rt_worker *w = h->data;
-
-	if (!w->connected && !w->connecting) {
-		uv_idle_stop(h); /* lost meanwhile: `in` was emptied */
-		return;
-	}
-	frames(w, NULL, 0);
-}
-
-/* Bytes of a TLS connection: the handshake, at whose end the controller's
- * certificate is checked (chain to --ca by OpenSSL, role here), then
- * frames. */
-static void tls_read(struct rt_worker *w, const char *data, size_t n)
-{
-	struct rt_buf why = { 0 };
-	struct rt_cert_info ci;
-	int rc;
-
-	rc = rt_tls_feed(&w->tls, data, n, &w->plain, &why);
-	if (rc < 0) {
-		if (rc != -EPIPE) /* not a close_notify */
-			rt_log(RT_LOG_ERROR, "worker %s: TLS with %s: %s",
-			       w->id, rt_connect_target(&w->targets)->text,
-			       why.data ? why.data : "error");
-		conn_lost(w, rc == -EPIPE ? "closed" : "TLS error");
-		goto out;
-	}
-	if (rc == 1) {
-		rt_buf_reset(&why);
-		if (rt_tls_peer_check(&w->tls, RT_CA_ROLE_CONTROLLER, &ci,
-				      &why) < 0) {
-			rt_log(RT_LOG_ERROR,
-			       "worker %s: %s is no controller of this "
-			       "cluster: %s",
-			       w->id, rt_connect_target(&w->targets)->text,
-			       why.data);
-			conn_lost(w, "not the controller");
-			goto out;
-		}
-		rt_log(RT_LOG_INFO, "worker %s: TLS session with %s %s", w->id,
-		       rt_connect_target(&w->targets)->text,
-		       rt_tls_resumed(&w->tls) ? "resumed"
-					       : "new (not resumed)");
-	}
-	if (w->plain.len > 0) {
-		frames(w, w->plain.data, w->plain.len);
-		rt_buf_reset(&w->plain);
-	}
-	if (w->tls.closed)
-		conn_lost(w, "closed");
-out:
-	rt_buf_free(&why);
-}
-
-static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf)
-{
-	struct rt_worker *w = s->data;
-
-	if (n < 0) {
-		conn_lost(w, n == UV_EOF ? "closed" : uv_strerror((int)n));
-		return;
-	}
-	if (w->tls.ssl != NULL)
-		tls_read(w, buf->base, (size_t)n);
-	else
-		frames(w, buf->base, (size_t)n);
-}
-
-/* ========================================================= connection */
-
-static void on_retry(uv_timer_t *t)
-{
-	try_connect(t->data);
-}
-
-static void conn_closed(uv_handle_t *h)
-{
-	struct rt_worker *w = h->data;
-	char from[RT_CONNECT_TEXT_MAX];
-	int delay, over = 0;
-
-	rt_tls_free(&w->tls);
-	rt_buf_reset(&w->plain);
-	if (w->shutting_down)
-		return;
-	if (rt_mono_ms() - w->lost_mono > w->orphan_timeout_ms) {
-		shutdown_all(w, "no controller within the orphan timeout");
-		return;
-	}
-	if (w->next_delay_ms >= 0) {
-		/* A redirect: rt_connect_redirect chose the target. */
-		delay = w->next_delay_ms;
-		w->next_delay_ms = -1;
-	} else {
-		/* The next controller of the list; between full rounds (and
-		 * after a registered connection was lost) full jitter, so
-		 * that the workers that lost one controller do not all come
-		 * back in the same instant. */
-		snprintf(from, sizeof(from), "%s",
-			 rt_connect_target(&w->targets)->text);
-		delay = rt_connect_failed(&w->targets, w->was_registered,
-					  &w->rng, &over);
-		if (w->targets.n > 1 ||
-		    strcmp(from, rt_connect_target(&w->targets)->text) != 0)
-			rt_log(RT_LOG_INFO,
-			       "worker %s: %s with %s (%s); trying %s%s in %d "
-			       "ms",
-			       w->id,
-			       w->was_registered ? "lost the connection"
-						 : "no registration",
-			       from, w->lost_why ? w->lost_why : "?",
-			       rt_connect_target(&w->targets)->text,
-			       over && !w->was_registered
-				       ? " (every controller tried: backoff)"
-				       : "",
-			       delay);
-	}
-	w->was_registered = 0;
-	uv_timer_start(&w->retry, on_retry, (uint64_t)delay, 0);
-}
-
-static void conn_lost(struct rt_worker *w, const char *why)
-{
-	if (!w->connected && !w->connecting)
-		return;
-	if (w->connected)
-		rt_log(RT_LOG_WARN, "worker %s: lost the controller %s: %s",
-		       w->id, rt_connect_target(&w->targets)->text, why);
-	if (w->lost_mono == 0)
-		w->lost_mono = rt_mono_ms();
-	w->was_registered = w->connected;
-	w->lost_why = why;
-	w->connected = w->connecting = 0;
-	rt_buf_reset(&w->in);
-	rt_wire_out_flush(&w->out);
-	rt_wire_out_transport(&w->out, NULL, NULL);
-	uv_close(&w->conn.handle, conn_closed);
-}
-
-static void on_connect(uv_connect_t *req, int status)
-{
-	struct rt_worker *w = req->data;
-	SSL_SESSION *last;
-	int rc = 0;
-
-	if (status == UV_ECANCELED)
-		return; /* the handle is being closed already */
-	if (status < 0) {
-		w->connected = 0;
-		w->connecting = 1; /* so conn_lost closes the handle */
-		conn_lost(w, uv_strerror(status));
-		return;
-	}
-	if (w->tcp)
-		rt_tcp_tune(&w->conn.tcp);
-	if (w->tls_ctx != NULL) {
-		/* Offer the last session (a TLS 1.3 ticket) to resume. */
-		last = rt_tls_session(w->tls_ctx);
-		rc = rt_tls_start(&w->tls, w->tls_ctx, 0, last,
-				  &w->conn.stream);
-		SSL_SESSION_free(last);
-		if (rc < 0) {
-			conn_lost(w, "out of memory");
-			return;
-		}
-		rt_wire_out_transport(&w->out, rt_tls_send, &w->tls);
-	}
-	uv_read_start(&w->conn.stream, rt_read_alloc, on_read);
-	send_register(w); /* over TLS: sent once the handshake is over */
-}
-
-static void on_connect_timeout(uv_timer_t *t)
-{
-	struct rt_worker *w = t->data;
-
-	if (!w->connecting || w->connected)
-		return;
-	rt_log(RT_LOG_WARN,
-	       "worker %s: no answer from %s within %d ms; trying again", w->id,
-	       rt_connect_target(&w->targets)->text, CONNECT_TIMEOUT_MS);
-	conn_lost(w, "no answer within the connect timeout");
-}
-
-static void try_connect(struct rt_worker *w)
-{
-	const struct rt_connect_target *t = rt_connect_target(&w->targets);
-	int rc;
-
-	if (w->shutting_down)
-		return;
-	w->connect_req.data = w;
-	w->connecting = 1;
-	/* The retry timer is idle while connecting: it bounds the attempt
-	 * (conn_closed starts it again for the next one). */
-	uv_timer_start(&w->retry, on_connect_timeout, CONNECT_TIMEOUT_MS, 0);
-	if (w->tcp) {
-		uv_tcp_init(w->loop, &w->conn.tcp);
-		w->conn.tcp.data = w;
-		rc = uv_tcp_connect(&w->connect_req, &w->conn.tcp,
-				    (const struct sockaddr *)&t->addr,
-				    on_connect);
-		if (rc < 0)
-			conn_lost(w, uv_strerror(rc));
-		return;
-	}
-	uv_pipe_init(w->loop, &w->conn.pipe, 0);
-	w->conn.pipe.data = w;
-	uv_pipe_connect(&w->connect_req, &w->conn.pipe, t->text, on_connect);
-}
-
-/* ============================================================== ticks */
-
-static int sample_cb(const char *key, void *value, void *arg)
-{
-	struct rt_instance *in = value;
-	json_t *o;
-
-	(void)key;
-	if (in->run == NULL || in->pid <= 0)
-		return 0; /* nothing to sample: no process */
-	rt_instance_sample(in);
-	o = json_pack("{s:s, s:i, s:I, s:I, s:I}", "instance", in->id, "pid",
-		      (int)in->pid, "cpu_ms",
-		      (json_int_t)(in->cpu_seconds * 1000), "rss",
-		      (json_int_t)in->rss_bytes, "epoch",
-		      (json_int_t)in->epoch);
-	json_array_append_new(arg, o);
-	return 0;
-}
-
-/* Sends a heartbeat with `samples` (the instances', taken over). */
-static void send_heartbeat(struct rt_worker *w, json_t *samples)
-{
-	w->beat_mono = rt_mono_ms();
-	rt_worker_send(w,
-		       json_pack("{s:s, s:o}", "type", "heartbeat", "samples",
-				 samples),
-		       NULL, 0);
-}
-
-/* The instances' samples, for a heartbeat. */
-static json_t *samples_of(struct rt_worker *w)
-{
-	json_t *samples = json_array();
-
-	rt_map_each(&w->sup.instances, sample_cb, samples);
-	return samples;
-}
-
-static void on_tick(uv_timer_t *t)
-{
-	struct rt_worker *w = t->data;
-	json_t *samples = samples_of(w);
-
-	rt_sup_collect(&w->sup);
-	rt_code_tick(w);
-	direct_expire(w, !w->connected);
-	answer_late(w);
-	if (w->connected)
-		send_heartbeat(w, samples);
-	else
-		json_decref(samples);
-	/* Only a registered connection's silence: an attempt (connect,
-	 * handshake, registration) has its own bound, CONNECT_TIMEOUT_MS,
-	 * on the retry timer. */
-	if (rt_silence_lost(&w->silence, rt_mono_ms(), w->connected, 0)) {
-		/* A partition, or a frozen controller: the connection looks
-		 * open, and nothing comes. The orphan timeout counts from
-		 * the last frame heard. */
-		rt_log(RT_LOG_WARN,
-		       "worker %s: nothing from the controller for %d ms",
-		       w->id, rt_silence_timeout(&w->silence));
-		if (w->connected && w->lost_mono == 0)
-			w->lost_mono = w->silence.heard_mono;
-		conn_lost(w, "the controller is silent");
-	}
-	if (!w->connected && w->lost_mono &&
-	    rt_mono_ms() - w->lost_mono > w->orphan_timeout_ms)
-		shutdown_all(w, "no controller within the orphan timeout");
-	if (w->reap_wait_mono != 0 &&
-	    rt_mono_ms() - w->reap_wait_mono > RT_REAP_WAIT_MS)
-		maybe_exit(w, 1);
-}
-
-static void on_sigchld(uv_signal_t *s, int signum)
-{
-	struct rt_worker *w = s->data;
-
-	(void)signum;
-	rt_sup_reap(&w->sup);
-	maybe_exit(w, 0);
-}
-
-static void on_signal(uv_signal_t *s, int signum)
-{
-	shutdown_all(s->data, strsignal(signum));
-}
-
-/* ======================================================= command line */
-
-static const char worker_usage[] =
-	"usage: fnfs worker --connect SOCKET[,SOCKET...] --id ID --memory MB\n"
-	"                   [--tags a,b] [--namespaces tenant/ns,...]\n"
-	"                   [--orphan-timeout S] [--heartbeat-timeout MS]\n"
-	"                   [--data DIR] [--simulate]\n"
-	"       fnfs worker --connect tls://IP:PORT[,IP:PORT...] --ca CA.pem\n"
-	"                   --cert ID.pem --key ID.key --data DIR --id ID\n"
-	"                   --memory MB ...\n"
-	"       fnfs worker --connect tcp://IP:PORT[,IP:PORT...] --insecure\n"
-	"                   --data DIR --id ID --memory MB ...\n"
-	"A list names the controllers of a cluster: they are tried in turn,\n"
-	"from a random one, and a follower's answer leads to the leader.\n";
-
-/* What --connect says: a Unix socket's path, tls://IP:PORT or
- * tcp://IP:PORT, or a list of them (connect_list.h). Fills w->targets
- * and w->tcp; returns 0 (1 for tls://), or -1 having said why. */
-static int parse_connect(struct rt_worker *w)
-{
-	char why[256];
-	struct stat st;
-	int rc;
-
-	/* A socket whose path has a comma (its controller's --data) is
-	 * one, not a list. */
-	if (strchr(w->sock_path, ',') != NULL &&
-	    strstr(w->sock_path, "://") == NULL &&
-	    stat(w->sock_path, &st) == 0 && S_ISSOCK(st.st_mode))
-		rc = rt_connect_parse_path(w->sock_path, &w->targets, why,
-					   sizeof(why));
-	else
-		rc = rt_connect_parse(w->sock_path, &w->targets, why,
-				      sizeof(why));
-	if (rc < 0) {
-		fprintf(stderr, "fnfs worker: --connect %s: %s\n", w->sock_path,
-			why);
-		return -1;
-	}
-	w->tcp = w->targets.scheme != RT_CONNECT_UNIX;
-	return w->targets.scheme == RT_CONNECT_TLS;
-}
-
-/* Checks the transport options and makes the TLS context. Returns 0, or
- * 2 (usage) / 1 (files) having said why. */
-static int setup_transport(struct rt_worker *w, const char *ca,
-			   const char *cert, const char *key, int insecure,
-			   const char *data_opt)
-{
-	struct rt_buf why = { 0 };
-	int tls = parse_connect(w), rc = 0;
-
-	if (tls < 0)
-		return 2;
-	if (tls && (ca == NULL || cert == NULL || key == NULL)) {
-		fprintf(stderr, "fnfs worker: tls:// needs --ca, --cert and "
-				"--key (fnfs ca issue makes them)\n");
-		return 2;
-	}
-	if (!tls && (ca || cert || key)) {
-		fprintf(stderr, "fnfs worker: --ca, --cert and --key go with "
-				"--connect tls://\n");
-		return 2;
-	}
-	if (w->tcp && !tls && !insecure) {
-		fprintf(stderr,
-			"fnfs worker: tcp:// is plain TCP, neither "
-			"authenticated nor encrypted: add --insecure (tests "
-			"and loopback only), or use tls://\n");
-		return 2;
-	}
-	if (insecure && (!w->tcp || tls)) {
-		fprintf(stderr, "fnfs worker: --insecure goes with "
-				"--connect tcp://\n");
-		return 2;
-	}
-	if (w->tcp && data_opt == NULL) {
-		fprintf(stderr,
-			"fnfs worker: --connect %s needs --data DIR "
-			"(where instance logs go on this machine)\n",
-			w->sock_path);
-		return 2;
-	}
-	if (tls &&
-	    rt_tls_ctx_files(&w->tls_ctx, 0, ca, cert, key, NULL, &why) < 0) {
-		fprintf(stderr, "fnfs worker: %s\n",
-			why.data ? why.data : "no TLS");
-		rc = 1;
-	}
-	if (rc == 0 && insecure)
-		fprintf(stderr,
-			"fnfs worker: WARNING: --insecure: plain TCP to %s, "
-			"neither authenticated nor encrypted (tests and "
-			"loopback only)\n",
-			w->sock_path);
-	rt_buf_free(&why);
-	return rc;
-}
-
-/* Splits "a,b" into a JSON array, checking each item with `valid`. */
-static json_t *split_list(const char *s, int ns)
-{
-	json_t *a = json_array();
-	char *copy = strdup(s), *tok, *save = NULL;
-
-	for (tok = strtok_r(copy, ",", &save); tok != NULL;
-	     tok = strtok_r(NULL, ",", &save)) {
-		char *slash = strchr(tok, '/');
-		int ok;
-
-		if (ns) {
-			ok = slash != NULL && strchr(slash + 1, '/') == NULL;
-			if (ok) {
-				*slash = '\0';
-				ok = rt_name_valid(tok) &&
-				     rt_name_valid(slash + 1);
-				*slash = '/';
-			}
-		} else {
-			ok = rt_name_valid(tok);
-		}
-		if (!ok) {
-			fprintf(stderr, "fnfs worker: bad %s \"%s\"\n",
-				ns ? "namespace (want tenant/ns)" : "tag", tok);
-			json_decref(a);
-			free(copy);
-			return NULL;
-		}
-		json_array_append_new(a, json_string(tok));
-	}
-	free(copy);
-	return a;
-}
-
-static int parse_int_arg(const char *s, long lo, long hi, int *out)
-{
-	char *end;
-	long v = strtol(s, &end, 10);
-
-	if (*s == '\0' || *end != '\0' || v < lo || v > hi)
-		return -1;
-	*out = (int)v;
-	return 0;
-}
-
-int rt_worker_main(int argc, char **argv)
-{
-	static const struct option longopts[] = {
-		{ "connect", required_argument, NULL, 'c' },
-		{ "id", required_argument, NULL, 'i' },
-		{ "memory", required_argument, NULL, 'm' },
-		{ "tags", required_argument, NULL, 't' },
-		{ "namespaces", required_argument, NULL, 'n' },
-		{ "orphan-timeout", required_argument, NULL, 'o' },
-		{ "heartbeat-timeout", required_argument, NULL, 'T' },
-		{ "simulate", no_argument, NULL, 's' },
-		{ "data", required_argument, NULL, 'd' },
-		{ "ca", required_argument, NULL, 'A' },
-		{ "cert", required_argument, NULL, 'C' },
-		{ "key", required_argument, NULL, 'K' },
-		{ "insecure", no_argument, NULL, 'I' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	static const int signums[3] = { SIGTERM, SIGINT, SIGHUP };
-	struct rt_worker w;
-	uv_loop_t loop;
-	struct rt_buf dir = { 0 }, data = { 0 };
-	const char *data_opt = NULL, *ca = NULL, *cert = NULL, *key = NULL;
-	int c, i, rc, orphan_s = ORPHAN_TIMEOUT_DEFAULT_S, simulate = 0;
-	int insecure = 0;
-	char *slash;
-
-	memset(&w, 0, sizeof(w));
-	w.tags = json_array();
-	w.namespaces = json_array();
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "+h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'c': w.sock_path = optarg; break;
-		case 'i': w.id = optarg; break;
-		case 'm':
-			if (parse_int_arg(optarg, 1, 1L << 30, &w.memory_mb) <
-			    0) {
-				fprintf(stderr,
-					"fnfs worker: --memory wants MB, "
-					"a positive integer\n");
-				rc = 2;
-				goto done;
-			}
-			break;
-		case 't':
-		case 'n':
-			json_decref(c == 't' ? w.tags : w.namespaces);
-			if (c == 't')
-				w.tags = split_list(optarg, 0);
-			else
-				w.namespaces = split_list(optarg, 1);
-			if ((c == 't' ? w.tags : w.namespaces) == NULL) {
-				rc = 2;
-				goto done;
-			}
-			break;
-		case 'o':
-			if (parse_int_arg(optarg, 1, 86400 * 7, &orphan_s) <
-			    0) {
-				fprintf(stderr, "fnfs worker: --orphan-timeout "
-						"wants seconds\n");
-				rc = 2;
-				goto done;
-			}
-			break;
-		case 'T':
-			if (parse_int_arg(optarg, 1, 3600000,
-					  &w.silence.own_ms) < 0) {
-				fprintf(stderr,
-					"fnfs worker: --heartbeat-timeout "
-					"wants ms, from 1 to 3600000\n");
-				rc = 2;
-				goto done;
-			}
-			break;
-		case 's': simulate = 1; break;
-		case 'd': data_opt = optarg; break;
-		case 'A': ca = optarg; break;
-		case 'C': cert = optarg; break;
-		case 'K': key = optarg; break;
-		case 'I': insecure = 1; break;
-		case 'h':
-			fputs(worker_usage, stdout);
-			rc = 0;
-			goto done;
-		default:
-			fputs(worker_usage, stderr);
-			rc = 2;
-			goto done;
-		}
-	}
-	if (w.sock_path == NULL || w.id == NULL || w.memory_mb == 0 ||
-	    optind != argc) {
-		fputs(worker_usage, stderr);
-		rc = 2;
-		goto done;
-	}
-	if (!rt_name_valid(w.id)) {
-		fprintf(stderr,
-			"fnfs worker: bad id \"%s\": 1 to 63 of "
-			"[A-Za-z0-9._-], starting with a letter or digit\n",
-			w.id);
-		rc = 2;
-		goto done;
-	}
-	rc = setup_transport(&w, ca, cert, key, insecure, data_opt);
-	if (rc != 0)
-		goto done;
-	/* Its files (logs of instances) go in --data, by default next to
-	 * the socket, in the controller's data directory (over TCP it is
-	 * required: the controller's is on another machine). */
-	if (data_opt != NULL) {
-		rt_buf_puts(&data, data_opt);
-	} else {
-		rt_buf_puts(&data, w.targets.list[0].text);
-		slash = strrchr(data.data, '/');
-		data.len = slash ? (size_t)(slash - data.data) : 0;
-		data.data[data.len] = '\0';
-		if (data.len == 0)
-			rt_buf_puts(&data, ".");
-	}
-	if (mkdir(data.data, 0700) < 0 && errno != EEXIST) {
-		fprintf(stderr, "fnfs worker: cannot create %s: %s\n",
-			data.data, strerror(errno));
-		rt_buf_free(&data);
-		rc = 1;
-		goto done;
-	}
-	w.orphan_timeout_ms = orphan_s * 1000;
-	signal(SIGPIPE, SIG_IGN);
-	rt_close_fds(-1);
-	uv_loop_init(&loop);
-	w.loop = &loop;
-	rt_sup_init(&w.sup, &loop, &events, &w);
-	w.sup.simulate = simulate;
-
-	w.data_dir = data.data;
-	/* No function binds the worker's files (sandbox.h). */
-	if (rt_sandbox_reserve(data.data) < 0)
-		rt_log(RT_LOG_WARN, "out of memory");
-	rt_buf_printf(&dir, "%s/logs", data.data);
-	mkdir(dir.data, 0700);
-	rt_buf_printf(&dir, "/%s", w.id);
-	mkdir(dir.data, 0700);
-	w.sup.log_dir = dir.data;
-	if (!simulate)
-		rt_cg_open_host(&w.sup.cg, w.id, w.sock_path);
-	if (!rt_cg_has(&w.sup.cg, RT_CG_MEMORY) && !simulate)
-		rt_log(RT_LOG_INFO,
-		       "worker %s: no memory cgroup; RSS sampling "
-		       "enforces memory limits",
-		       w.id);
-	if (!rt_cg_has(&w.sup.cg, RT_CG_PIDS) && !simulate)
-		rt_log(RT_LOG_WARN,
-		       "worker %s: no pids cgroup; pids limits are not "
-		       "enforced",
-		       w.id);
-	if (!rt_cg_has(&w.sup.cg, RT_CG_CPU) && !simulate)
-		rt_log(RT_LOG_WARN,
-		       "worker %s: no cpu cgroup; cpu limits are not "
-		       "enforced",
-		       w.id);
-
-	w.next_delay_ms = -1;
-	w.rng = (uint64_t)rt_mono_ms() * 0x9E3779B97F4A7C15ull ^
-		(uint64_t)getpid() << 32 ^ (uint64_t)rt_now_ms();
-	rt_connect_begin(&w.targets, &w.rng);
-	if (w.targets.n > 1)
-		rt_log(RT_LOG_INFO, "worker %s: %d controllers to try, from %s",
-		       w.id, w.targets.n, rt_connect_target(&w.targets)->text);
-	rt_wire_flusher_start(&w.flusher, &loop);
-	rt_wire_out_init(&w.out, &w.flusher, (uv_stream_t *)&w.conn);
-	uv_timer_init(&loop, &w.tick);
-	w.tick.data = &w;
-	uv_timer_init(&loop, &w.retry);
-	w.retry.data = &w;
-	uv_idle_init(&loop, &w.resume);
-	w.resume.data = &w;
-	uv_timer_start(&w.tick, on_tick, RT_SAMPLE_MS, RT_SAMPLE_MS);
-	for (i = 0; i < 3; i++) {
-		uv_signal_init(&loop, &w.sig[i]);
-		w.sig[i].data = &w;
-		uv_signal_start(&w.sig[i], on_signal, signums[i]);
-	}
-	uv_signal_init(&loop, &w.sigchld);
-	w.sigchld.data = &w;
-	uv_signal_start(&w.sigchld, on_sigchld, SIGCHLD);
-	w.lost_mono = rt_mono_ms(); /* counts until the first registration */
-	try_connect(&w);
-	uv_run(&loop, UV_RUN_DEFAULT);
-	if (uv_loop_close(&loop) != 0)
-		rt_log(RT_LOG_WARN, "worker %s: loop closed with live handles",
-		       w.id);
-	/* Every instance is gone (maybe_exit waited for that); what is
-	 * left is memory and the groups of processes that died late. */
-	rt_sup_free(&w.sup, RT_CGROUP_WAIT_MS);
-	assert(w.waits.count == 0);
-	rt_map_free(&w.waits);
-	rt_code_close(&w);
-	rt_buf_free(&w.in);
-	rt_buf_free(&w.out.pending);
-	rt_tls_free(&w.tls);
-	rt_buf_free(&w.plain);
-	SSL_CTX_free(w.tls_ctx);
-	json_decref(w.tags);
-	json_decref(w.namespaces);
-	rt_buf_free(&data);
-	rt_log(RT_LOG_INFO, "worker %s: exited", w.id);
-	return w.exit_code;
-done:
-	/* A usage error or --help: nothing was started. */
-	SSL_CTX_free(w.tls_ctx);
-	json_decref(w.tags);
-	json_decref(w.namespaces);
-	return rc;
 }

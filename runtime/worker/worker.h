@@ -165,6 +165,17 @@ void rt_call_cold_exited(struct rt_run *r);
 /* Reads a calls process's stdout (a libuv read callback). */
 void rt_call_on_output(uv_stream_t *s, ssize_t n, const uv_buf_t *buf);
 
+/* ---- cgroup.c: what the controller cleans up after a killed worker */
+
+/* Removes the empty cgroups (every hierarchy) that worker `worker_id` of the
+ * controller `key` (its socket path, as given to the worker) left behind,
+ * and then its root group if that is empty: for a worker that will not
+ * come back to remove them (killed). Kills nothing: groups with members
+ * stay. Retries up to `wait_ms` while some are busy (members dying), so
+ * it may block that long. Returns 0 when nothing is left, -EBUSY. The
+ * names carry $FNFS_CGROUP_TAG, as rt_cg_open_host gives them. */
+int rt_cgroup_prune(const char *worker_id, const char *key, int wait_ms);
+
 /* The main of `fnfs worker`. Returns the exit code. */
 int rt_worker_main(int argc, char **argv);
 

@@ -23,6 +23,7 @@
 #include "../workers/reports.h"
 #include "../workers/requests.h"
 #include "../workers/workers.h"
+#include "../../runtime/worker/worker.h"
 
 /* How long an unmount waits for the cluster journal's last lines. */
 #define JOURNAL_FLUSH_MS 2000

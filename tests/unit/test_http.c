@@ -2,8 +2,9 @@
  * test_http.c - the HTTP message form (runtime/base/httpmsg.c): detection,
  * parsing and its refusals, the response written back; the request's
  * headers for curl and the mapping of a transfer's end to a call's status
- * (runtime/worker/http.c); and libcurl's multi on a libuv loop (runtime/base/curluv.c)
- * against a small server on the same loop, with its keep-alive.
+ * (runtime/worker/http.c); and libcurl's multi on a libuv loop
+ * (runtime/base/curluv.c) against a small server on the same loop, with its
+ * keep-alive.
  */
 #include <arpa/inet.h>
 #include <dirent.h>

@@ -1,6 +1,7 @@
 /*
  * loop.h - what pid 1 of a function's sandbox does, shared by the static
- * init program (fnfs-init.c) and fnfs's own fallback (runtime/worker/sandbox.c).
+ * init program (fnfs-init.c) and fnfs's own fallback
+ * (runtime/worker/sandbox.c).
  */
 #ifndef FNFS_INIT_LOOP_H
 #define FNFS_INIT_LOOP_H

@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../worker/supervise.h"
+#include "supervise.h"
 
 int rt_proc_sample(pid_t pid, double *cpu_seconds, long long *rss_bytes)
 {
