@@ -9,6 +9,9 @@
 #                        model's debug checks, FNFS_DEBUG; DEBUG=1 alone
 #                        adds those to any build)
 #   make lint            clang-format check, cppcheck, shellcheck
+#   make before          build commit BEFORE (default 4d5d6d4, before issue
+#                        24's restructuring) into build/before/fnfs, for
+#                        the benches' --baseline (scripts/bench/compare)
 #   make install         PREFIX=/usr/local DESTDIR=: fnfs, fnfs(1), fnfs.service
 
 PREFIX ?= /usr/local
@@ -64,7 +67,7 @@ LIB_OBJ := $(patsubst %.c,$(B)/%.o,$(RUNTIME_SRC) $(SCHED_SRC)) \
 FS_OBJ := $(patsubst %.c,$(B)/%.o,$(FS_SRC))
 UNIT_OBJ := $(patsubst %.c,$(B)/%.o,$(UNIT_SRC))
 
-.PHONY: all run test check-fast unit integration lint install uninstall clean deps FORCE
+.PHONY: all run test check-fast unit integration lint install uninstall clean deps before FORCE
 
 all: fnfs
 
@@ -141,10 +144,27 @@ lint:
 		--suppress=missingIncludeSystem \
 		fs sched runtime tests/unit
 	shellcheck -x scripts/install-deps scripts/demo scripts/demo-banner tests/run \
-		tests/integration/*.sh .ci/run $(wildcard scripts/bench/fs-latency scripts/bench/calls scripts/bench/sandbox scripts/bench/status-callers scripts/bench/remote scripts/bench/lambda scripts/bench/http scripts/bench/concurrency scripts/bench/etcd-put scripts/bench/etcd-write scripts/bench/forward scripts/bench/scale-etcd scripts/bench/failover-etcd scripts/bench/restart scripts/bench/scale scripts/bench/failover)
+		tests/integration/*.sh .ci/run $(wildcard scripts/bench/fs-latency scripts/bench/calls scripts/bench/sandbox scripts/bench/status-callers scripts/bench/remote scripts/bench/lambda scripts/bench/http scripts/bench/concurrency scripts/bench/etcd-put scripts/bench/etcd-write scripts/bench/forward scripts/bench/scale-etcd scripts/bench/failover-etcd scripts/bench/restart scripts/bench/scale scripts/bench/failover scripts/bench/compare)
 	@# The man page: groff says nothing when it is well formed.
 	@out=$$(groff -man -ww -z -Tutf8 docs/fnfs.1 2>&1); \
 		if [ -n "$$out" ]; then echo "$$out"; exit 1; fi
+
+# The binary before issue 24's restructuring, built from a `git archive`
+# of that commit in build/before/src (the working tree is not touched);
+# build/before/commit records which commit build/before/fnfs is.
+BEFORE ?= 4d5d6d4
+before:
+	@mkdir -p build/before
+	@set -e; c=$$(git rev-parse --verify '$(BEFORE)^{commit}'); \
+	if [ -x build/before/fnfs ] && [ "$$(cat build/before/commit 2>/dev/null)" = "$$c" ]; then \
+		echo "build/before/fnfs is $$c"; exit 0; fi; \
+	rm -rf build/before/src build/before/fnfs build/before/commit; \
+	mkdir -p build/before/src; \
+	git archive "$$c" | tar -x -C build/before/src; \
+	$(MAKE) --no-print-directory -C build/before/src fnfs; \
+	cp build/before/src/fnfs build/before/fnfs; \
+	echo "$$c" > build/before/commit; \
+	echo "built build/before/fnfs from $$c"
 
 # The unit's ExecStart names the installed binary.
 install: fnfs
