@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "fs.h"
-#include "../sched/cluster/forward.h"
 
 /* As ops.c's WRITE_MAX: a command is a word. */
 #define FWD_WRITE_MAX (256u << 10)

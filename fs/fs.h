@@ -10,7 +10,6 @@
 #include <sys/stat.h>
 #include <uv.h>
 
-#include "../sched/model/quota.h"
 #include "../sched/sched.h"
 
 /* ================================================================== nodes
@@ -85,8 +84,9 @@ struct fs_node {
 /* The mounted filesystem and its loop. One per process. */
 struct fs {
 	struct sched *sched;	   /* the model; owned */
-	struct presence *presence; /* a cluster's controller: its key in
-				      etcd (sched/cluster/etcd/presence.h); owned */
+	struct presence *presence; /* a cluster's controller: its key
+				      in etcd (cluster/etcd/presence.h);
+				      owned */
 	struct fuse_session *se;   /* owned */
 	uv_loop_t *loop;	   /* not owned */
 	uv_poll_t poll;		   /* on the FUSE device */

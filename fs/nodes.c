@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "fs.h"
-#include "../sched/model/write.h"
 
 /* Flags of a kind. */
 #define NODE_NOSIZE 1 /* content comes from workers: size shown as 0 */

@@ -10,9 +10,6 @@
 #include <string.h>
 
 #include "fs.h"
-#include "../sched/cluster/forward.h"
-#include "../sched/model/partial.h"
-#include "../sched/model/write.h"
 
 /* How long the kernel may cache names and attributes, in seconds. Names
  * change only through this filesystem, which the kernel sees; attributes
