@@ -100,13 +100,16 @@ void fs_reply_entry(fuse_req_t req, const struct fs_node *n);
  * calloc, freed here): replies to its request, once. */
 void fs_op_done(void *arg, int err);
 
+/* Handlers of fs_ops: each replies to `req` once, before it returns or
+ * from fs_op_done. */
 void fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		   int to_set, struct fuse_file_info *fi);
 void fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 		 mode_t mode);
 void fs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
 
-/* ---- ops_dir.c: lookup and directories */
+/* ---- ops_dir.c: lookup and directories (handlers of fs_ops: each replies
+ * to `req` once) */
 
 void fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
 void fs_op_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
@@ -117,7 +120,8 @@ void fs_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 void fs_op_releasedir(fuse_req_t req, fuse_ino_t ino,
 		      struct fuse_file_info *fi);
 
-/* ---- ops_file.c: open files */
+/* ---- ops_file.c: open files (handlers of fs_ops: each replies to `req`
+ * once, before it returns or from the callback of what it waits for) */
 
 void fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
