@@ -3,17 +3,17 @@
  * forwards to the leader, the paths they name, and, on the leader,
  * running what followers forward as the same local write, call or read
  * (of a log), with the caller's credentials and the same permission
- * checks as op_open, op_read, op_write and the invoke file (ops.c). The
- * link itself is sched/cluster/forward.c.
+ * checks as fs_op_open, fs_op_read, fs_op_write and the invoke file
+ * (ops_file.c, ops_invoke.c). The link itself is
+ * sched/cluster/forward.c.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fs.h"
-#include "../sched/cluster/forward.h"
 
-/* As ops.c's WRITE_MAX: a command is a word. */
+/* As ops_file.c's WRITE_MAX: a command is a word. */
 #define FWD_WRITE_MAX (256u << 10)
 
 int fs_node_forwarded(const struct fs_node *n)

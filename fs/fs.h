@@ -10,7 +10,6 @@
 #include <sys/stat.h>
 #include <uv.h>
 
-#include "../sched/model/quota.h"
 #include "../sched/sched.h"
 
 /* ================================================================== nodes
@@ -66,7 +65,7 @@ enum fs_kind {
 	FS_FN_STATS,
 	FS_FN_INVOKE,	  /* the transaction file of calls */
 	FS_TENANT_EVENTS, /* a tenant's part of the journal */
-	FS_CODE_DIR,	  /* a function's code/ (code.c) */
+	FS_CODE_DIR,	  /* a function's code/ (fs/code/) */
 	FS_CODE_NODE,	  /* a file or directory below it: id is the node's */
 	FS_QUOTA_DIR,	  /* a tenant's quota/ (quota.h) */
 	FS_QUOTA_FILE,	  /* + enum sched_quota_res: one limit of it */
@@ -85,8 +84,9 @@ struct fs_node {
 /* The mounted filesystem and its loop. One per process. */
 struct fs {
 	struct sched *sched;	   /* the model; owned */
-	struct presence *presence; /* a cluster's controller: its key in
-				      etcd (sched/cluster/etcd/presence.h); owned */
+	struct presence *presence; /* a cluster's controller: its key
+				      in etcd (cluster/etcd/presence.h);
+				      owned */
 	struct fuse_session *se;   /* owned */
 	uv_loop_t *loop;	   /* not owned */
 	uv_poll_t poll;		   /* on the FUSE device */
@@ -262,7 +262,7 @@ int fs_stream_size(struct fs *fs, const struct fs_node *n,
 
 /* ================================================================== code
  *
- * A function's code/ (code.c): ops.c hands every request about a code
+ * A function's code/ (fs/code/): ops*.c hand every request about a code
  * inode to these, which reply. */
 
 /* Whether `ino` is code/ or a node below it. */

@@ -710,6 +710,181 @@ int64_t sched_tenant_events_mtime(const struct sched_obj *t);
 void sched_event(struct sched *s, const char *kind, const char *object,
 		 const char *kvs);
 
+/* ---- a user's writes to the tree (sched/model/write.c): mkdir, rmdir,
+ * chown/chmod of a tenant, an attribute's value, whichever store stands
+ * behind them */
+
+enum sched_op_kind {
+	SCHED_OP_CREATE, /* mkdir: child `name` of object `id` */
+	SCHED_OP_REMOVE, /* rmdir: child `name` of object `id` */
+	SCHED_OP_CHOWN,	 /* tenant `id`: uid, gid, mode (< 0: kept) */
+	SCHED_OP_ATTR	 /* function `id`: attribute `attr` := value */
+};
+
+struct sched_op {
+	enum sched_op_kind kind;
+	uint64_t id; /* sched_obj id: the parent, tenant or function */
+	const char *name;
+	const struct sched_caller *who; /* NULL: fnfs itself */
+	int64_t uid, gid, mode;
+	enum sched_attr attr;
+	const char *value;
+	size_t len;
+};
+
+/* Applies `op` (copied: nothing of it need outlive the call). Returns 0
+ * once applied (a create's object is then the child `name` of `id`), a
+ * -errno as sched_create, sched_remove, sched_tenant_chown and
+ * sched_function_write give (-ENOENT when object `id` is gone), or
+ * SCHED_LATER: `done` is called once, with 0 when the change is applied
+ * on this controller, or with the positive errno; -EAGAIN when it lost
+ * SCHED_OP_TRIES (write.h) races in a row or was still losing them (or the
+ * store still busy) after SCHED_OP_DEADLINE_MS, -EIO when the store cannot be
+ * reached
+ * (`done` may be NULL: nobody waits). */
+int sched_op_run(struct sched *s, const struct sched_op *op, sched_done_fn done,
+		 void *arg);
+
+/* ---- a value that the writes of one open of an attribute file have only
+ * begun (sched/model/partial.c): what fs/ asks before it refuses a
+ * write(2), so that a value split across several writes is judged whole */
+
+/* Whether `v` (`len` bytes), what one open of attribute `a` has written
+ * so far, may be the start of a longer value rather than all of it: it
+ * does not end in a newline, or, for config, its JSON is not closed yet
+ * (nothing but blanks, a string or an open brace or bracket at the end).
+ * Pure. */
+int sched_value_unfinished(enum sched_attr a, const char *v, size_t len);
+
+/* Whether `v` would be a good value of attribute `a` of `fn` as it is
+ * now: parsed and checked as sched_function_check does, but without the
+ * caller's rights or the quotas, and recording nothing. Returns 0 or
+ * -EINVAL/-ENOMEM. */
+int sched_value_probe(const struct sched_function *fn, enum sched_attr a,
+		      const char *v, size_t len);
+
+/* ---- per-tenant quotas (sched/model/quota.h has the rest) */
+
+/* What a quota limits. */
+enum sched_quota_res {
+	SCHED_QUOTA_MEMORY,	   /* MB: memory x instance ceiling, summed */
+	SCHED_QUOTA_INSTANCES,	   /* instance ceilings, summed */
+	SCHED_QUOTA_FUNCTIONS,	   /* functions */
+	SCHED_QUOTA_CODE_BYTES,	   /* bytes of every function's code/ */
+	SCHED_QUOTA_REQUEST_BYTES, /* bytes of requests held in open invoke
+				    * files */
+	SCHED_QUOTA_COUNT
+};
+
+/* Appends the text of tenant `t`'s quota file `r` (its limit now, the
+ * default when none is set), or with r == SCHED_QUOTA_COUNT its `usage`:
+ * one line per resource, "NAME USED LIMIT". Returns 0 or -ENOMEM. */
+int sched_quota_render(struct sched *s, struct sched_obj *t, int r,
+		       struct rt_buf *out);
+
+/* Sets tenant `t`'s limit `r` to what `buf` says, as `who` asks: root
+ * only (-EPERM), a bad value -EINVAL (logged with the reason). Stored
+ * durably, then journalled (tenant.quota). A limit below the use is
+ * taken: what holds more keeps it, and may only shrink. Returns 0,
+ * -EPERM, -EINVAL or -EIO. */
+int sched_quota_write(struct sched *s, struct sched_obj *t,
+		      enum sched_quota_res r, const char *buf, size_t len,
+		      const struct sched_caller *who);
+
+/* Takes `n` more bytes of a request held in an open invoke file of `fn`:
+ * -EDQUOT past its tenant's request_bytes, -EAGAIN past
+ * SCHED_REQUEST_BYTES_MAX (the refusal in `fn`'s error, journalled as a
+ * refused call), and then nothing is taken. Returns 0 or that. */
+int sched_quota_hold(struct sched *s, struct sched_function *fn, size_t n);
+
+/* Gives back `n` bytes taken by sched_quota_hold for a function of the
+ * tenant with id `tenant_id` (gone: only the daemon's count moves). */
+void sched_quota_release(struct sched *s, uint64_t tenant_id, size_t n);
+
+/* A follower of a cluster had its write of `buf` to tenant `t`'s limit
+ * `r` applied by the leader: keeps that limit until the shared store
+ * brings the leader's record, so that this mount reads, and checks, what
+ * it wrote at once. A value the leader took always parses here too.
+ * Returns 0, -ENOENT or -EINVAL. */
+int sched_quota_keep(struct sched *s, struct sched_obj *t,
+		     enum sched_quota_res r, const char *buf, size_t len);
+
+/* ---- forwarding to the leader of a cluster (sched/cluster/forward.h
+ * has the rest): what a follower forwards, and how the leader serves it */
+
+/* A forwarded request under way on a follower; owned by sched. */
+struct sched_fwd;
+
+/* Called once when a forwarded request ends: `err` 0 or a positive
+ * errno, the response in `body` (a call's). Not called after
+ * sched_fwd_cancel. */
+typedef void (*sched_fwd_fn)(void *arg, int err, const char *body, size_t len);
+
+/* Whether `s` forwards what only the leader does: it is a controller of
+ * a cluster and not its leader. */
+int sched_fwd_active(const struct sched *s);
+
+/* Forwards a write of `len` bytes of `buf` to the file at `path` (from
+ * the mount's root: "tenants/t/ns/fn/restart") as `who`. Returns
+ * SCHED_LATER with `*out` set and `done` called later, or -EAGAIN (no
+ * leader known, or it cannot be reached; the reason is in the function's
+ * `error` and the log) or -ENOMEM. A lost link or a change of leader
+ * ends it with EAGAIN, and it is bounded by the leader's own bound plus
+ * a margin (then ETIMEDOUT). On failure the function the path is in gets
+ * the leader's `error` line. */
+int sched_fwd_write(struct sched *s, const char *path, const char *buf,
+		    size_t len, const struct sched_caller *who,
+		    sched_fwd_fn done, void *arg, struct sched_fwd **out);
+
+/* Forwards a call of the function whose invoke file is at `path` with
+ * request `body` as `who`, as sched_fwd_write. With `done` NULL the call
+ * is asynchronous: the leader answers once it is started, and nobody
+ * waits (`*out` may then be NULL). Bounded by twice the function's
+ * timeout plus a margin. */
+int sched_fwd_call(struct sched *s, const char *path, const char *body,
+		   size_t len, const struct sched_caller *who,
+		   sched_fwd_fn done, void *arg, struct sched_fwd **out);
+
+/* Forwards a read of the file at `path`, a function's or an instance's
+ * `log` (what the leader asks of the workers it holds), as `who`, as
+ * sched_fwd_write: `done` gets the content in `body`. Bounded by the
+ * leader's wait for its workers plus a margin. */
+int sched_fwd_read(struct sched *s, const char *path,
+		   const struct sched_caller *who, sched_fwd_fn done, void *arg,
+		   struct sched_fwd **out);
+
+/* The caller no longer waits: `done` will not be called. */
+void sched_fwd_cancel(struct sched *s, struct sched_fwd *f);
+
+/* A request from a follower, until answered; owned by sched. */
+struct sched_fwd_in;
+
+/* What the leader does with forwarded requests (fs/ runs them as local
+ * ones): each must end in exactly one sched_fwd_answer. */
+struct sched_fwd_serve_ops {
+	void (*write)(void *arg, struct sched_fwd_in *in, const char *path,
+		      const char *buf, size_t len,
+		      const struct sched_caller *who);
+	/* `async`: answer once started; nobody waits for the result. */
+	void (*call)(void *arg, struct sched_fwd_in *in, const char *path,
+		     const char *body, size_t len,
+		     const struct sched_caller *who, int async);
+	/* A read (sched_fwd_read): answered with the content. */
+	void (*read)(void *arg, struct sched_fwd_in *in, const char *path,
+		     const struct sched_caller *who);
+};
+
+/* Serves followers' requests with `ops` (`arg` is theirs); without,
+ * a peer controller is refused. */
+void sched_fwd_serve(struct sched *s, const struct sched_fwd_serve_ops *ops,
+		     void *arg);
+
+/* Answers `in` (then freed): `err` 0 or a positive errno, `error` the
+ * function's error line (or NULL), `body` the response. Dropped when the
+ * follower is gone. */
+void sched_fwd_answer(struct sched *s, struct sched_fwd_in *in, int err,
+		      const char *error, const char *body, size_t len);
+
 /* code/ of functions: code.h. */
 #include "code/code.h"
 

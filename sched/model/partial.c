@@ -3,7 +3,7 @@
  */
 #include <errno.h>
 
-#include "partial.h"
+#include "../sched.h"
 
 /* Whether the JSON text `v` is not closed yet: blanks only, or a string
  * or an object or array still open at its end. */

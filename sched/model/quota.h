@@ -7,6 +7,9 @@
  * A tenant's use is kept in memory and moved by every change that makes
  * or frees something (no scan at a check): a write that would pass a
  * limit is refused with -EDQUOT and a reason, and changes nothing.
+ *
+ * What fs/ uses (enum sched_quota_res, sched_quota_render, _write, _hold,
+ * _release, _keep) is declared in sched.h.
  */
 #ifndef FNFS_SCHED_QUOTA_H
 #define FNFS_SCHED_QUOTA_H
@@ -15,17 +18,6 @@
 #include <stdint.h>
 
 #include "../sched.h"
-
-/* What a quota limits. */
-enum sched_quota_res {
-	SCHED_QUOTA_MEMORY,	   /* MB: memory x instance ceiling, summed */
-	SCHED_QUOTA_INSTANCES,	   /* instance ceilings, summed */
-	SCHED_QUOTA_FUNCTIONS,	   /* functions */
-	SCHED_QUOTA_CODE_BYTES,	   /* bytes of every function's code/ */
-	SCHED_QUOTA_REQUEST_BYTES, /* bytes of requests held in open invoke
-				    * files */
-	SCHED_QUOTA_COUNT
-};
 
 #define SCHED_QUOTA_NONE  (-1LL)      /* a limit: unlimited */
 #define SCHED_QUOTA_UNSET (-2LL)      /* no limit set: the default applies */
@@ -98,31 +90,6 @@ void sched_quota_claim(const struct sched_spec *s, long long *memory,
 
 /* ---- the model */
 
-/* Appends the text of tenant `t`'s quota file `r` (its limit now, the
- * default when none is set), or with r == SCHED_QUOTA_COUNT its `usage`:
- * one line per resource, "NAME USED LIMIT". Returns 0 or -ENOMEM. */
-int sched_quota_render(struct sched *s, struct sched_obj *t, int r,
-		       struct rt_buf *out);
-
-/* Sets tenant `t`'s limit `r` to what `buf` says, as `who` asks: root
- * only (-EPERM), a bad value -EINVAL (logged with the reason). Stored
- * durably, then journalled (tenant.quota). A limit below the use is
- * taken: what holds more keeps it, and may only shrink. Returns 0,
- * -EPERM, -EINVAL or -EIO. */
-int sched_quota_write(struct sched *s, struct sched_obj *t,
-		      enum sched_quota_res r, const char *buf, size_t len,
-		      const struct sched_caller *who);
-
-/* Takes `n` more bytes of a request held in an open invoke file of `fn`:
- * -EDQUOT past its tenant's request_bytes, -EAGAIN past
- * SCHED_REQUEST_BYTES_MAX (the refusal in `fn`'s error, journalled as a
- * refused call), and then nothing is taken. Returns 0 or that. */
-int sched_quota_hold(struct sched *s, struct sched_function *fn, size_t n);
-
-/* Gives back `n` bytes taken by sched_quota_hold for a function of the
- * tenant with id `tenant_id` (gone: only the daemon's count moves). */
-void sched_quota_release(struct sched *s, uint64_t tenant_id, size_t n);
-
 /* The request bytes held now, all tenants together. */
 long long sched_quota_held(const struct sched *s);
 
@@ -159,14 +126,6 @@ void sched__quota_code_add(struct sched_function *fn, int64_t delta);
 /* Deletes the stored quotas of tenant `name` (inside the transaction of
  * its removal). Returns 0 or -EIO. */
 int sched__quota_unstore(struct sched *s, const char *name);
-
-/* A follower of a cluster had its write of `buf` to tenant `t`'s limit
- * `r` applied by the leader: keeps that limit until the shared store
- * brings the leader's record, so that this mount reads, and checks, what
- * it wrote at once. A value the leader took always parses here too.
- * Returns 0, -ENOENT or -EINVAL. */
-int sched_quota_keep(struct sched *s, struct sched_obj *t,
-		     enum sched_quota_res r, const char *buf, size_t len);
 
 /* The leader of a cluster deletes the stored quotas of every tenant
  * that is gone: one removed on a follower (whose own delete reaches only

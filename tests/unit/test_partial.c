@@ -4,7 +4,7 @@
  */
 #include <string.h>
 
-#include "../../sched/model/partial.h"
+#include "../../sched/sched.h"
 #include "unit.h"
 
 static int unfinished(enum sched_attr a, const char *v)
