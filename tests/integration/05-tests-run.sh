@@ -10,7 +10,8 @@
 # while it runs, a cgroup, a network namespace and a mount named as
 # another fnfs or another run would name them, and passes; 02-leaves
 # starts fnfs, kills its controller and its worker with SIGKILL (their
-# cgroup stays), and leaves a network namespace of its run.
+# cgroup stays), and leaves a network namespace of its run; three
+# tests of the lane run at most two at a time.
 # tests/run: smoke
 . "$(dirname "$0")/lib.sh"
 
@@ -97,11 +98,27 @@ passwd_locked useradd -M -N -s /usr/sbin/nologin -c "fnfs-test $FNFS_TEST_RUN" "
 echo "ok 1 - made a user"
 EOF
 
+# Three tests of the lane (tests/run: lane), first in the run's order:
+# each notes how many of the lane's run while it does (at most 2 may),
+# and runs 2 s.
+mkdir "$T/lane"
+for l in a b c; do
+	cat >"$fake/tests/integration/00-lane-$l.sh" <<'EOF'
+# tests/run: lane
+. "$(dirname "$0")/lib.sh"
+mkdir "$SELFTEST/lane/$$"
+ls "$SELFTEST/lane" | wc -l >>"$SELFTEST/lane-counts"
+sleep 2
+rmdir "$SELFTEST/lane/$$"
+echo "ok 1 - ran in the lane"
+EOF
+done
+
 cg_dir >"$T/cgdir"
 # Not the outer run's TESTS: the inner one runs all of its tests, 4 at
 # a time.
 t0=$(date +%s)
-env -u TESTS "$fake/tests/run" -j 4 --integration-only >"$T/run.out" 2>&1
+env -u TESTS FNFS_TEST_LANE=2 "$fake/tests/run" -j 4 --integration-only >"$T/run.out" 2>&1
 rc=$?
 sed 's/^/   # /' "$T/run.out"
 run=$(cat "$T/run" 2>/dev/null)
@@ -143,5 +160,8 @@ check "and ended" eval '! alive "$stray"'
 u=$(cat "$T/user" 2>/dev/null)
 check "a test's user left behind is named" grep -q "^    user $u\$" "$T/run.out"
 check "and removed" eval '[ -n "$u" ] && ! getent passwd "$u" >/dev/null'
+check "the lane's tests pass" eval '[ "$(grep -c "^ok 1 - ran in the lane" "$T/run.out")" = 3 ]'
+check "and are marked so" grep -q "^== 00-lane-a ([0-9.]* s, lane)" "$T/run.out"
+check "2 of the lane's at a time, no more" eval '[ "$(sort -n "$T/lane-counts" | tail -n 1)" = 2 ]'
 check "each test's time is shown, and the slowest" eval 'grep -q "^== 04-user ([0-9.]* s)" "$T/run.out" && grep -q "^# slowest" "$T/run.out"'
 done_testing

@@ -2,7 +2,11 @@
  * main.c - the unit-test runner: runs every registered test in a child
  * process with a time limit and prints one TAP-like line per test.
  *
- *   unit-tests [NAME-SUBSTRING]
+ *   unit-tests [--part K/N] [NAME-SUBSTRING]
+ *
+ * --part K/N runs every Nth test of the list from the Kth on (1 <= K <=
+ * N): N runners, one per part, run each test once between them (tests/run
+ * runs the parts side by side).
  */
 #include <signal.h>
 #include <stdlib.h>
@@ -41,12 +45,26 @@ void unit_fail(const char *file, int line, const char *expr)
 int main(int argc, char **argv)
 {
 	struct unit_test *t;
-	int n = 0, failed = 0, status;
+	int n = 0, i = 0, failed = 0, status, part = 1, parts = 1;
+	const char *filter = NULL;
 
-	for (t = tests; t != NULL; t = t->next) {
+	if (argc > 2 && strcmp(argv[1], "--part") == 0) {
+		if (sscanf(argv[2], "%d/%d", &part, &parts) != 2 || parts < 1 ||
+		    part < 1 || part > parts) {
+			fprintf(stderr, "unit: --part K/N, 1 <= K <= N\n");
+			return 2;
+		}
+		argc -= 2;
+		argv += 2;
+	}
+	if (argc > 1)
+		filter = argv[1];
+	for (t = tests; t != NULL; t = t->next, i++) {
 		pid_t pid;
 
-		if (argc > 1 && strstr(t->name, argv[1]) == NULL)
+		if (i % parts != part - 1)
+			continue;
+		if (filter != NULL && strstr(t->name, filter) == NULL)
 			continue;
 		n++;
 		fflush(NULL);
