@@ -30,6 +30,7 @@
 #include "../../runtime/base/base64.h"
 #include "dump.h"
 #include "../sched.h"
+#include "sqlite.h"
 #include "store.h"
 
 #define DUMP_FORMAT  "fnfs-dump"

@@ -23,6 +23,7 @@
 #include "dump_etcd.h"
 #include "etcd_keys.h"
 #include "etcd_sync.h"
+#include "../sqlite.h"
 #include "../store.h"
 
 #define TXN_OPS 128 /* etcd 3.4's default --max-txn-ops */
