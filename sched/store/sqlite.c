@@ -297,9 +297,12 @@ static int sqlite_commit_then(struct store *s, store_done_fn done, void *arg)
 /* Binds the row to the statement's numbered parameters and runs it. */
 static int run(struct store_sqlite *st, int which, const struct store_row *r)
 {
-	sqlite3_stmt *q = st->stmt[which];
-	int step = store__sqlite_injected(st);
+	sqlite3_stmt *q;
+	int step;
 
+	assert(which >= 0 && which < ST_COUNT && st->stmt[which] != NULL);
+	q = st->stmt[which];
+	step = store__sqlite_injected(st);
 	if (step < 0)
 		return step;
 	sqlite3_reset(q);

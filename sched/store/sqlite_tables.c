@@ -4,6 +4,7 @@
  * and assignment), known workers, settings, revoked certificates, and
  * the code/ of functions (its entries and revisions).
  */
+#include <assert.h>
 #include <errno.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@ int store__sqlite_run(struct store_sqlite *st, const char *sql, int ntext,
 	sqlite3_stmt *q = NULL;
 	int i, step, rc = store__sqlite_injected(st);
 
+	assert(ntext >= 0 && nint >= 0 && (nint == 0 || ints != NULL));
 	if (rc < 0)
 		return rc;
 	for (i = 0; i < STORE_CACHE && st->cache_sql[i] != NULL; i++)
@@ -25,6 +27,8 @@ int store__sqlite_run(struct store_sqlite *st, const char *sql, int ntext,
 			q = st->cache[i];
 			break;
 		}
+	assert(i == STORE_CACHE || st->cache_sql[i] == NULL ||
+	       st->cache_sql[i] == sql);
 	if (q == NULL) {
 		if (sqlite3_prepare_v3(st->db, sql, -1,
 				       SQLITE_PREPARE_PERSISTENT, &q,

@@ -113,6 +113,8 @@ void store__announce(struct store *st)
 	struct staged done = st->staged;
 	size_t i;
 
+	/* Only what committed is told: no transaction is open. */
+	assert(st->depth == 0);
 	memset(&st->staged, 0, sizeof(st->staged));
 	for (i = 0; i < done.n && st->listen != NULL; i++)
 		st->listen(st->listen_arg, &done.v[i]);
@@ -160,6 +162,8 @@ int store_commit_then(struct store *st, store_done_fn done, void *arg)
 
 void store_listen(struct store *st, store_listen_fn fn, void *arg)
 {
+	/* One listener: set once, or taken away. */
+	assert(fn == NULL || st->listen == NULL || st->listen == fn);
 	st->listen = fn;
 	st->listen_arg = arg;
 }

@@ -26,6 +26,7 @@
 
 static void mirror_truncate(struct store_shared *st, size_t n)
 {
+	assert(n <= st->mn || n == 0);
 	while (st->mn > n) {
 		st->mn--;
 		free(st->mkeys[st->mn]);
@@ -38,6 +39,7 @@ static void mirror_hand(struct store_shared *st, size_t from)
 {
 	size_t i;
 
+	assert(from <= st->mn && st->mn <= st->mcap);
 	for (i = from; i < st->mn; i++)
 		if (store_etcd_mirror(st->remote, st->mkeys[i], st->mvals[i],
 				      st->mlens[i]) < 0)
@@ -152,6 +154,7 @@ static void shared_derived_listen(struct store *s, store_derived_fn fn,
 {
 	struct store_shared *st = shared(s);
 
+	assert(fn == NULL || st->derived == NULL || st->derived == fn);
 	st->derived = fn;
 	st->derived_arg = arg;
 	/* What the load read: the local tables lack the leader's word on
@@ -164,6 +167,7 @@ static void shared_code_listen(struct store *s, store_code_fn fn, void *arg)
 {
 	struct store_shared *st = shared(s);
 
+	assert(fn == NULL || st->code == NULL || st->code == fn);
 	st->code = fn;
 	st->code_arg = arg;
 }
@@ -233,6 +237,7 @@ static int shared_commit_then(struct store *s, store_done_fn done, void *arg)
 	sent = s->staged;
 	memset(&s->staged, 0, sizeof(s->staged));
 	rc = store_commit(s);
+	assert(s->depth == 0);
 	if (rc == 0 && sent.n > 0)
 		rc = store_etcd_submit(st->remote, sent.v, sent.n, done, arg);
 	staged_free(&sent);
@@ -281,6 +286,9 @@ static void from_remote_derived(void *arg, const struct etcd_keys_rec *r,
 	struct store *local = st->local;
 	const struct store_instance *in = &r->instance;
 	int rc = 0;
+
+	/* What the open reads goes in its one local transaction. */
+	assert(!st->loading || local->depth == 1);
 
 	/* code/ is etcd's alone, and every controller writes it. */
 	if (r->kind == ETCD_KEYS_CODE_FILE ||
