@@ -1,7 +1,7 @@
 /*
  * store.c - `fnfs store export` and `fnfs store import` (cmd.h): a data
- * directory's store (dump.h) or a cluster's keys in etcd (dump_etcd.h),
- * to and from a JSON dump.
+ * directory's store or a cluster's shared store, to and from a JSON dump
+ * (dump.h: the store picks how).
  */
 #include <getopt.h>
 #include <pwd.h>
@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include "../../sched/store/dump.h"
-#include "../../sched/store/etcd/dump_etcd.h"
 #include "../fs.h"
 #include "cmd.h"
 
@@ -26,9 +25,9 @@ static const char store_usage[] =
 	"                  [--force] (import: after one that did not "
 	"finish)\n";
 
-/* Reads the options of `fnfs store SUB`; 0 or -1 (a usage error). */
-static int store_opts(int argc, char **argv, const char **data,
-		      const char **store, struct sched_dump_etcd *t)
+/* Reads the options of `fnfs store SUB` into `c`; 0 or -1 (a usage
+ * error). */
+static int store_opts(int argc, char **argv, struct store_config *c)
 {
 	int i;
 
@@ -36,78 +35,65 @@ static int store_opts(int argc, char **argv, const char **data,
 		const char **v = NULL;
 
 		if (strcmp(argv[i], "--force") == 0) {
-			t->force = 1;
+			c->force = 1;
 			continue;
 		}
 		if (strcmp(argv[i], "--data") == 0)
-			v = data;
+			v = &c->path;
 		else if (strcmp(argv[i], "--store") == 0)
-			v = store;
+			v = &c->url;
 		else if (strcmp(argv[i], "--cluster") == 0)
-			v = &t->cluster;
+			v = &c->cluster;
 		else if (strcmp(argv[i], "--etcd-ca") == 0)
-			v = &t->etcd.ca;
+			v = &c->ca;
 		else if (strcmp(argv[i], "--etcd-cert") == 0)
-			v = &t->etcd.cert;
+			v = &c->cert;
 		else if (strcmp(argv[i], "--etcd-key") == 0)
-			v = &t->etcd.key;
+			v = &c->key;
 		if (v == NULL || i + 1 >= argc)
 			return -1;
 		*v = argv[++i];
 	}
-	if (*store == NULL) { /* the etcd options go with --store */
-		if (t->cluster != NULL || t->force || t->etcd.ca != NULL ||
-		    t->etcd.cert != NULL || t->etcd.key != NULL)
-			return -1;
-		return 0;
-	}
-	if (*data != NULL || t->cluster == NULL ||
-	    strncmp(*store, "etcd://", 7) != 0 || (*store)[7] == '\0' ||
-	    (t->force && strcmp(argv[1], "import") != 0))
+	/* The cluster's options go with --store, --force with import. */
+	if (!store_config_valid(c) ||
+	    (c->force && strcmp(argv[1], "import") != 0))
 		return -1;
-	t->etcd.endpoints = *store + 7;
 	return 0;
 }
 
-/* fnfs store export|import [--data DIR]: dump.h; --store etcd://...:
- * dump_etcd.h. */
+/* fnfs store export|import [--data DIR | --store URL ...]: dump.h. */
 int fs_cmd_store(int argc, char **argv)
 {
 	const char *sub = argc > 1 ? argv[1] : "";
 	char *owned = NULL;
-	const char *data = NULL, *store = NULL;
-	struct sched_dump_etcd t = { { 0 }, NULL, 0 };
+	struct store_config c = { 0 };
 	struct rt_buf why = { 0 };
 	int rc, imp = strcmp(sub, "import") == 0;
 
 	if ((strcmp(sub, "export") != 0 && !imp) ||
-	    store_opts(argc, argv, &data, &store, &t) < 0) {
+	    store_opts(argc, argv, &c) < 0) {
 		fputs(store_usage, stderr);
 		return 2;
 	}
-	if (store != NULL) {
-		rc = imp ? sched_dump_etcd_import(&t, stdin, &why)
-			 : sched_dump_etcd_export(&t, stdout, &why);
-	} else {
-		if (data == NULL)
-			data = owned = fs_cmd_default_datadir();
+	if (c.url == NULL && c.path == NULL) {
+		c.path = owned = fs_cmd_default_datadir();
 		if (imp && owned != NULL)
 			fs_cmd_make_parents(owned);
-		rc = imp ? sched_dump_import(data, stdin, &why)
-			 : sched_dump_export(data, stdout, &why);
 	}
+	rc = imp ? sched_store_import(&c, stdin, &why)
+		 : sched_store_export(&c, stdout, &why);
 	if (rc < 0)
 		fprintf(stderr, "fnfs store %s: %s (%s)\n", sub,
 			why.data ? why.data : strerror(-rc), strerror(-rc));
-	else if (imp && store != NULL)
+	else if (imp && c.url != NULL)
 		fprintf(stderr,
 			"fnfs store import: cluster %s is ready in etcd\n",
-			t.cluster);
+			c.cluster);
 	else if (imp)
 		fprintf(stderr,
 			"fnfs store import: %s is ready: fnfs mount "
 			"--data %s MOUNTPOINT\n",
-			data, data);
+			c.path, c.path);
 	rt_buf_free(&why);
 	free(owned);
 	return rc < 0 ? 1 : 0;

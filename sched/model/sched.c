@@ -470,7 +470,8 @@ static int open_store(struct sched **out, const char *datadir,
 		      const char *cluster)
 {
 	struct sched *s = calloc(1, sizeof(*s));
-	struct rt_buf path = { 0 };
+	struct rt_buf path = { 0 }, url = { 0 };
+	struct store_config sc = { .cluster = cluster };
 	int rc = -ENOMEM;
 
 	if (s == NULL)
@@ -492,8 +493,19 @@ static int open_store(struct sched **out, const char *datadir,
 	}
 	if (rt_buf_printf(&path, "%s/fnfs.db", datadir) < 0)
 		goto out;
-	rc = cfg ? store_open_shared(&s->store, path.data, loop, cfg, cluster)
-		 : store_open(&s->store, path.data);
+	sc.path = path.data;
+	if (cfg != NULL) {
+		rc = rt_buf_printf(&url, "etcd://%s", cfg->endpoints) < 0
+			     ? -ENOMEM
+			     : 0;
+		if (rc < 0)
+			goto out;
+		sc.url = url.data;
+		sc.ca = cfg->ca;
+		sc.cert = cfg->cert;
+		sc.key = cfg->key;
+	}
+	rc = store_open_config(&s->store, &sc, loop);
 	if (rc == 0)
 		rc = store_load(s->store, load_row, s);
 	if (rc == 0)
@@ -507,6 +519,7 @@ static int open_store(struct sched **out, const char *datadir,
 	/* Instances and workers are loaded by sched_start. */
 out:
 	rt_buf_free(&path);
+	rt_buf_free(&url);
 	if (rc < 0) {
 		sched_close(s);
 		s = NULL;

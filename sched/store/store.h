@@ -1,7 +1,9 @@
 /*
  * store.h - durable state. The interface is small so that another backend
  * (etcd, for several controllers) can stand behind it; SQLite is the
- * embedded default.
+ * embedded default. The backend is chosen once, at open (store_ops.h);
+ * nothing here names either one's types. What a cluster's own code asks
+ * of a shared store beyond this is in etcd/store_cluster.h.
  */
 #ifndef FNFS_SCHED_STORE_H
 #define FNFS_SCHED_STORE_H
@@ -89,19 +91,34 @@ STORE_MUST int store_commit_then(struct store *st, store_done_fn done,
  * -errno (-EIO for SQLite errors, logged). */
 int store_open(struct store **out, const char *path);
 
-struct uv_loop_s;
-struct etcd_config;
+/* Where a store is: the backend is chosen from `url`, once, at open. */
+struct store_config {
+	const char *path;    /* the database of what this controller keeps
+			      * alone (store_open); for export and import
+			      * (sched_store_export) a data directory */
+	const char *url;     /* NULL or "sqlite": that database alone;
+			      * "etcd://HOST:PORT,...": shared with the
+			      * controllers of `cluster` */
+	const char *cluster; /* a shared store's cluster name */
+	const char *ca, *cert, *key; /* a shared store's TLS files, or NULL */
+	int force; /* import into a shared store: wipe a partial import */
+};
 
-/* Opens the database at `path` as store_open, for what this controller
- * keeps alone, and the cluster `cluster` of the etcd of `cfg` for the
- * tenants, namespaces and functions, which every controller of the
- * cluster shares (store_etcd.h): read before this returns (running
- * `loop`), then followed on `loop`. Returns 0 or -errno (-EINVAL for a
- * bad cluster name or endpoint, -EIO/-ETIMEDOUT when etcd cannot be
- * read). */
-int store_open_shared(struct store **out, const char *path,
-		      struct uv_loop_s *loop, const struct etcd_config *cfg,
-		      const char *cluster);
+struct uv_loop_s;
+
+/* Opens the store `c` describes: store_open for SQLite; for a shared
+ * store the database at c->path for what this controller keeps alone and
+ * the cluster's tenants, namespaces and functions, read before this
+ * returns (running `loop`), then followed on `loop`. Returns 0 or -errno
+ * (-EINVAL for an unknown url, a bad cluster name or endpoint,
+ * -EIO/-ETIMEDOUT when the shared store cannot be read). */
+int store_open_config(struct store **out, const struct store_config *c,
+		      struct uv_loop_s *loop);
+
+/* Whether `c` is a description store_open_config and the dump take: a
+ * url they know, and the cluster and TLS options only with a shared
+ * url (which needs a cluster). Returns 1 or 0. */
+int store_config_valid(const struct store_config *c);
 
 /* What a shared store knows of etcd: the newest revision its rows have,
  * whether it is following etcd now and since when it is not (epoch ms),
@@ -111,46 +128,16 @@ int store_shared_state(const struct store *st, int64_t *revision, int *watching,
 		       int64_t *stale_since, const char **endpoint,
 		       const char **error);
 
-struct etcd_cmp;
-struct etcd_keys_rec;
-struct etcd_client;
-
-/* Called, on a shared store, for each change of the derived state that
- * the cluster's leader writes (instances, workers, settings,
- * revocations) and that this controller did not write itself, after the
- * local tables have it: `r` as etcd_keys decoded it, `deleted` 1 when it
- * went. */
-typedef void (*store_derived_fn)(void *arg, const struct etcd_keys_rec *r,
-				 int deleted);
-
-/* Sets that listener (one; NULL: none), and tells it at once of every
- * instance the shared store knows. */
-void store_derived_listen(struct store *st, store_derived_fn fn, void *arg);
-
-/* From now on, a shared store also writes every change of derived state
- * (store_instance_*, store_worker_*, store_setting_*, store_revoke) to
- * etcd once its transaction commits, fenced by what `fence` gives (the
- * leader's compare, elect_fence: 0 or -ESTALE); a fence that fails calls
- * `deposed` once and ends it (store_etcd.h). Each instance it writes says
- * `term` (> 0: the creation revision the fence compares), so that etcd's
- * history tells which leader wrote it. A no-op with SQLite. */
-void store_mirror_start(struct store *st,
-			int (*fence)(void *arg, struct etcd_cmp *out),
-			void (*deposed)(void *arg), void *arg, int64_t term);
-
 /* Ends that, dropping what was not sent. */
 void store_mirror_stop(struct store *st);
 
 /* The leader's writes not yet acknowledged by etcd (0 with SQLite). */
 size_t store_mirror_pending(const struct store *st);
 
-/* Calls `done` once this controller's model has what etcd had committed
- * when asked (store_etcd_barrier). Returns 0, -ENOENT with SQLite, or
+/* Calls `done` once this controller's model has what the shared store
+ * had committed when asked. Returns 0, -ENOENT with SQLite, or
  * -errno (then `done` is not called). */
 STORE_MUST int store_barrier(struct store *st, store_done_fn done, void *arg);
-
-/* The etcd client of a shared store, or NULL. */
-struct etcd_client *store_client(struct store *st);
 
 /* The cluster's name of a shared store, or NULL. */
 const char *store_cluster(const struct store *st);
@@ -370,17 +357,6 @@ STORE_MUST int store_code_submit(struct store *st, const struct store_row *fn,
 				 const struct store_code_op *v, size_t n,
 				 store_done_fn done, void *arg);
 
-struct etcd_keys_rec;
-
-/* Called, on a shared store, for each change of code/ that etcd brings
- * (an entry, a revision, an object made whole), this controller's own
- * included: `r` as decoded, `deleted` 1 when its key went. */
-typedef void (*store_code_fn)(void *arg, const struct etcd_keys_rec *r,
-			      int deleted);
-
-/* Sets that listener (one; NULL: none). */
-void store_code_listen(struct store *st, store_code_fn fn, void *arg);
-
 /* A shared store: whether object `hash` is whole in etcd (its P/om seen
  * by this controller), with its size in `*size`. Returns 1, 0, or
  * -ENOTSUP with SQLite. */
@@ -389,10 +365,6 @@ int store_object_known(struct store *st, const char *hash, uint64_t *size);
 /* For tests: the write statement after the next `after` ones (commits
  * included) fails with `err` (a negative errno), once; -1 turns it off. */
 void store_inject_failure(struct store *st, int after, int err);
-
-/* The SQLite connection, for fnfs store export and import (dump.c) and
- * tests; the daemon goes through the functions above. */
-struct sqlite3 *store_db(struct store *st);
 
 /* Reads a setting into `out` (n bytes). Returns 0, -ENOENT or -EIO. */
 int store_setting_get(struct store *st, const char *key, char *out, size_t n);

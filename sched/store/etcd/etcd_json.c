@@ -2,6 +2,11 @@
  * etcd_json.c - the request bodies of etcd's v3 JSON gateway and the
  * parser of its answers (etcd_json.h): pure functions over buffers, with
  * jansson.
+ *
+ * One file over 600 lines: the builders and the parser are two faces of
+ * one wire format (the same field names, the same base64 and int64-as-
+ * string rules), kept side by side so that a change to one is seen
+ * against the other; etcd.c and the bench scripts link it as one object.
  */
 #include <errno.h>
 #include <inttypes.h>

@@ -1,6 +1,6 @@
 /*
- * etcd_json.h - the pure half of the etcd client (sched/store/etcd/etcd.h): base64,
- * the request bodies of etcd's v3 JSON gateway and the parsers of its
+ * etcd_json.h - the pure half of the etcd client (sched/store/etcd/etcd.h):
+ * base64, the request bodies of etcd's v3 JSON gateway and the parsers of its
  * answers, over buffers, with no I/O (unit-tested and fuzzed alone).
  *
  * The gateway's conventions: keys and values are base64; int64 values are

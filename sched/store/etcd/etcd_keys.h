@@ -177,4 +177,8 @@ uint32_t etcd_keys_chunks(uint64_t size);
 int etcd_keys_decode(const char *cluster, const char *key, size_t klen,
 		     const char *value, size_t vlen, struct etcd_keys_rec *r);
 
+/* The store's cluster face (store_cluster.h), whose listeners get these
+ * records: its users decode them with this header. */
+#include "store_cluster.h"
+
 #endif

@@ -3,6 +3,7 @@
  * lines queued here go out in compare-and-set txns on P/evh, and come
  * back into the controller's journal only through its watch of P/ev.
  */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -13,69 +14,10 @@
 
 #include "etcd_keys.h"
 #include "journal_etcd.h"
+#include "journal_etcd_internal.h"
 
-/* How often the timer looks: the watch when it is down, the first read
- * when it failed, a batch that failed to be sent. */
-#define TICK_MS 500
 /* Keys read at once by a range. */
 #define PAGE 256
-/* How long a line waits for others to share its txn, when fewer than a
- * batch wait: a txn is a Raft proposal and an fsync on every member, and
- * one per journal line doubled etcd's work for a write of an attribute
- * (docs/performance.md, "Writes on a cluster"). */
-#define LINGER_MS 20
-
-/* One line waiting to be sent: its etcd value, and where its line is. */
-struct qline {
-	char *value; /* owned: "TENANT MS WRITER LINE" */
-	size_t len;  /* bytes of value */
-	size_t line; /* bytes of its line (the value's tail) */
-};
-
-struct journal_etcd {
-	uv_loop_t *loop;
-	struct etcd_client *c; /* owned; NULL once stopped */
-	char *pre;	       /* "P/ev/", owned */
-	char *pre_end;	       /* its range end ("P/ev0"), owned */
-	char *head_key;	       /* "P/evh", owned */
-	char *lo, *hi;	       /* the watched range: "P/ev" to "P/ew", owned */
-	char writer[17];       /* this controller's id in its values */
-	size_t keep;	       /* bytes etcd keeps (about) */
-	struct events *ev;     /* borrowed: where lines go */
-	journal_etcd_line_fn fn;
-	void *arg;
-
-	/* what etcd has */
-	uint64_t head;	  /* P/evh: the next line's offset */
-	int64_t head_rev; /* the revision `head` was read at */
-	uint64_t oldest;  /* no line kept before it (a trim's lower end) */
-	int64_t rev;	  /* the newest revision applied */
-	int synced;	  /* a first read ended */
-	int syncing;	  /* a read is under way */
-	int resync;	  /* read again (the watch's revision was compacted) */
-	int64_t sync_rev; /* the revision the read is at */
-	uint64_t sync_from; /* the next page starts at this offset */
-	struct etcd_watch *watch;
-	int watching;
-
-	/* what waits to be sent: q[0..inflight) is the batch */
-	struct qline *q;
-	size_t nq, capq, qbytes;
-	uint64_t dropped, dropped_all; /* not reported yet; in all */
-	uint64_t linger_end; /* rt_mono_ms() before which a short batch waits */
-	size_t inflight;     /* lines of the batch */
-	uint64_t base;	     /* the batch's first offset */
-	int base_known;	     /* P/evh was there when numbered */
-	uint64_t trim_to;    /* the batch deletes lines before it */
-	int busy;	     /* its txn is under way */
-	int64_t retry_at;    /* rt_mono_ms: not sent again before */
-	int failing;	     /* the last txn failed (logged once) */
-
-	uv_timer_t *tick; /* every TICK_MS */
-	uv_timer_t *kick; /* the next loop turn: send */
-	int flushing;	  /* the controller is going: no linger */
-	int stopped;
-};
 
 /* ============================================================ values */
 
@@ -199,6 +141,8 @@ static void learn_line(struct journal_etcd *j, uint64_t off, const char *v,
 			       end, off);
 		events_restart(j->ev, off);
 	}
+	/* The line comes at the journal's end: offsets are absolute. */
+	assert(events_end(j->ev) == off);
 	if (events_append_line(j->ev, e.ms, e.line, e.len) < 0) {
 		rt_log(RT_LOG_ERROR,
 		       "journal: the line at %" PRIu64
@@ -208,6 +152,7 @@ static void learn_line(struct journal_etcd *j, uint64_t off, const char *v,
 		events_restart(j->ev, off + e.len);
 		return;
 	}
+	assert(events_end(j->ev) == off + e.len);
 	if (j->fn != NULL)
 		j->fn(j->arg, e.tenant[0] ? e.tenant : NULL, off);
 }
@@ -244,9 +189,7 @@ static void learn(struct journal_etcd *j, const struct etcd_kv *kv, int del)
 
 /* ============================================================ reading */
 
-static void start_watch(struct journal_etcd *j);
 static void read_page(struct journal_etcd *j);
-static void on_kick(uv_timer_t *t);
 
 static void sync_failed(struct journal_etcd *j, int rc, const char *why)
 {
@@ -293,9 +236,9 @@ static void on_page(void *arg, const struct etcd_answer *a)
 		j->rev = j->sync_rev;
 	j->syncing = 0;
 	j->synced = 1;
-	start_watch(j);
+	journal_etcd__start_watch(j);
 	if (j->kick != NULL && j->nq > 0)
-		uv_timer_start(j->kick, on_kick, 0, 0);
+		uv_timer_start(j->kick, journal_etcd__on_kick, 0, 0);
 }
 
 static void read_page(struct journal_etcd *j)
@@ -327,7 +270,7 @@ static void on_head(void *arg, const struct etcd_answer *a)
 }
 
 /* Reads P/evh, then every kept line, at one revision. */
-static void read_all(struct journal_etcd *j)
+void journal_etcd__read_all(struct journal_etcd *j)
 {
 	int rc;
 
@@ -367,10 +310,10 @@ static void on_watch(void *arg, const struct etcd_answer *a)
 		learn(j, &a->events[i], a->deletes[i]);
 	/* No etcd call from inside the watch: the next loop turn sends. */
 	if (j->kick != NULL && j->nq > 0)
-		uv_timer_start(j->kick, on_kick, 0, 0);
+		uv_timer_start(j->kick, journal_etcd__on_kick, 0, 0);
 }
 
-static void start_watch(struct journal_etcd *j)
+void journal_etcd__start_watch(struct journal_etcd *j)
 {
 	int rc;
 
@@ -380,258 +323,6 @@ static void start_watch(struct journal_etcd *j)
 			&j->watch);
 	if (rc < 0)
 		j->watch = NULL; /* the tick tries again */
-}
-
-/* ============================================================ sending */
-
-static void qline_free(struct qline *l)
-{
-	free(l->value);
-	memset(l, 0, sizeof(*l));
-}
-
-/* Takes the first `n` lines off the queue. */
-static void pop(struct journal_etcd *j, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++) {
-		j->qbytes -= j->q[i].len;
-		qline_free(&j->q[i]);
-	}
-	if (n > 0)
-		memmove(j->q, j->q + n, (j->nq - n) * sizeof(*j->q));
-	j->nq -= n;
-}
-
-/* Puts a line at index `at` of the queue (it takes `v`). */
-static int insert(struct journal_etcd *j, size_t at, char *v, size_t len,
-		  size_t line)
-{
-	if (j->nq == j->capq) {
-		size_t cap = j->capq ? j->capq * 2 : 64;
-		struct qline *q = realloc(j->q, cap * sizeof(*q));
-
-		if (q == NULL)
-			return -ENOMEM;
-		j->q = q;
-		j->capq = cap;
-	}
-	memmove(j->q + at + 1, j->q + at, (j->nq - at) * sizeof(*j->q));
-	j->q[at].value = v;
-	j->q[at].len = len;
-	j->q[at].line = line;
-	j->nq++;
-	j->qbytes += len;
-	return 0;
-}
-
-/* The lines dropped from a full queue, said in a line of their own. */
-static void report_dropped(struct journal_etcd *j)
-{
-	struct rt_buf line = { 0 }, v = { 0 };
-	char kvs[48];
-	int64_t now = rt_now_ms();
-
-	snprintf(kvs, sizeof(kvs), " lines=%" PRIu64, j->dropped);
-	if (events_line(&line, now, "journal.dropped", "-", kvs) == 0 &&
-	    journal_etcd_value(&v, NULL, now, j->writer, line.data, line.len) ==
-		    0 &&
-	    insert(j, 0, v.data, v.len, line.len) == 0) {
-		v.data = NULL; /* the queue's */
-		j->dropped = 0;
-	}
-	rt_buf_free(&line);
-	rt_buf_free(&v);
-}
-
-static void on_txn(void *arg, const struct etcd_answer *a);
-
-/* Sends the batch (the first lines of the queue, numbered from P/evh as
- * known) in one txn, unless one is under way. */
-static void send_batch(struct journal_etcd *j)
-{
-	struct etcd_op *ops = NULL;
-	struct etcd_op fail[2];
-	struct etcd_cmp cmp;
-	char **keys = NULL, head[32], lo[256], hi[256], first[256];
-	size_t i, n, bytes = 0, nops = 0;
-	uint64_t off;
-	int rc = -ENOMEM;
-
-	if (j->stopped || j->busy || !j->synced || j->nq == 0 ||
-	    rt_mono_ms() < j->retry_at)
-		return;
-	if (j->inflight == 0) {
-		uint64_t now = rt_mono_ms();
-
-		/* Fewer than a batch, the first of them queued just now: it
-		 * waits for company, LINGER_MS at most. */
-		if (j->nq < JOURNAL_ETCD_BATCH && now < j->linger_end &&
-		    !j->flushing) {
-			if (j->kick != NULL)
-				uv_timer_start(j->kick, on_kick,
-					       j->linger_end - now, 0);
-			return;
-		}
-		/* A new batch, numbered from P/evh as last seen. */
-		if (j->dropped > 0)
-			report_dropped(j);
-		for (n = 0; n < j->nq && n < JOURNAL_ETCD_BATCH; n++) {
-			if (n > 0 &&
-			    bytes + j->q[n].len > JOURNAL_ETCD_BATCH_MAX)
-				break;
-			bytes += j->q[n].len;
-		}
-		j->inflight = n;
-		/* What is left waited already: it goes next, at once. */
-		j->linger_end = 0;
-		j->base = j->head;
-		j->base_known = j->head_rev > 0;
-		j->trim_to = 0;
-	}
-	n = j->inflight;
-	ops = calloc(n + 2, sizeof(*ops));
-	keys = calloc(n + 1, sizeof(*keys));
-	if (ops == NULL || keys == NULL)
-		goto out;
-	for (off = j->base, i = 0; i < n; off += j->q[i].line, i++) {
-		if (asprintf(&keys[i], "%s%020" PRIu64, j->pre, off) < 0) {
-			keys[i] = NULL;
-			goto out;
-		}
-		ops[nops].kind = ETCD_OP_PUT;
-		ops[nops].key = keys[i];
-		ops[nops].value = j->q[i].value;
-		ops[nops].value_len = j->q[i].len;
-		nops++;
-	}
-	snprintf(head, sizeof(head), "%" PRIu64, off);
-	ops[nops].kind = ETCD_OP_PUT;
-	ops[nops].key = j->head_key;
-	ops[nops].value = head;
-	ops[nops].value_len = strlen(head);
-	nops++;
-	/* The bound: past `keep` bytes, back to 3/4 of it. */
-	if (off > j->oldest && off - j->oldest > j->keep) {
-		j->trim_to = off - j->keep / 4 * 3;
-		snprintf(lo, sizeof(lo), "%s%020" PRIu64, j->pre, j->oldest);
-		snprintf(hi, sizeof(hi), "%s%020" PRIu64, j->pre, j->trim_to);
-		ops[nops].kind = ETCD_OP_DELETE;
-		ops[nops].key = lo;
-		ops[nops].range_end = hi;
-		nops++;
-	}
-	memset(&cmp, 0, sizeof(cmp));
-	cmp.key = j->head_key;
-	if (j->base_known) {
-		snprintf(first, sizeof(first), "%" PRIu64, j->base);
-		cmp.target = ETCD_VALUE;
-		cmp.result = ETCD_EQUAL;
-		cmp.value = first;
-		cmp.value_len = strlen(first);
-	} else {
-		cmp.target = ETCD_VERSION;
-		cmp.result = ETCD_EQUAL;
-		cmp.number = 0;
-	}
-	/* Lost: what P/evh is now, and whether the batch's first line is
-	 * there already (a txn whose answer was lost did commit). */
-	memset(fail, 0, sizeof(fail));
-	fail[0].kind = ETCD_OP_RANGE;
-	fail[0].key = j->head_key;
-	fail[1].kind = ETCD_OP_RANGE;
-	fail[1].key = keys[0];
-	rc = etcd_txn(j->c, &cmp, 1, ops, nops, fail, 2, on_txn, j);
-	if (rc == 0)
-		j->busy = 1;
-out:
-	if (rc < 0) {
-		rt_log(RT_LOG_WARN, "journal: cannot send: %s", strerror(-rc));
-		j->retry_at = rt_mono_ms() + TICK_MS;
-	}
-	for (i = 0; keys != NULL && i < n; i++)
-		free(keys[i]);
-	free(keys);
-	free(ops);
-}
-
-static void on_txn(void *arg, const struct etcd_answer *a)
-{
-	struct journal_etcd *j = arg;
-	const struct etcd_kv *h = NULL, *f = NULL;
-	size_t i;
-
-	j->busy = 0;
-	if (a->rc == -ECANCELED || j->stopped)
-		return;
-	if (a->rc < 0) {
-		/* Sent again as it was, numbered as it was: if it did
-		 * commit, that txn loses and its first line says so. */
-		if (!j->failing)
-			rt_log(RT_LOG_WARN,
-			       "journal: sending %zu lines: %s%s%s; they "
-			       "wait",
-			       j->inflight, strerror(-a->rc),
-			       a->error ? ": " : "", a->error ? a->error : "");
-		j->failing = 1;
-		j->retry_at = rt_mono_ms() + TICK_MS;
-		return;
-	}
-	if (j->failing)
-		rt_log(RT_LOG_INFO, "journal: sending again");
-	j->failing = 0;
-	j->retry_at = 0;
-	if (a->succeeded) {
-		uint64_t end = j->base;
-
-		for (i = 0; i < j->inflight; i++)
-			end += j->q[i].line;
-		if (a->header.revision >= j->head_rev) {
-			j->head = end;
-			j->head_rev = a->header.revision;
-		}
-		if (j->trim_to > j->oldest)
-			j->oldest = j->trim_to;
-		pop(j, j->inflight);
-		j->inflight = 0;
-	} else {
-		for (i = 0; i < a->nkvs; i++) {
-			if (strcmp(a->kvs[i].key, j->head_key) == 0)
-				h = &a->kvs[i];
-			else
-				f = &a->kvs[i];
-		}
-		if (h != NULL) {
-			j->head_rev = h->mod_revision;
-			j->head = strtoull(h->value, NULL, 10);
-		} else
-			j->head_rev = 0; /* P/evh went: numbered on from head */
-		if (f != NULL && f->value_len == j->q[0].len &&
-		    memcmp(f->value, j->q[0].value, f->value_len) == 0)
-			pop(j, j->inflight); /* sent already */
-		j->inflight = 0;	     /* numbered again */
-	}
-	if (j->kick != NULL && j->nq > 0)
-		uv_timer_start(j->kick, on_kick, 0, 0);
-}
-
-static void on_kick(uv_timer_t *t)
-{
-	send_batch(t->data);
-}
-
-static void on_tick(uv_timer_t *t)
-{
-	struct journal_etcd *j = t->data;
-
-	if (j->stopped)
-		return;
-	if (j->resync && !j->syncing && j->watch == NULL)
-		read_all(j);
-	else if (j->synced && !j->syncing && j->watch == NULL)
-		start_watch(j);
-	send_batch(j);
 }
 
 /* ============================================================ the API */
@@ -670,7 +361,7 @@ void journal_etcd_send(struct journal_etcd *j, int64_t ms, const char *tenant,
 		while (at + go < j->nq &&
 		       (j->nq - go > lines || j->qbytes + v.len > bytes)) {
 			j->qbytes -= j->q[at + go].len;
-			qline_free(&j->q[at + go]);
+			journal_etcd__qline_free(&j->q[at + go]);
 			go++;
 		}
 		memmove(j->q + at, j->q + at + go,
@@ -684,12 +375,12 @@ void journal_etcd_send(struct journal_etcd *j, int64_t ms, const char *tenant,
 	}
 	if (j->nq == j->inflight) /* the first line waiting */
 		j->linger_end = rt_mono_ms() + LINGER_MS;
-	if (insert(j, j->nq, v.data, v.len, n) == 0)
+	if (journal_etcd__insert(j, j->nq, v.data, v.len, n) == 0)
 		v.data = NULL;
 	else
 		rt_log(RT_LOG_ERROR, "journal: a line is lost (no memory)");
 	if (j->kick != NULL && !j->busy)
-		uv_timer_start(j->kick, on_kick, 0, 0);
+		uv_timer_start(j->kick, journal_etcd__on_kick, 0, 0);
 out:
 	rt_buf_free(&v);
 	free(cut);
@@ -769,10 +460,10 @@ int journal_etcd_open(struct journal_etcd **out, uv_loop_t *loop,
 	events_restart(ev, 0);
 	/* The first read before the mount serves: the loop runs for it
 	 * alone, bounded by the client's timeouts. */
-	read_all(j);
+	journal_etcd__read_all(j);
 	while (j->syncing)
 		uv_run(loop, UV_RUN_ONCE);
-	uv_timer_start(j->tick, on_tick, TICK_MS, TICK_MS);
+	uv_timer_start(j->tick, journal_etcd__on_tick, TICK_MS, TICK_MS);
 	rc = 0;
 out:
 	rt_buf_free(&p);
@@ -791,7 +482,7 @@ void journal_etcd_flush(struct journal_etcd *j)
 	j->flushing = 1;
 	j->linger_end = 0;
 	if (j->kick != NULL && !j->busy)
-		uv_timer_start(j->kick, on_kick, 0, 0);
+		uv_timer_start(j->kick, journal_etcd__on_kick, 0, 0);
 }
 
 int journal_etcd_flushed(const struct journal_etcd *j)
@@ -828,7 +519,7 @@ void journal_etcd_close(struct journal_etcd *j)
 	if (j == NULL)
 		return;
 	journal_etcd_stop(j);
-	pop(j, j->nq);
+	journal_etcd__pop(j, j->nq);
 	free(j->q);
 	free(j->pre);
 	free(j->pre_end);
