@@ -15,7 +15,6 @@
 
 #include "../internal.h"
 #include "../store/etcd/journal_etcd.h"
-#include "../cluster/leader.h"
 #include "owners.h"
 #include "quota.h"
 #include "../act/reconcile.h"
@@ -497,6 +496,8 @@ static int open_store(struct sched **out, const char *datadir,
 	if (rc == 0)
 		rc = store_load(s->store, load_row, s);
 	if (rc == 0)
+		rc = sched_cluster_open(s);
+	if (rc == 0)
 		store_listen(s->store, apply_change, s);
 	/* A cluster's journal is in etcd: a client of its own. */
 	if (rc == 0 && cfg != NULL)
@@ -536,7 +537,7 @@ void sched_close(struct sched *s)
 	rt_map_free(&s->root.children);
 	rt_map_each(&s->pool.children, free_tree_cb, NULL);
 	rt_map_free(&s->pool.children);
-	sched__leader_close(s);
+	sched_cluster_close(s);
 	free(s->datadir);
 	free(s->self);
 	free(s->log_path);
@@ -606,7 +607,7 @@ static void apply_delete(struct sched *s, struct sched_obj *o,
 	sched__obj_drop(s, o);
 	/* Removed on a follower, whose delete of its quotas reached its own
 	 * copy only: the leader's reaches them all. */
-	if (r->kind == STORE_TENANT && store_shared(s->store) && s->leading)
+	if (r->kind == STORE_TENANT && sched_cluster_publishes(s))
 		(void)sched__quota_sweep(s);
 	/* A tenant's own end is in the whole journal only: its part is
 	 * gone with it. */
@@ -689,7 +690,7 @@ static void apply_change(void *arg, const struct store_change *c)
 	struct sched *s = arg;
 	const struct store_row *r = &c->row;
 	struct sched_obj *parent = row_parent(s, r), *o;
-	int quiet = store_shared(s->store) && !c->own;
+	int quiet = sched_cluster_shared(s) && !c->own;
 
 	o = parent ? sched_child(parent, row_name(r)) : NULL;
 	if (c->op == STORE_INSERT && parent != NULL && o == NULL)
@@ -748,7 +749,7 @@ static int store_child_change(struct sched *s, struct sched_obj *parent,
 	rc = insert ? store_insert(s->store, r) : store_delete(s->store, r);
 	/* A shared store keeps no parent's mtime: each controller moves it
 	 * as the children come and go (touch). */
-	if (rc == 0 && parent->type != SCHED_ROOT && !store_shared(s->store)) {
+	if (rc == 0 && parent->type != SCHED_ROOT && !sched_cluster_shared(s)) {
 		obj_row(parent, &pr);
 		pr.updated_ms = now;
 		rc = store_update(s->store, &pr);
@@ -853,9 +854,9 @@ int sched__remove(struct sched *s, struct sched_obj *parent, const char *name,
 	/* The function and its instances' rows go in one transaction, before
 	 * anything is stopped: a failure leaves everything as it was. */
 	rc = store_begin(s->store);
-	if (rc == 0 && o->type == SCHED_FUNCTION && !store_shared(s->store))
+	if (rc == 0 && o->type == SCHED_FUNCTION && !sched_cluster_shared(s))
 		rc = sched__instances_unstore(s, (struct sched_function *)o);
-	if (rc == 0 && o->type == SCHED_FUNCTION && !store_shared(s->store))
+	if (rc == 0 && o->type == SCHED_FUNCTION && !sched_cluster_shared(s))
 		rc = sched__code_unstore(s, (struct sched_function *)o);
 	if (rc == 0 && o->type == SCHED_TENANT)
 		rc = sched__quota_unstore(s, o->name);
