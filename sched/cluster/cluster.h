@@ -79,4 +79,41 @@ const char *sched_cluster_leader_name(const struct sched *s);
  * --listen IP:PORT) or over a Unix socket (its ctl.sock), or NULL. */
 const char *sched__leader_addr(const struct sched *s, int tcp);
 
+/* ---- joining (join.c): what the daemon (fs/cmd/mount.c) calls */
+
+struct uv_loop_s;
+
+/* Where a controller's cluster is: --etcd (NULL: alone), its TLS files,
+ * and --cluster. */
+struct sched_cluster_config {
+	const char *etcd;
+	const char *etcd_ca;
+	const char *etcd_cert;
+	const char *etcd_key;
+	const char *cluster;
+};
+
+/* sched_open alone, sched_open_shared with the etcd of `cc` on a
+ * cluster. Returns 0 or -errno as they do. */
+int sched_cluster_sched_open(struct sched **out, const char *datadir,
+			     struct uv_loop_s *loop,
+			     const struct sched_cluster_config *cc);
+
+/* After sched_start: a cluster's controller joins it (its key, which
+ * `fnfs cluster status` lists; running `loop` until etcd answered) and
+ * sets up forwarding to the leader, with the --name, --listen, lease and
+ * --insecure of `opt`. Alone: nothing. Returns 0, or -errno having
+ * logged why (-EEXIST: the name is taken). */
+int sched_cluster_join(struct sched *s, struct uv_loop_s *loop,
+		       const struct sched_cluster_config *cc,
+		       const struct sched_options *opt);
+
+/* At a stop: leaves the cluster (its key goes at once, on later turns)
+ * and fails what is forwarded. Alone: nothing. */
+void sched_cluster_leave(struct sched *s);
+
+/* After a start that failed: drops the cluster's key at once, without
+ * telling etcd (NULL-safe). */
+void sched_cluster_forget(struct sched *s);
+
 #endif

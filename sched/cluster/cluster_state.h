@@ -11,6 +11,7 @@
 
 struct elect;
 struct sched_fwd_state; /* forward.c */
+struct presence;	/* etcd/presence.h */
 
 struct sched_cluster {
 	const struct sched_cluster_ops *ops; /* the role, chosen once */
@@ -28,6 +29,8 @@ struct sched_cluster {
 	int64_t term; /* the creation revision of its election key when it
 			 last took office (0: never led); only grows */
 	struct sched_fwd_state *fwd; /* forwarding (forward.c), or NULL */
+	struct presence *presence;   /* its key in etcd (join.c), owned, or
+					NULL */
 };
 
 #endif
