@@ -205,6 +205,10 @@ struct sched_obj *sched__obj_new(struct sched *s, enum sched_obj_type type,
 				 struct sched_obj *parent, const char *name,
 				 int64_t created, int64_t updated);
 
+/* The store's row of a tenant, namespace or function `o`, pointing into
+ * it (valid while `o` is). */
+void sched__obj_row(const struct sched_obj *o, struct store_row *r);
+
 /* Unlinks and frees one object (its children must be gone). */
 void sched__obj_drop(struct sched *s, struct sched_obj *o);
 
@@ -233,6 +237,23 @@ void sched__event(struct sched *s, const struct sched_obj *o, const char *kind,
 
 /* Sets a function's error file to `reason`, with the time. */
 void sched__set_error(struct sched_function *fn, const char *reason);
+
+/* ---- journal.c */
+
+struct sched_tenant;
+
+/* Journals `kind` for `object` with " k=v" pairs `kvs`, in the part of
+ * tenant `t` too (may be NULL); a refusal goes through the limit of its
+ * tenant (or the root's). */
+void sched__journal(struct sched *s, struct sched_tenant *t, const char *kind,
+		    const char *object, const char *kvs);
+
+/* The cluster's journal's listener: a line came back at `at`; its
+ * tenant's part has it too, or keeps it until that tenant comes. */
+void sched__journal_line(void *arg, const char *tenant, uint64_t at);
+
+/* Tenant `t` came: its lines that came first go to its part. */
+void sched__adopt_orphans(struct sched *s, struct sched_tenant *t);
 
 /* Stops the cluster's journal (no etcd call after it). */
 void sched__journal_stop(struct sched *s);
