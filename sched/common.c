@@ -66,7 +66,7 @@ int sched__store_put_as(struct sched *s, const struct sched_instance *in,
 	struct store_instance r;
 
 	/* On a cluster the others show what the leader knows of it. */
-	instance_row(in, store_shared(s->store), &r);
+	instance_row(in, sched_cluster_shared(s), &r);
 	r.desired_run = run;
 	return store_instance_put(s->store, &r);
 }
@@ -75,7 +75,7 @@ void sched__publish(struct sched *s, const struct sched_instance *in)
 {
 	struct store_instance r;
 
-	if (!s->leading)
+	if (!sched_cluster_publishes(s))
 		return;
 	instance_row(in, 1, &r);
 	/* What the others are told is not the model: a failure (out of

@@ -17,6 +17,7 @@
 #include "sched.h"
 #include "model/stats.h"
 #include "store/store.h"
+#include "cluster/cluster.h"
 
 #define SCHED_POOL_MAX 256 /* local workers at most */
 /* Default silence that makes a worker offline, ms. */
@@ -43,9 +44,9 @@ struct sched_local {
 	int64_t next_spawn_mono; /* not before this */
 };
 
-struct sched_conn_ops;	/* conn.h */
-struct sched_peer_ops;	/* conn.h */
-struct sched_fwd_state; /* forward.c */
+struct sched_conn_ops; /* conn.h */
+struct sched_peer_ops; /* conn.h */
+struct sched_cluster;  /* cluster/cluster_state.h */
 
 #define SCHED_ORPHANS 64 /* journal lines kept for a tenant not here yet */
 
@@ -80,8 +81,7 @@ struct sched {
 	const struct sched_conn_ops *conn_ops; /* conn.c's callbacks up */
 	const struct sched_peer_ops *peer_ops; /* peer controllers (conn.h),
 						  or NULL: refused */
-	struct sched_fwd_state *fwd; /* forwarding (forward.c), or NULL */
-	char *sock_path;	     /* owned */
+	char *sock_path;		       /* owned */
 	struct sched_listen *listen; /* --listen (listen.h), owned, or NULL */
 	struct conn *conns;	     /* every open connection (conn.c) */
 	uv_timer_t tick;	     /* once a second: health, pool, pending */
@@ -125,19 +125,8 @@ struct sched {
 	int64_t last_beat;    /* monotonic ms of the last heartbeat run */
 	int64_t last_ping;    /* monotonic ms of the last pings */
 
-	/* A cluster's controller (leader.c): NULL / 0 with SQLite. */
-	struct elect *elect; /* its elector, owned */
-	int leading;	     /* it acts as the leader: places, runs workers */
-	int taking;	     /* it won, and waits for its model to catch up */
-	int holding; /* led, lost etcd: keeps its workers, places nothing */
-	int elect_stopped;    /* the elector's stop has been answered */
-	char *name;	      /* --name, owned */
-	char *leader_name;    /* the leader's, owned, or NULL: none known */
-	char *leader_listen;  /* its --listen IP:PORT, owned, or NULL */
-	char *leader_sock;    /* its control socket's path, owned, or NULL */
-	int64_t leader_since; /* rt_now_ms this controller began to lead */
-	int64_t term; /* the creation revision of its election key when it
-			 last took office (0: never led) */
+	struct sched_cluster *cluster; /* the role and its state (cluster.h),
+					owned */
 	long long held_requests; /* bytes in open invoke files (quota.h) */
 };
 
@@ -216,6 +205,10 @@ struct sched_obj *sched__obj_new(struct sched *s, enum sched_obj_type type,
 				 struct sched_obj *parent, const char *name,
 				 int64_t created, int64_t updated);
 
+/* The store's row of a tenant, namespace or function `o`, pointing into
+ * it (valid while `o` is). */
+void sched__obj_row(const struct sched_obj *o, struct store_row *r);
+
 /* Unlinks and frees one object (its children must be gone). */
 void sched__obj_drop(struct sched *s, struct sched_obj *o);
 
@@ -244,6 +237,23 @@ void sched__event(struct sched *s, const struct sched_obj *o, const char *kind,
 
 /* Sets a function's error file to `reason`, with the time. */
 void sched__set_error(struct sched_function *fn, const char *reason);
+
+/* ---- journal.c */
+
+struct sched_tenant;
+
+/* Journals `kind` for `object` with " k=v" pairs `kvs`, in the part of
+ * tenant `t` too (may be NULL); a refusal goes through the limit of its
+ * tenant (or the root's). */
+void sched__journal(struct sched *s, struct sched_tenant *t, const char *kind,
+		    const char *object, const char *kvs);
+
+/* The cluster's journal's listener: a line came back at `at`; its
+ * tenant's part has it too, or keeps it until that tenant comes. */
+void sched__journal_line(void *arg, const char *tenant, uint64_t at);
+
+/* Tenant `t` came: its lines that came first go to its part. */
+void sched__adopt_orphans(struct sched *s, struct sched_tenant *t);
 
 /* Stops the cluster's journal (no etcd call after it). */
 void sched__journal_stop(struct sched *s);

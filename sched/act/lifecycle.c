@@ -17,7 +17,6 @@
 #include "../workers/conn.h"
 #include "../workers/listen.h"
 #include "../workers/fence.h"
-#include "../cluster/leader.h"
 #include "../workers/pool.h"
 #include "reconcile.h"
 #include "../workers/reports.h"
@@ -70,7 +69,7 @@ static void on_tick(uv_timer_t *t)
 	if (s->shutting_down)
 		return;
 	note_held(s);
-	sched__leader_tick(s);
+	sched_cluster_tick(s);
 	sched__journal_tick(s, 0);
 	if (!sched__acting(s)) {
 		/* A follower: the leader places and recovers. */
@@ -225,13 +224,9 @@ int sched_start(struct sched *s, struct uv_loop_s *loop,
 	sched__code_start(s);
 	sched__heartbeat_start(s);
 	sched__pool_check(s);
-	if (store_shared(s->store)) {
-		/* A cluster: the leader places; this one campaigns. */
-		s->recovery_until = 0;
-		rc = sched__leader_start(s, opt);
-		if (rc < 0)
-			return rc;
-	}
+	rc = sched_cluster_start(s, opt);
+	if (rc < 0)
+		return rc;
 	sched__reconcile_all(s);
 	return 0;
 }
@@ -294,7 +289,7 @@ static void finish_shutdown(struct sched *s)
 	sched__conn_close_all(s);
 	rt_wire_flusher_stop(&s->flusher);
 	sched__requests_end_all(s);
-	sched__leader_free(s);
+	sched_cluster_abort(s);
 	for (i = 0; i < SCHED_POOL_MAX; i++) {
 		int killed = s->locals[i].live;
 
@@ -324,7 +319,7 @@ static void on_shutdown_poll(uv_timer_t *t)
 	int64_t now = rt_mono_ms();
 
 	if ((pending_local(s) == 0 && online_local(s) == 0 &&
-	     s->requests.count == 0 && !sched__leader_stopping(s) &&
+	     s->requests.count == 0 && !sched_cluster_stopping(s) &&
 	     (sched__journal_flushed(s) || now > s->journal_until)) ||
 	    now > s->recovery_until)
 		finish_shutdown(s);
@@ -375,7 +370,7 @@ static int stop_workers_cb(const char *key, void *value, void *arg)
 	}
 	if (w->local)
 		sched__send(s, w, json_pack("{s:s}", "type", "shutdown"));
-	else if (!store_shared(s->store))
+	else if (!sched_cluster_shared(s))
 		/* a worker started by hand stays; its instances stop */
 		rt_map_each(&w->assignments, stop_manual_cb, s);
 	/* On a cluster they go on: the next leader takes the worker over. */
@@ -389,7 +384,7 @@ void sched_shutdown(struct sched *s, void (*done)(void *arg), void *arg)
 	s->shutting_down = 1;
 	sched__calls_close(s);
 	/* A cluster's leader resigns first (the store stops after it). */
-	if (sched__leader_stop(s) == 0)
+	if (sched_cluster_stop(s) == 0)
 		store_stop(s->store);
 	/* The journal's last lines go before it stops (finish_shutdown),
 	 * JOURNAL_FLUSH_MS at most. */

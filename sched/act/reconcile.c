@@ -15,7 +15,6 @@
 #include "../model/instance_state.h"
 #include "../model/invariants.h"
 #include "orders.h"
-#include "../cluster/leader.h"
 #include "reconcile.h"
 
 /* How many instances a function wants: daemons with a command run

@@ -463,7 +463,7 @@ static int render_store(struct sched *s, struct rt_buf *out)
 			     (long long)rev, !watching,
 			     (long long)(watching ? 0 : rt_now_ms() - since),
 			     store_mirror_pending(s->store), sched_role(s),
-			     leader ? leader : "-", (long long)s->term,
+			     leader ? leader : "-", (long long)sched_cluster_term(s),
 			     (long long)s->held_max_ms);
 }
 

@@ -1,11 +1,129 @@
 /*
- * cluster.c - what a cluster's controller tells the others about itself
- * (sched/cluster/etcd/presence.h): its role and how far its tree follows etcd.
+ * cluster.c - the role of a controller, chosen once (cluster.h): its
+ * state, the calls the rest of sched/ makes, passed to the role's table
+ * (single.c alone, leader.c on a cluster), and what a cluster's
+ * controller tells the others about itself (sched/cluster/etcd/presence.h):
+ * its role and how far its tree follows etcd.
  */
+#include <assert.h>
 #include <errno.h>
+#include <stdlib.h>
 
 #include "../internal.h"
+#include "cluster_state.h"
 #include "etcd/presence.h"
+
+int sched_cluster_open(struct sched *s)
+{
+	assert(s->cluster == NULL);
+	s->cluster = calloc(1, sizeof(*s->cluster));
+	if (s->cluster == NULL)
+		return -ENOMEM;
+	s->cluster->ops = store_shared(s->store) ? &sched_cluster_etcd
+						 : &sched_cluster_single;
+	return 0;
+}
+
+void sched_cluster_close(struct sched *s)
+{
+	if (s->cluster == NULL)
+		return;
+	free(s->cluster->name);
+	free(s->cluster->leader_name);
+	free(s->cluster->leader_listen);
+	free(s->cluster->leader_sock);
+	free(s->cluster);
+	s->cluster = NULL;
+}
+
+/* The state's invariants, whatever the role: one role, chosen when the
+ * store opened; a holding controller does not lead; a leader has a
+ * term. */
+static const struct sched_cluster *checked(const struct sched *s)
+{
+	const struct sched_cluster *c = s->cluster;
+
+	assert(c != NULL);
+	assert(c->ops == &sched_cluster_single ||
+	       c->ops == &sched_cluster_etcd);
+	assert((c->ops == &sched_cluster_etcd) == store_shared(s->store));
+	assert(!(c->holding && c->leading));
+	assert(!(c->taking && c->leading));
+	return c;
+}
+
+int sched_cluster_start(struct sched *s, const struct sched_options *opt)
+{
+	return checked(s)->ops->start(s, opt);
+}
+
+void sched_cluster_tick(struct sched *s)
+{
+	checked(s)->ops->tick(s);
+}
+
+int sched_cluster_stop(struct sched *s)
+{
+	return checked(s)->ops->stop(s);
+}
+
+int sched_cluster_stopping(struct sched *s)
+{
+	return checked(s)->ops->stopping(s);
+}
+
+void sched_cluster_abort(struct sched *s)
+{
+	checked(s)->ops->abort(s);
+}
+
+int sched__acting(const struct sched *s)
+{
+	return checked(s)->ops->acting(s);
+}
+
+int sched_cluster_shared(const struct sched *s)
+{
+	return checked(s)->ops != &sched_cluster_single;
+}
+
+int sched_cluster_publishes(const struct sched *s)
+{
+	return checked(s)->ops->publishes(s);
+}
+
+int64_t sched_cluster_term(const struct sched *s)
+{
+	return checked(s)->term;
+}
+
+const char *sched_cluster_leader_name(const struct sched *s)
+{
+	return checked(s)->leader_name;
+}
+
+const char *sched_role(const struct sched *s)
+{
+	return checked(s)->ops->role(s);
+}
+
+int sched_leader(const struct sched *s, const char **name, const char **listen)
+{
+	const struct sched_cluster *c = checked(s);
+
+	if (c->leader_name == NULL)
+		return -ENOENT;
+	*name = c->leader_name;
+	*listen = c->leader_listen;
+	return 0;
+}
+
+const char *sched__leader_addr(const struct sched *s, int tcp)
+{
+	const struct sched_cluster *c = checked(s);
+
+	return tcp ? c->leader_listen : c->leader_sock;
+}
 
 int sched_cluster_state(struct sched *s, int64_t *revision, int *stale)
 {

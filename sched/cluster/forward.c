@@ -1,7 +1,7 @@
 /*
  * forward.c - a follower forwards to the leader what only the leader can
  * do (see forward.h), over the controllers' own link; the leader serves
- * what followers forward.
+ * what followers forward (forward_serve.c).
  *
  * The follower's side: one link at a time (struct fwd_link), to the
  * leader the election names (sched_leader). It is opened by the first
@@ -18,10 +18,10 @@
  * flight with EAGAIN and the reason (in the function's `error`), and the
  * next request opens a link to the new leader.
  *
- * The leader's side: conn.c hands `peer` and the messages of a peer to
- * the callbacks below (struct sched_peer_ops), which pass each request
- * to fs/ (struct sched_fwd_serve_ops) and send its answer back. A peer
- * that goes away leaves its requests to end unanswered.
+ * The leader's side is forward_serve.c. Over 600 lines: the link's
+ * life (connect, TLS, peering, framing) and the requests that wait on
+ * it share its state and failure paths; cut apart, each would reach into
+ * the other's.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -31,81 +31,9 @@
 #include "../../runtime/base/tls.h"
 #include "../workers/conn.h"
 #include "forward.h"
+#include "forward_state.h"
+#include "cluster_state.h"
 #include "../workers/listen.h"
-
-/* Connect, handshake and `peered` must end within this. */
-#define FWD_LINK_MS 3000
-/* How often the leader is checked while requests are in flight. */
-#define FWD_WATCH_MS 200
-/* Beyond the leader's own bound of a request: the link's time. */
-#define FWD_MARGIN_MS 2000
-/* The most groups a forwarded caller carries. */
-#define FWD_GROUPS_MAX 1024
-
-enum { LINK_CONNECTING, LINK_PEERING, LINK_READY, LINK_DEAD };
-
-/* The follower's connection to the leader. */
-struct fwd_link {
-	struct sched_fwd_state *st; /* NULL once the state forgot it */
-	uv_tcp_t tcp;
-	uv_connect_t connect_req;
-	uv_timer_t timer;	/* bounds the time to `peered` */
-	struct rt_tls tls;	/* TLS, unless plain */
-	int plain;		/* plain TCP (--insecure, no CA) */
-	struct rt_wire_out out; /* frames not yet written */
-	struct rt_buf in;	/* bytes not yet decoded */
-	struct rt_buf dec;	/* TLS: decrypted, not yet decoded */
-	char leader[128];	/* the leader's name */
-	char addr[RT_NET_ADDR_MAX];
-	int state;
-	int handles; /* open handles: freed at 0 */
-};
-
-/* A forwarded request on the follower. */
-struct sched_fwd {
-	uint64_t seq;
-	struct sched_fwd_state *st;
-	sched_fwd_fn done; /* NULL: nobody waits */
-	void *arg;
-	uv_timer_t timer; /* the bound */
-	int bound_ms;	  /* its length */
-	char *path;	  /* owned */
-	json_t *header;	  /* owned until sent */
-	char *body;	  /* owned until sent */
-	size_t len;
-	int sent;
-	struct sched_fwd *next; /* in st->queue while not sent */
-};
-
-/* A request of a follower on the leader. */
-struct sched_fwd_in {
-	struct sched_fwd_state *st;
-	struct conn *c; /* NULL once the follower is gone */
-	uint64_t seq;
-	struct sched_fwd_in *next, **pprev; /* in st->ins */
-};
-
-struct sched_fwd_state {
-	struct sched *s;
-	char *name;	       /* this controller's --name, owned */
-	int insecure;	       /* plain TCP when there is no CA */
-	SSL_CTX *ctx;	       /* the link's client context, or NULL */
-	int ctx_tried;	       /* ctx was made, or could not be */
-	char ctx_error[256];   /* why there is no ctx */
-	struct fwd_link *link; /* the link, or NULL */
-	struct rt_idmap out;   /* seq -> struct sched_fwd, in flight */
-	struct sched_fwd *queue, **qtail; /* waiting for the link */
-	uint64_t next_seq;
-	uv_timer_t watch; /* checks the leader while requests are out */
-	int watching;
-	char *fixed_name, *fixed_addr;	       /* sched__fwd_target */
-	char cert_role[32];		       /* of the minted certificate */
-	char hello[16];			       /* the first message's type */
-	char last_error[512];		       /* why the link last failed */
-	const struct sched_fwd_serve_ops *ops; /* the leader's side */
-	void *ops_arg;
-	struct sched_fwd_in *ins; /* followers' requests not answered */
-};
 
 static void link_fail(struct sched_fwd_state *st, const char *why);
 static void fwd_finish(struct sched_fwd *f, int err, const char *error,
@@ -129,7 +57,7 @@ int sched_fwd_setup(struct sched *s, const char *name, int insecure)
 {
 	struct sched_fwd_state *st;
 
-	if (s->fwd != NULL)
+	if (s->cluster->fwd != NULL)
 		return 0;
 	st = calloc(1, sizeof(*st));
 	if (st == NULL)
@@ -149,7 +77,7 @@ int sched_fwd_setup(struct sched *s, const char *name, int insecure)
 	uv_timer_init(s->loop, &st->watch);
 	st->watch.data = st;
 	uv_unref((uv_handle_t *)&st->watch);
-	s->fwd = st;
+	s->cluster->fwd = st;
 	return 0;
 }
 
@@ -194,9 +122,9 @@ int sched_fwd_active(const struct sched *s)
 {
 	const char *role;
 
-	if (s->fwd == NULL)
+	if (s->cluster->fwd == NULL)
 		return 0;
-	if (s->fwd->fixed_addr != NULL)
+	if (s->cluster->fwd->fixed_addr != NULL)
 		return 1;
 	role = sched_role(s);
 	return strcmp(role, "single") != 0 && strcmp(role, "leader") != 0;
@@ -204,7 +132,7 @@ int sched_fwd_active(const struct sched *s)
 
 void sched__fwd_target(struct sched *s, const char *name, const char *addr)
 {
-	struct sched_fwd_state *st = s->fwd;
+	struct sched_fwd_state *st = s->cluster->fwd;
 
 	if (st == NULL)
 		return;
@@ -216,15 +144,17 @@ void sched__fwd_target(struct sched *s, const char *name, const char *addr)
 
 void sched__fwd_cert_role(struct sched *s, const char *role, const char *hello)
 {
-	if (s->fwd == NULL)
+	if (s->cluster->fwd == NULL)
 		return;
-	snprintf(s->fwd->cert_role, sizeof(s->fwd->cert_role), "%s", role);
-	snprintf(s->fwd->hello, sizeof(s->fwd->hello), "%s", hello);
+	snprintf(s->cluster->fwd->cert_role, sizeof(s->cluster->fwd->cert_role),
+		 "%s", role);
+	snprintf(s->cluster->fwd->hello, sizeof(s->cluster->fwd->hello), "%s",
+		 hello);
 }
 
 const char *sched__fwd_last_error(const struct sched *s)
 {
-	return s->fwd != NULL ? s->fwd->last_error : "";
+	return s->cluster->fwd != NULL ? s->cluster->fwd->last_error : "";
 }
 
 struct sched_function *sched_fwd_function_of(struct sched *s, const char *path)
@@ -679,7 +609,7 @@ static int fwd_start(struct sched *s, const char *op, const char *path,
 		     const struct sched_caller *who, int async, int bound,
 		     sched_fwd_fn done, void *arg, struct sched_fwd **out)
 {
-	struct sched_fwd_state *st = s->fwd;
+	struct sched_fwd_state *st = s->cluster->fwd;
 	struct rt_buf why = { 0 };
 	struct sched_fwd *f = NULL;
 	json_t *groups = NULL;
@@ -791,200 +721,25 @@ void sched_fwd_cancel(struct sched *s, struct sched_fwd *f)
 		f->done = NULL; /* the answer is dropped when it comes */
 }
 
-/* ======================================================== the leader */
-
-static void in_unlink(struct sched_fwd_in *in)
-{
-	if (in->pprev == NULL)
-		return;
-	*in->pprev = in->next;
-	if (in->next != NULL)
-		in->next->pprev = in->pprev;
-	in->pprev = NULL;
-}
-
-void sched_fwd_answer(struct sched *s, struct sched_fwd_in *in, int err,
-		      const char *error, const char *body, size_t len)
-{
-	json_t *h;
-
-	(void)s;
-	if (in->c != NULL) {
-		h = json_pack("{s:s, s:I, s:i}", "type", "fwd.reply", "seq",
-			      (json_int_t)in->seq, "err", err);
-		if (h != NULL && err != 0 && error != NULL)
-			json_object_set_new(h, "error", json_string(error));
-		if (h != NULL && err == 0 && len > RT_WIRE_BODY_MAX) {
-			/* More than a frame carries (the log of a function
-			 * of many instances): refused, with the reason as
-			 * the function's error line on the follower. */
-			char when[32];
-			struct rt_buf line = { 0 };
-
-			rt_format_time(rt_now_ms(), when);
-			rt_buf_printf(&line,
-				      "%s the answer of the leader is larger "
-				      "than a forwarded reply carries (%u "
-				      "bytes): read it on the leader, or the "
-				      "instances' logs one by one\n",
-				      when, RT_WIRE_BODY_MAX);
-			err = EFBIG;
-			json_object_set_new(h, "err", json_integer(err));
-			if (line.data != NULL)
-				json_object_set_new(h, "error",
-						    json_string(line.data));
-			rt_buf_free(&line);
-		}
-		sched__conn_send_body(in->c, h, body, err == 0 ? len : 0);
-	}
-	in_unlink(in);
-	free(in);
-}
-
-/* Whether this controller runs what followers forward: the leader (or
- * a controller alone, for tests). Else `why` says where the leader is. */
-static int serving(struct sched *s, struct rt_buf *why)
-{
-	const char *role = sched_role(s), *name, *addr;
-
-	if (strcmp(role, "leader") == 0 || strcmp(role, "single") == 0)
-		return 1;
-	if (sched_leader(s, &name, &addr) == 0 && name != NULL)
-		rt_buf_printf(why,
-			      "this controller is not the leader (it is %s): "
-			      "the leader is %s at %s",
-			      role, name, addr ? addr : "(no --listen)");
-	else
-		rt_buf_printf(why,
-			      "this controller is not the leader (it is %s), "
-			      "and no leader is known",
-			      role);
-	return 0;
-}
-
-static int peer_on_peer(struct sched *s, struct conn *c, const struct rt_msg *m,
-			struct rt_buf *why)
-{
-	const struct sched_peer *p = sched__conn_peer(c);
-	const char *name = rt_msg_str(m, "name");
-
-	if (!serving(s, why))
-		return -EPERM;
-	rt_log(RT_LOG_INFO, "peer controller %s linked from %s%s",
-	       name ? name : "?", p->addr,
-	       p->transport == SCHED_TLS ? "" : " (plain TCP)");
-	sched__conn_send(c, json_pack("{s:s}", "type", "peered"));
-	return 0;
-}
-
-static void peer_on_message(struct sched *s, struct conn *c,
-			    const struct rt_msg *m)
-{
-	struct sched_fwd_state *st = s->fwd;
-	struct sched_caller who = { 0 };
-	struct sched_fwd_in *in;
-	struct rt_buf why = { 0 };
-	uint32_t *groups = NULL;
-	const char *op, *path;
-	json_t *g;
-	size_t i, n;
-
-	if (strcmp(m->type, "fwd") != 0) {
-		rt_log(RT_LOG_DEBUG, "peer controller: message %s ignored",
-		       m->type);
-		return;
-	}
-	in = calloc(1, sizeof(*in));
-	if (in == NULL)
-		return; /* it times out on the follower */
-	in->st = st;
-	in->c = c;
-	in->seq = (uint64_t)rt_msg_int(m, "seq", 0);
-	in->next = st->ins;
-	if (st->ins != NULL)
-		st->ins->pprev = &in->next;
-	st->ins = in;
-	in->pprev = &st->ins;
-	op = rt_msg_str(m, "op");
-	path = rt_msg_str(m, "path");
-	who.uid = (uint32_t)rt_msg_int(m, "uid", -1);
-	who.gid = (uint32_t)rt_msg_int(m, "gid", -1);
-	g = json_object_get(m->header, "groups");
-	n = json_is_array(g) ? json_array_size(g) : 0;
-	if (n > FWD_GROUPS_MAX)
-		n = FWD_GROUPS_MAX;
-	if (n > 0 && (groups = calloc(n, sizeof(*groups))) != NULL) {
-		for (i = 0; i < n; i++)
-			groups[i] = (uint32_t)json_integer_value(
-				json_array_get(g, i));
-		who.groups = groups;
-		who.ngroups = (int)n;
-	}
-	if (!serving(s, &why)) {
-		sched_fwd_answer(s, in, EAGAIN, why.data, NULL, 0);
-	} else if (op == NULL || path == NULL || st->ops == NULL) {
-		sched_fwd_answer(s, in, EINVAL, NULL, NULL, 0);
-	} else if (strcmp(op, "write") == 0) {
-		st->ops->write(st->ops_arg, in, path, m->body ? m->body : "",
-			       m->body_len, &who);
-	} else if (strcmp(op, "read") == 0 && st->ops->read != NULL) {
-		st->ops->read(st->ops_arg, in, path, &who);
-	} else if (strcmp(op, "call") == 0) {
-		st->ops->call(
-			st->ops_arg, in, path, m->body ? m->body : "",
-			m->body_len, &who,
-			json_is_true(json_object_get(m->header, "async")));
-	} else {
-		sched_fwd_answer(s, in, EOPNOTSUPP, NULL, NULL, 0);
-	}
-	free(groups);
-	rt_buf_free(&why);
-}
-
-static void peer_on_gone(struct sched *s, struct conn *c)
-{
-	struct sched_fwd_in *in;
-
-	if (s->fwd == NULL)
-		return;
-	for (in = s->fwd->ins; in != NULL; in = in->next)
-		if (in->c == c)
-			in->c = NULL; /* answered into the void */
-}
-
-void sched_fwd_serve(struct sched *s, const struct sched_fwd_serve_ops *ops,
-		     void *arg)
-{
-	static const struct sched_peer_ops peer_ops = {
-		.on_peer = peer_on_peer,
-		.on_message = peer_on_message,
-		.on_gone = peer_on_gone,
-	};
-
-	if (s->fwd == NULL)
-		return;
-	s->fwd->ops = ops;
-	s->fwd->ops_arg = arg;
-	s->peer_ops = ops != NULL ? &peer_ops : NULL;
-}
+/* ========================================================= shutdown */
 
 void sched_fwd_close(struct sched *s)
 {
-	struct sched_fwd_state *st = s->fwd;
+	struct sched_fwd_state *st = s->cluster->fwd;
 	struct sched_fwd_in *in;
 
 	if (st == NULL)
 		return;
 	link_fail(st, "the controller is stopping");
 	while ((in = st->ins) != NULL) {
-		in_unlink(in);
+		sched__fwd_in_unlink(in);
 		in->c = NULL;
 		free(in);
 	}
 	rt_idmap_free(&st->out);
 	SSL_CTX_free(st->ctx);
 	s->peer_ops = NULL;
-	s->fwd = NULL;
+	s->cluster->fwd = NULL;
 	uv_timer_stop(&st->watch);
 	uv_close((uv_handle_t *)&st->watch, watch_closed);
 }

@@ -17,6 +17,7 @@
  * connections (they come back to the next leader) without touching their
  * assignments, and follows again.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,7 @@
 #include "../store/etcd/etcd_keys.h"
 #include "../model/instance_state.h"
 #include "leader.h"
+#include "cluster_state.h"
 #include "../model/quota.h"
 #include "../act/reconcile.h"
 #include "../workers/reports.h"
@@ -56,9 +58,9 @@ static void learn_leader(struct sched *s, const char *value)
 	if (o != NULL)
 		json_unpack(o, "{s?s, s?s, s?s}", "name", &name, "listen",
 			    &listen, "sock", &sock);
-	set_str(&s->leader_name, name);
-	set_str(&s->leader_listen, listen);
-	set_str(&s->leader_sock, sock);
+	set_str(&s->cluster->leader_name, name);
+	set_str(&s->cluster->leader_listen, listen);
+	set_str(&s->cluster->leader_sock, sock);
 	json_decref(o);
 }
 
@@ -82,25 +84,32 @@ static void stop_leading(struct sched *s, const char *why, int release)
 {
 	struct rt_buf kvs = { 0 };
 
-	s->taking = 0;
-	if (s->leading) {
-		s->leading = 0;
+	assert(s->cluster->ops == &sched_cluster_etcd);
+	s->cluster->taking = 0;
+	if (s->cluster->leading) {
+		s->cluster->leading = 0;
 		s->recovery_until = 0;
 		store_mirror_stop(s->store);
 		rt_buf_kv(&kvs, "reason", why);
-		sched_event(s, "controller.follower", s->name, kvs.data);
+		sched_event(s, "controller.follower", s->cluster->name,
+			    kvs.data);
 		rt_buf_free(&kvs);
 		rt_log(RT_LOG_WARN, "controller %s: no longer the leader: %s",
-		       s->name, why);
-		s->holding = !release;
+		       s->cluster->name, why);
+		s->cluster->holding = !release;
 	}
-	if (release && s->holding) {
-		s->holding = 0;
+	if (release && s->cluster->holding) {
+		s->cluster->holding = 0;
 		rt_log(RT_LOG_INFO, "controller %s: its workers go to %s",
-		       s->name, s->leader_name ? s->leader_name : "the leader");
+		       s->cluster->name,
+		       s->cluster->leader_name ? s->cluster->leader_name
+					       : "the leader");
 	}
 	if (release)
 		rt_map_each(&s->pool.children, close_worker_cb, s);
+	/* It follows now: it places nothing, and holds only what it led. */
+	assert(!s->cluster->leading && !s->cluster->taking);
+	assert(!(release && s->cluster->holding));
 }
 
 static void step_down(struct sched *s, const char *why)
@@ -112,7 +121,8 @@ static int fence_cb(void *arg, struct etcd_cmp *out)
 {
 	struct sched *s = arg;
 
-	return s->elect ? elect_fence(s->elect, out) : -ESTALE;
+	return s->cluster->elect ? elect_fence(s->cluster->elect, out)
+				 : -ESTALE;
 }
 
 static void deposed_cb(void *arg)
@@ -148,23 +158,31 @@ static int mark_waiting_cb(const char *key, void *value, void *arg)
 static void take_office(struct sched *s)
 {
 	struct etcd_cmp fence;
+	int64_t last = s->cluster->term;
 
-	s->taking = 0;
-	s->leading = 1;
-	s->holding = 0;
-	s->leader_since = rt_now_ms();
+	/* Only an elector that won and caught up takes office, once. */
+	assert(s->cluster->ops == &sched_cluster_etcd);
+	assert(s->cluster->elect != NULL && s->cluster->taking);
+	assert(!s->cluster->leading);
+	s->cluster->taking = 0;
+	s->cluster->leading = 1;
+	s->cluster->holding = 0;
+	s->cluster->leader_since = rt_now_ms();
 	/* Its term: the creation revision of its election key, which
 	 * fences its writes and which its instances' values say. */
-	s->term = fence_cb(s, &fence) == 0 ? fence.number : 0;
-	store_mirror_start(s->store, fence_cb, deposed_cb, s, s->term);
+	s->cluster->term = fence_cb(s, &fence) == 0 ? fence.number : 0;
+	/* A leader's term only grows: a later campaign's key is newer. */
+	assert(s->cluster->term == 0 || s->cluster->term >= last);
+	(void)last;
+	store_mirror_start(s->store, fence_cb, deposed_cb, s, s->cluster->term);
 	/* Workers of the last leader reconnect here: give them the time a
 	 * silent connection takes to be noticed, and their backoff. */
 	s->recovery_until = rt_mono_ms() + s->heartbeat_timeout +
 			    SCHED_RECOVERY_MS;
 	rt_map_each(&s->pool.children, mark_waiting_cb, s);
 	(void)sched__quota_sweep(s); /* tenants removed while none led */
-	sched_event(s, "controller.leader", s->name, NULL);
-	rt_log(RT_LOG_INFO, "controller %s: the leader", s->name);
+	sched_event(s, "controller.leader", s->cluster->name, NULL);
+	rt_log(RT_LOG_INFO, "controller %s: the leader", s->cluster->name);
 	sched__reconcile_all(s);
 }
 
@@ -172,16 +190,17 @@ static void on_caught_up(void *arg, int err)
 {
 	struct sched *s = arg;
 
-	if (!s->taking || s->shutting_down)
+	if (!s->cluster->taking || s->shutting_down)
 		return;
-	if (err < 0 || s->elect == NULL || !elect_is_leader(s->elect)) {
+	if (err < 0 || s->cluster->elect == NULL ||
+	    !elect_is_leader(s->cluster->elect)) {
 		/* Tried again at the next change or tick. */
-		s->taking = 0;
+		s->cluster->taking = 0;
 		if (err < 0)
 			rt_log(RT_LOG_WARN,
 			       "controller %s: elected, but its model could "
 			       "not catch up with etcd: %s",
-			       s->name, strerror(-err));
+			       s->cluster->name, strerror(-err));
 		return;
 	}
 	take_office(s);
@@ -189,11 +208,12 @@ static void on_caught_up(void *arg, int err)
 
 static void begin_taking(struct sched *s)
 {
-	if (s->leading || s->taking || s->shutting_down)
+	if (s->cluster->leading || s->cluster->taking || s->shutting_down)
 		return;
-	s->taking = 1;
+	s->cluster->taking = 1;
+	assert(s->cluster->elect != NULL);
 	if (store_barrier(s->store, on_caught_up, s) < 0)
-		s->taking = 0;
+		s->cluster->taking = 0;
 }
 
 static void on_change(void *arg, enum elect_state state,
@@ -216,7 +236,7 @@ static void on_change(void *arg, enum elect_state state,
 		step_down(s, elect_state_name(state));
 }
 
-int sched__leader_start(struct sched *s, const struct sched_options *opt)
+static int etcd_start(struct sched *s, const struct sched_options *opt)
 {
 	struct elect_callbacks cb = { on_change, s };
 	struct rt_buf name = { 0 };
@@ -225,16 +245,20 @@ int sched__leader_start(struct sched *s, const struct sched_options *opt)
 	char *self = NULL;
 	int rc = -ENOMEM;
 
+	assert(s->cluster->ops == &sched_cluster_etcd);
+	assert(s->cluster->elect == NULL && !s->cluster->leading);
+	/* The leader places; this one campaigns. */
+	s->recovery_until = 0;
 	if (opt->name != NULL)
-		s->name = strdup(opt->name);
+		s->cluster->name = strdup(opt->name);
 	else if (gethostname(host, sizeof(host) - 1) == 0 &&
 		 rt_name_valid(host))
-		s->name = strdup(host);
+		s->cluster->name = strdup(host);
 	else
-		s->name = strdup("controller");
-	if (s->name == NULL)
+		s->cluster->name = strdup("controller");
+	if (s->cluster->name == NULL)
 		goto out;
-	v = json_pack("{s:s, s:s?, s:s}", "name", s->name, "listen",
+	v = json_pack("{s:s, s:s?, s:s}", "name", s->cluster->name, "listen",
 		      opt->listen, "sock", s->sock_path);
 	self = v ? json_dumps(v, JSON_COMPACT) : NULL;
 	if (self == NULL || election_name(s, &name) < 0)
@@ -242,7 +266,7 @@ int sched__leader_start(struct sched *s, const struct sched_options *opt)
 	rc = elect_start(s->loop, store_client(s->store), name.data, self,
 			 opt->leader_ttl > 0 ? opt->leader_ttl
 					     : SCHED_LEADER_TTL_S,
-			 &cb, &s->elect);
+			 &cb, &s->cluster->elect);
 	if (rc == 0)
 		store_derived_listen(s->store, sched__leader_derived, s);
 out:
@@ -255,84 +279,81 @@ out:
 	return rc;
 }
 
-void sched__leader_tick(struct sched *s)
+static void etcd_tick(struct sched *s)
 {
 	/* A win whose catch-up failed: again. */
-	if (s->elect != NULL && !s->leading && elect_is_leader(s->elect))
+	if (s->cluster->elect != NULL && !s->cluster->leading &&
+	    elect_is_leader(s->cluster->elect))
 		begin_taking(s);
-	if (s->leading && !elect_is_leader(s->elect))
+	if (s->cluster->leading && !elect_is_leader(s->cluster->elect))
 		stop_leading(s, "its lease may have expired", 0);
 }
 
 /* From inside the etcd client's callback: no freeing of the client
- * here (store_stop would); sched__leader_stopping does it next turn. */
+ * here (store_stop would); etcd_stopping does it next turn. */
 static void on_elect_stopped(void *arg)
 {
 	struct sched *s = arg;
 
-	s->elect_stopped = 1;
+	s->cluster->elect_stopped = 1;
 }
 
-int sched__leader_stopping(struct sched *s)
+static int etcd_stopping(struct sched *s)
 {
-	if (s->elect == NULL)
+	if (s->cluster->elect == NULL)
 		return 0;
-	if (!s->elect_stopped)
+	if (!s->cluster->elect_stopped)
 		return 1;
-	elect_free(s->elect);
-	s->elect = NULL;
+	elect_free(s->cluster->elect);
+	s->cluster->elect = NULL;
 	store_stop(s->store);
 	return 0;
 }
 
-int sched__leader_stop(struct sched *s)
+static int etcd_stop(struct sched *s)
 {
-	if (s->elect == NULL)
+	if (s->cluster->elect == NULL)
 		return 0;
-	s->leading = 0;
-	s->taking = 0;
+	s->cluster->leading = 0;
+	s->cluster->taking = 0;
+	assert(!s->cluster->elect_stopped);
 	store_mirror_stop(s->store);
-	if (elect_stop(s->elect, on_elect_stopped, s) < 0) {
-		s->elect_stopped = 1;
-		sched__leader_stopping(s);
+	if (elect_stop(s->cluster->elect, on_elect_stopped, s) < 0) {
+		s->cluster->elect_stopped = 1;
+		etcd_stopping(s);
 		return 0;
 	}
 	return 1;
 }
 
-void sched__leader_free(struct sched *s)
+static void etcd_abort(struct sched *s)
 {
-	if (s->elect != NULL) {
-		elect_free(s->elect);
-		s->elect = NULL;
+	if (s->cluster->elect != NULL) {
+		elect_free(s->cluster->elect);
+		s->cluster->elect = NULL;
 		store_stop(s->store);
 	}
 }
 
-void sched__leader_close(struct sched *s)
+static int etcd_acting(const struct sched *s)
 {
-	free(s->name);
-	free(s->leader_name);
-	free(s->leader_listen);
-	free(s->leader_sock);
+	return s->cluster->leading;
 }
 
-int sched__acting(const struct sched *s)
+static int etcd_publishes(const struct sched *s)
 {
-	return !store_shared(s->store) || s->leading;
+	return s->cluster->leading;
 }
 
-const char *sched_role(const struct sched *s)
+static const char *etcd_role(const struct sched *s)
 {
-	if (!store_shared(s->store))
-		return "single";
-	if (s->leading)
+	if (s->cluster->leading)
 		return "leader";
-	if (s->holding)
+	if (s->cluster->holding)
 		return "holding";
-	if (s->elect == NULL)
+	if (s->cluster->elect == NULL)
 		return "stopped";
-	switch (elect_state(s->elect)) {
+	switch (elect_state(s->cluster->elect)) {
 	case ELECT_LEADER: return "campaigning"; /* catching up */
 	case ELECT_FOLLOWER: return "follower";
 	case ELECT_CAMPAIGNING: return "campaigning";
@@ -340,19 +361,17 @@ const char *sched_role(const struct sched *s)
 	}
 }
 
-int sched_leader(const struct sched *s, const char **name, const char **listen)
-{
-	if (s->leader_name == NULL)
-		return -ENOENT;
-	*name = s->leader_name;
-	*listen = s->leader_listen;
-	return 0;
-}
-
-const char *sched__leader_addr(const struct sched *s, int tcp)
-{
-	return tcp ? s->leader_listen : s->leader_sock;
-}
+const struct sched_cluster_ops sched_cluster_etcd = {
+	.kind = "etcd",
+	.start = etcd_start,
+	.tick = etcd_tick,
+	.stop = etcd_stop,
+	.stopping = etcd_stopping,
+	.abort = etcd_abort,
+	.acting = etcd_acting,
+	.publishes = etcd_publishes,
+	.role = etcd_role,
+};
 
 /* ============================================ following the leader */
 
@@ -435,7 +454,8 @@ static void follow_instance(struct sched *s, const struct store_instance *r,
 	snprintf(in->last_exit, sizeof(in->last_exit), "%s",
 		 r->last_exit ? r->last_exit : "");
 	snprintf(in->reason, sizeof(in->reason), "as the leader (%s) says",
-		 s->leader_name ? s->leader_name : "none now");
+		 s->cluster->leader_name ? s->cluster->leader_name
+					 : "none now");
 }
 
 static void follow_worker(struct sched *s, const struct store_worker *r,
@@ -466,7 +486,8 @@ void sched__leader_derived(void *arg, const struct etcd_keys_rec *r,
 {
 	struct sched *s = arg;
 
-	if (s->leading)
+	assert(s->cluster->ops == &sched_cluster_etcd);
+	if (s->cluster->leading)
 		return; /* its own writes */
 	switch (r->kind) {
 	case ETCD_KEYS_INSTANCE:

@@ -235,7 +235,7 @@ static void remote_revision(struct sched *s,
 	snprintf(f->pub, sizeof(f->pub), "%s", hash);
 	f->pub_bytes = deleted ? 0 : r->bytes;
 	f->pub_files = deleted ? 0 : r->files;
-	if (s->leading && hash[0]) {
+	if (sched_cluster_publishes(s) && hash[0]) {
 		/* The function's next revision follows in the same txn:
 		 * workers start downloading before their starts. */
 		sched__code_prefetch(s, fn, hash, f->pub_bytes);

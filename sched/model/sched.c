@@ -4,7 +4,10 @@
  *
  * Every change follows one order: validate, write the store (committed),
  * then change the model and journal it. A failure at any step before the
- * model changes leaves everything as it was.
+ * model changes leaves everything as it was. The journal is journal.c,
+ * a function's attribute files attrs.c. Over 600 lines: the objects, the
+ * store's load at open and the changes applied from it (creates,
+ * removes, owners) share the tree's index and its one order of steps.
  */
 #include <errno.h>
 #include <limits.h>
@@ -15,7 +18,6 @@
 
 #include "../internal.h"
 #include "../store/etcd/journal_etcd.h"
-#include "../cluster/leader.h"
 #include "owners.h"
 #include "quota.h"
 #include "../act/reconcile.h"
@@ -145,7 +147,7 @@ int sched_obj_path(const struct sched_obj *o, struct rt_buf *out)
 }
 
 /* Fills a store row naming `o`. */
-static void obj_row(const struct sched_obj *o, struct store_row *r)
+void sched__obj_row(const struct sched_obj *o, struct store_row *r)
 {
 	const struct sched_obj *ns = NULL, *t = o;
 
@@ -171,214 +173,6 @@ static void obj_row(const struct sched_obj *o, struct store_row *r)
 		r->gid = w->gid;
 		r->mode = w->mode;
 	}
-}
-
-/* ================================================================== events */
-
-/* Appends one event to the journal, and to the part of tenant `t` (may
- * be NULL) too. In a cluster the line goes to the cluster's journal in
- * etcd instead, and comes back into both through its watch
- * (journal_line). */
-static void journal_now(struct sched *s, struct sched_tenant *t,
-			const char *kind, const char *object, const char *kvs)
-{
-	uint64_t at = sched_events_end(s);
-	struct rt_buf line = { 0 };
-	int64_t now = rt_now_ms();
-
-	if (s->journal != NULL) {
-		if (events_line(&line, now, kind, object, kvs) == 0)
-			journal_etcd_send(s->journal, now,
-					  t ? t->obj.name : NULL, line.data,
-					  line.len);
-		else
-			rt_log(RT_LOG_ERROR, "event lost (no memory): %s %s",
-			       kind, object);
-		rt_buf_free(&line);
-		return;
-	}
-	events_append(&s->events, now, kind, object, kvs);
-	if (t != NULL)
-		events_part_add(&t->events, &s->events, at);
-}
-
-/* Whether a line is a refusal that events_limit limits: a kind ending in
- * ".rejected" or ".refused", but for the summaries that count already
- * (calls.c's `function.rejected file=invoke`). */
-static int limited(const char *kind, const char *kvs)
-{
-	size_t n = strlen(kind);
-
-	if (kvs != NULL && strstr(kvs, " count=") != NULL)
-		return 0;
-	return (n > 9 && strcmp(kind + n - 9, ".rejected") == 0) ||
-	       (n > 8 && strcmp(kind + n - 8, ".refused") == 0);
-}
-
-/* As journal_now, but a refusal goes through the limit of its tenant (or
- * the root's): a flood of them is a few lines a second and a summary. */
-static void journal(struct sched *s, struct sched_tenant *t, const char *kind,
-		    const char *object, const char *kvs)
-{
-	struct events_limit *lm = t ? &t->limit : &s->limit;
-
-	if (limited(kind, kvs) &&
-	    !events_limit_offer(lm, rt_now_ms(), kind, object, kvs)) {
-		s->limits_held = 1;
-		return;
-	}
-	journal_now(s, t, kind, object, kvs);
-}
-
-struct flush_ctx {
-	struct sched *s;
-	struct sched_tenant *t;
-	int64_t now;
-	int all;
-	int left;
-};
-
-static void flush_line(void *arg, const char *kind, const char *object,
-		       const char *kvs)
-{
-	struct flush_ctx *x = arg;
-
-	journal_now(x->s, x->t, kind, object, kvs);
-}
-
-static int flush_tenant(const char *key, void *value, void *arg)
-{
-	struct flush_ctx *x = arg;
-	struct sched_obj *o = value;
-
-	(void)key;
-	if (o->type != SCHED_TENANT)
-		return 0;
-	x->t = (struct sched_tenant *)o;
-	x->left += events_limit_flush(&x->t->limit, x->now, x->all, flush_line,
-				      x);
-	return 0;
-}
-
-void sched__journal_tick(struct sched *s, int all)
-{
-	struct flush_ctx x = { s, NULL, rt_now_ms(), all, 0 };
-
-	if (!s->limits_held)
-		return;
-	x.left = events_limit_flush(&s->limit, x.now, all, flush_line, &x);
-	rt_map_each(&s->root.children, flush_tenant, &x);
-	s->limits_held = x.left > 0;
-}
-
-/* A line of the cluster's journal came back at `at`: its tenant's part
- * has it too, if that tenant is here. */
-static void journal_line(void *arg, const char *tenant, uint64_t at)
-{
-	struct sched *s = arg;
-	struct sched_obj *t = tenant ? sched_child(&s->root, tenant) : NULL;
-
-	if (t != NULL && t->type == SCHED_TENANT) {
-		events_part_add(&((struct sched_tenant *)t)->events, &s->events,
-				at);
-		return;
-	}
-	if (tenant == NULL)
-		return;
-	if (s->norphans == SCHED_ORPHANS) {
-		memmove(s->orphans, s->orphans + 1,
-			(SCHED_ORPHANS - 1) * sizeof(*s->orphans));
-		s->norphans--;
-	}
-	s->orphans[s->norphans].at = at;
-	snprintf(s->orphans[s->norphans].tenant, sizeof(s->orphans[0].tenant),
-		 "%s", tenant);
-	s->norphans++;
-}
-
-/* Tenant `t` came: its lines that came first go to its part. */
-static void adopt_orphans(struct sched *s, struct sched_tenant *t)
-{
-	size_t i, k = 0;
-
-	for (i = 0; i < s->norphans; i++) {
-		struct sched_orphan *o = &s->orphans[i];
-
-		if (o->at < s->events.first)
-			continue; /* gone from the journal */
-		if (strcmp(o->tenant, t->obj.name) == 0)
-			events_part_add_line(&t->events, &s->events, o->at);
-		else
-			s->orphans[k++] = *o;
-	}
-	s->norphans = k;
-}
-
-void sched__journal_stop(struct sched *s)
-{
-	journal_etcd_stop(s->journal);
-}
-
-void sched__journal_flush(struct sched *s)
-{
-	journal_etcd_flush(s->journal);
-}
-
-int sched__journal_flushed(const struct sched *s)
-{
-	return journal_etcd_flushed(s->journal);
-}
-
-void sched_event(struct sched *s, const char *kind, const char *object,
-		 const char *kvs)
-{
-	journal(s, NULL, kind, object, kvs);
-}
-
-void sched__event(struct sched *s, const struct sched_obj *o, const char *kind,
-		  const char *kvs)
-{
-	struct rt_buf path = { 0 };
-
-	sched_obj_path(o, &path);
-	journal(s, sched__tenant_of(o), kind, path.data ? path.data : "-", kvs);
-	rt_buf_free(&path);
-}
-
-uint64_t sched_events_end(const struct sched *s)
-{
-	return events_end(&s->events);
-}
-
-size_t sched_events_at(const struct sched *s, uint64_t off, const char **p,
-		       uint64_t *first)
-{
-	return events_at(&s->events, off, p, first);
-}
-
-int64_t sched_events_mtime(const struct sched *s)
-{
-	return s->events.last_ms ? s->events.last_ms : s->root.created_ms;
-}
-
-uint64_t sched_tenant_events_end(const struct sched_obj *t)
-{
-	return ((const struct sched_tenant *)t)->events.end;
-}
-
-size_t sched_tenant_events_at(const struct sched *s, const struct sched_obj *t,
-			      uint64_t off, char *buf, size_t size,
-			      uint64_t *first)
-{
-	return events_part_at(&((const struct sched_tenant *)t)->events,
-			      &s->events, off, buf, size, first);
-}
-
-int64_t sched_tenant_events_mtime(const struct sched_obj *t)
-{
-	const struct sched_tenant *x = (const struct sched_tenant *)t;
-
-	return x->events.last_ms ? x->events.last_ms : t->created_ms;
 }
 
 static void apply_change(void *arg, const struct store_change *c);
@@ -509,11 +303,13 @@ static int open_store(struct sched **out, const char *datadir,
 	if (rc == 0)
 		rc = store_load(s->store, load_row, s);
 	if (rc == 0)
+		rc = sched_cluster_open(s);
+	if (rc == 0)
 		store_listen(s->store, apply_change, s);
 	/* A cluster's journal is in etcd: a client of its own. */
 	if (rc == 0 && cfg != NULL)
 		rc = journal_etcd_open(&s->journal, loop, cfg, cluster, 0,
-				       &s->events, journal_line, s);
+				       &s->events, sched__journal_line, s);
 	if (rc == 0)
 		rc = sched__code_open(s);
 	/* Instances and workers are loaded by sched_start. */
@@ -549,7 +345,7 @@ void sched_close(struct sched *s)
 	rt_map_free(&s->root.children);
 	rt_map_each(&s->pool.children, free_tree_cb, NULL);
 	rt_map_free(&s->pool.children);
-	sched__leader_close(s);
+	sched_cluster_close(s);
 	free(s->datadir);
 	free(s->self);
 	free(s->log_path);
@@ -594,7 +390,7 @@ static void apply_insert(struct sched *s, struct sched_obj *parent,
 	if (obj_from_row(s, parent, r, &o) < 0)
 		return; /* logged; the next start loads it */
 	if (o->type == SCHED_TENANT && s->norphans > 0)
-		adopt_orphans(s, (struct sched_tenant *)o);
+		sched__adopt_orphans(s, (struct sched_tenant *)o);
 	touch(parent, r->created_ms);
 	if (r->kind == STORE_FUNCTION) {
 		snprintf(rev, sizeof(rev), "%llu",
@@ -619,12 +415,12 @@ static void apply_delete(struct sched *s, struct sched_obj *o,
 	sched__obj_drop(s, o);
 	/* Removed on a follower, whose delete of its quotas reached its own
 	 * copy only: the leader's reaches them all. */
-	if (r->kind == STORE_TENANT && store_shared(s->store) && s->leading)
+	if (r->kind == STORE_TENANT && sched_cluster_publishes(s))
 		(void)sched__quota_sweep(s);
 	/* A tenant's own end is in the whole journal only: its part is
 	 * gone with it. */
 	if (!quiet)
-		journal(s, t, deleted_words[r->kind], path.data, NULL);
+		sched__journal(s, t, deleted_words[r->kind], path.data, NULL);
 	rt_buf_free(&path);
 }
 
@@ -702,7 +498,7 @@ static void apply_change(void *arg, const struct store_change *c)
 	struct sched *s = arg;
 	const struct store_row *r = &c->row;
 	struct sched_obj *parent = row_parent(s, r), *o;
-	int quiet = store_shared(s->store) && !c->own;
+	int quiet = sched_cluster_shared(s) && !c->own;
 
 	o = parent ? sched_child(parent, row_name(r)) : NULL;
 	if (c->op == STORE_INSERT && parent != NULL && o == NULL)
@@ -740,7 +536,8 @@ static void reject_child(struct sched *s, const struct sched_obj *parent,
 	rt_buf_kv(&kvs, "name", name);
 	rt_buf_kv(&kvs, "errno", rt_errno_name(err));
 	rt_buf_kv(&kvs, "reason", reason);
-	journal(s, sched__tenant_of(parent), kind.data, path.data, kvs.data);
+	sched__journal(s, sched__tenant_of(parent), kind.data, path.data,
+		       kvs.data);
 	rt_buf_free(&kvs);
 	rt_buf_free(&path);
 	rt_buf_free(&kind);
@@ -761,8 +558,8 @@ static int store_child_change(struct sched *s, struct sched_obj *parent,
 	rc = insert ? store_insert(s->store, r) : store_delete(s->store, r);
 	/* A shared store keeps no parent's mtime: each controller moves it
 	 * as the children come and go (touch). */
-	if (rc == 0 && parent->type != SCHED_ROOT && !store_shared(s->store)) {
-		obj_row(parent, &pr);
+	if (rc == 0 && parent->type != SCHED_ROOT && !sched_cluster_shared(s)) {
+		sched__obj_row(parent, &pr);
 		pr.updated_ms = now;
 		rc = store_update(s->store, &pr);
 	}
@@ -813,7 +610,7 @@ int sched__create(struct sched *s, struct sched_obj *parent, const char *name,
 	snprintf(tmp.obj.name, sizeof(tmp.obj.name), "%s", name);
 	tmp.obj.created_ms = tmp.obj.updated_ms = now;
 	tmp.owner = owner;
-	obj_row(&tmp.obj, &r);
+	sched__obj_row(&tmp.obj, &r);
 	if (type == SCHED_FUNCTION) {
 		struct sched_spec defaults;
 
@@ -861,14 +658,14 @@ int sched__remove(struct sched *s, struct sched_obj *parent, const char *name,
 				     : "the namespace has functions");
 		return -ENOTEMPTY;
 	}
-	obj_row(o, &r);
+	sched__obj_row(o, &r);
 	r.updated_ms = now; /* when it went: its parent's mtime */
 	/* The function and its instances' rows go in one transaction, before
 	 * anything is stopped: a failure leaves everything as it was. */
 	rc = store_begin(s->store);
-	if (rc == 0 && o->type == SCHED_FUNCTION && !store_shared(s->store))
+	if (rc == 0 && o->type == SCHED_FUNCTION && !sched_cluster_shared(s))
 		rc = sched__instances_unstore(s, (struct sched_function *)o);
-	if (rc == 0 && o->type == SCHED_FUNCTION && !store_shared(s->store))
+	if (rc == 0 && o->type == SCHED_FUNCTION && !sched_cluster_shared(s))
 		rc = sched__code_unstore(s, (struct sched_function *)o);
 	if (rc == 0 && o->type == SCHED_TENANT)
 		rc = sched__quota_unstore(s, o->name);
@@ -920,7 +717,7 @@ int sched__tenant_chown(struct sched *s, struct sched_obj *t,
 		next.mode = (uint32_t)mode;
 	if (memcmp(&next, &x->owner, sizeof(next)) == 0)
 		goto out;
-	obj_row(t, &r);
+	sched__obj_row(t, &r);
 	r.uid = next.uid;
 	r.gid = next.gid;
 	r.mode = next.mode;
@@ -940,173 +737,4 @@ int sched_tenant_chown(struct sched *s, struct sched_obj *t,
 		       int64_t mode)
 {
 	return sched__tenant_chown(s, t, who, uid, gid, mode, NULL, NULL);
-}
-
-/* ============================================================== attributes */
-
-void sched__set_error(struct sched_function *fn, const char *reason)
-{
-	struct rt_buf line = { 0 };
-	char when[32];
-	size_t i;
-
-	rt_format_time(rt_now_ms(), when);
-	rt_buf_printf(&line, "%s %s\n", when, reason);
-	/* One line of UTF-8 text, and nothing a terminal would act on:
-	 * control bytes and bytes that are not UTF-8, quoted back in the
-	 * reason (a user's value, a function's output), become '?'. */
-	for (i = 0; line.data != NULL && i + 1 < line.len; i++) {
-		size_t k = rt_utf8_char(line.data + i, line.len - 1 - i, NULL);
-
-		if (k > 1)
-			i += k - 1;
-		else if (k == 0 || (unsigned char)line.data[i] < ' ' ||
-			 line.data[i] == 0x7f)
-			line.data[i] = '?';
-	}
-	if (line.data != NULL) {
-		free(fn->error);
-		fn->error = line.data; /* takes ownership */
-	}
-}
-
-void sched__reject(struct sched *s, struct sched_function *fn, const char *file,
-		   int err, const char *reason)
-{
-	struct rt_buf kvs = { 0 };
-
-	sched__set_error(fn, reason);
-	rt_buf_kv(&kvs, "file", file);
-	rt_buf_kv(&kvs, "errno", rt_errno_name(err));
-	rt_buf_kv(&kvs, "reason", reason);
-	sched__event(s, &fn->obj, "function.rejected", kvs.data);
-	rt_buf_free(&kvs);
-}
-
-/* Makes `next` (uninitialised) the spec `fn` would have with `buf` as the
- * value of attribute `a`. Returns 0, or -EINVAL/-EACCES/-ENOMEM with the
- * refusal journalled and `next` at the defaults. */
-static int prepare(struct sched *s, struct sched_function *fn,
-		   enum sched_attr a, const char *buf, size_t len,
-		   const struct sched_caller *who, struct sched_spec *next)
-{
-	struct rt_buf why = { 0 };
-	int rc = 0, err = EINVAL, i;
-
-	sched_spec_init(next);
-	if (!sched_attr_writable(a)) {
-		rt_buf_puts(&why, "the file is read-only");
-		rc = -EACCES;
-		err = EACCES;
-	} else if (len > SCHED_VALUE_MAX) {
-		rt_buf_printf(&why, "a value holds at most %u bytes",
-			      SCHED_VALUE_MAX);
-		rc = -EINVAL;
-	}
-	if (rc == 0)
-		rc = sched_spec_copy(next, &fn->spec);
-	if (rc == 0)
-		rc = sched_spec_parse(next, a, buf, len, &why);
-	if (rc == 0)
-		rc = sched_spec_check(next, &why);
-	/* Leaving the sandbox is root's to allow, through any file. */
-	if (rc == 0 && !sched_caller_is_root(who) &&
-	    (i = sched_spec_root_only_changed(&fn->spec, next)) >= 0) {
-		rt_buf_printf(&why, "only root may change %s",
-			      sched_attr_name((enum sched_attr)i));
-		rc = -EPERM;
-		err = EPERM;
-	}
-	if (rc == 0 && (rc = sched__quota_spec(s, fn, next, &why)) < 0)
-		err = EDQUOT;
-	if (rc == -err)
-		sched__reject(s, fn, sched_attr_name(a), err,
-			      why.data ? why.data : "invalid value");
-	if (rc < 0)
-		sched_spec_free(next);
-	rt_buf_free(&why);
-	return rc;
-}
-
-int sched_function_check(struct sched *s, struct sched_function *fn,
-			 enum sched_attr a, const char *buf, size_t len,
-			 const struct sched_caller *who)
-{
-	struct sched_spec next;
-	int rc = prepare(s, fn, a, buf, len, who, &next);
-
-	sched_spec_free(&next);
-	return rc;
-}
-
-int sched__function_write(struct sched *s, struct sched_function *fn,
-			  enum sched_attr a, const char *buf, size_t len,
-			  const struct sched_caller *who, store_done_fn done,
-			  void *arg)
-{
-	struct rt_buf dump = { 0 }, kvs = { 0 }, why = { 0 };
-	struct sched_spec next;
-	struct store_row r;
-	int64_t now = rt_now_ms();
-	int rc = prepare(s, fn, a, buf, len, who, &next);
-
-	if (rc < 0)
-		goto out;
-	if (sched_spec_equal(&next, &fn->spec))
-		goto out; /* nothing to change, no new revision */
-
-	/* What is stored must read back as what is acknowledged. */
-	rc = sched_spec_dump_checked(&next, &dump, &why);
-	if (rc == -EIO) {
-		sched_obj_path(&fn->obj, &kvs);
-		rt_log(RT_LOG_ERROR, "%s/%s: %s", kvs.data ? kvs.data : "?",
-		       sched_attr_name(a), why.data);
-		sched__reject(s, fn, sched_attr_name(a), EIO, why.data);
-		goto out;
-	}
-	if (rc < 0)
-		goto out;
-	obj_row(&fn->obj, &r);
-	r.spec = dump.data;
-	r.revision = fn->revision + 1;
-	r.run_revision = sched_spec_needs_restart(&fn->spec, &next)
-				 ? r.revision
-				 : fn->run_revision;
-	r.updated_ms = now;
-	rc = store_begin(s->store);
-	if (rc == 0)
-		rc = store_update(s->store, &r);
-	if (rc == 0)
-		rc = store_commit_then(s->store, done, arg); /* apply_spec */
-	else
-		store_rollback(s->store);
-	if (rc < 0)
-		sched__reject(s, fn, sched_attr_name(a), -rc,
-			      "the store could not be written");
-out:
-	sched_spec_free(&next);
-	rt_buf_free(&dump);
-	rt_buf_free(&kvs);
-	rt_buf_free(&why);
-	return rc;
-}
-
-int sched_function_write(struct sched *s, struct sched_function *fn,
-			 enum sched_attr a, const char *buf, size_t len,
-			 const struct sched_caller *who)
-{
-	return sched__function_write(s, fn, a, buf, len, who, NULL, NULL);
-}
-
-int sched_function_render(const struct sched_function *fn, enum sched_attr a,
-			  struct rt_buf *out)
-{
-	switch (a) {
-	case SCHED_ATTR_REVISION:
-		return rt_buf_printf(out, "%llu\n",
-				     (unsigned long long)fn->revision);
-	case SCHED_ATTR_ERROR:
-		return fn->error ? rt_buf_puts(out, fn->error) : 0;
-	default: return sched_spec_render(&fn->spec, a, out);
-	}
 }

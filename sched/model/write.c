@@ -129,7 +129,7 @@ int sched_op_run(struct sched *s, const struct sched_op *op, sched_done_fn done,
 	struct op_req *q;
 	int rc;
 
-	if (!store_shared(s->store))
+	if (!sched_cluster_shared(s))
 		return run_once(s, op, NULL, NULL);
 	q = req_new(s, op, done, arg);
 	if (q == NULL)

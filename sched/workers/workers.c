@@ -18,7 +18,6 @@
 #include "../act/reconcile.h"
 #include "reports.h"
 #include "requests.h"
-#include "../cluster/leader.h"
 #include "workers.h"
 
 void sched__worker_free(struct sched_worker *w)
@@ -83,14 +82,14 @@ void sched__on_register(struct sched *s, struct conn *c, const struct rt_msg *m)
 		struct rt_buf why = { 0 };
 		json_t *r;
 
-		if (s->leader_name != NULL && to != NULL)
+		if (sched_cluster_leader_name(s) != NULL && to != NULL)
 			rt_buf_printf(&why, "not the leader: %s leads",
-				      s->leader_name);
-		else if (s->leader_name != NULL)
+				      sched_cluster_leader_name(s));
+		else if (sched_cluster_leader_name(s) != NULL)
 			rt_buf_printf(&why,
 				      "not the leader: %s leads, with no "
 				      "address for this transport",
-				      s->leader_name);
+				      sched_cluster_leader_name(s));
 		else
 			rt_buf_printf(&why, "not the leader: none is known "
 					    "yet");

@@ -1,0 +1,119 @@
+/*
+ * cluster.h - the controller's role, chosen once when its store opens:
+ * alone (single.c: it always acts, never forwards, tells nobody) or one
+ * controller of a cluster sharing an etcd store (leader.c: elected,
+ * taking office, stepping down, following the leader). The rest of
+ * sched/ asks these functions, never the store or the election, whether
+ * it leads, holds, forwards or shares its model. Everything runs on the
+ * loop.
+ */
+#ifndef FNFS_SCHED_CLUSTER_H
+#define FNFS_SCHED_CLUSTER_H
+
+#include <stdint.h>
+
+struct sched;
+struct sched_options;
+
+/* What a role does; one table per kind of controller. */
+struct sched_cluster_ops {
+	const char *kind; /* "single", "etcd" */
+	/* After sched_start's own setup: campaign (a cluster). 0 or -errno. */
+	int (*start)(struct sched *s, const struct sched_options *opt);
+	/* Once a second. */
+	void (*tick)(struct sched *s);
+	/* Shutdown: 1 while a resignation is under way, 0 when none. */
+	int (*stop)(struct sched *s);
+	/* Each turn while shutting down: 1 while it waits, 0 when done. */
+	int (*stopping)(struct sched *s);
+	/* An unfinished stop: frees the elector at once. */
+	void (*abort)(struct sched *s);
+	/* Places, reconciles, runs the pool and admits workers. */
+	int (*acting)(const struct sched *s);
+	/* Leads a cluster: tells the others its derived state. */
+	int (*publishes)(const struct sched *s);
+	/* The word of sched_role. */
+	const char *(*role)(const struct sched *s);
+};
+
+/* The two roles: alone (single.c) and a cluster's controller (leader.c). */
+extern const struct sched_cluster_ops sched_cluster_single;
+extern const struct sched_cluster_ops sched_cluster_etcd;
+
+/* Chooses the role of `s` once its store is open (an etcd store: a
+ * cluster's controller) and makes its state (s->cluster). Returns 0 or
+ * -ENOMEM. */
+int sched_cluster_open(struct sched *s);
+
+/* Frees what sched_cluster_open made (NULL-safe; s->cluster may be NULL). */
+void sched_cluster_close(struct sched *s);
+
+/* The role's start, tick, stop, stopping and abort (see the ops). */
+int sched_cluster_start(struct sched *s, const struct sched_options *opt);
+void sched_cluster_tick(struct sched *s);
+int sched_cluster_stop(struct sched *s);
+int sched_cluster_stopping(struct sched *s);
+void sched_cluster_abort(struct sched *s);
+
+/* Whether this controller places, reconciles, runs the pool and admits
+ * workers: always alone; on a cluster, only the leader. */
+int sched__acting(const struct sched *s);
+
+/* Whether other controllers share this one's model (a cluster): changes
+ * come back through the store's watch, and what only the leader knows is
+ * shown as the leader tells it. 0 alone. */
+int sched_cluster_shared(const struct sched *s);
+
+/* Whether it leads a cluster, and so writes its derived state
+ * (instances, workers, code) for the others. 0 alone. */
+int sched_cluster_publishes(const struct sched *s);
+
+/* The term it last took office in (the election key's creation
+ * revision), 0 if it never led or is alone. */
+int64_t sched_cluster_term(const struct sched *s);
+
+/* The leader's --name, or NULL (none known, or alone). */
+const char *sched_cluster_leader_name(const struct sched *s);
+
+/* The leader's address for a worker that came over TCP (`tcp` 1: its
+ * --listen IP:PORT) or over a Unix socket (its ctl.sock), or NULL. */
+const char *sched__leader_addr(const struct sched *s, int tcp);
+
+/* ---- joining (join.c): what the daemon (fs/cmd/mount.c) calls */
+
+struct uv_loop_s;
+
+/* Where a controller's cluster is: --etcd (NULL: alone), its TLS files,
+ * and --cluster. */
+struct sched_cluster_config {
+	const char *etcd;
+	const char *etcd_ca;
+	const char *etcd_cert;
+	const char *etcd_key;
+	const char *cluster;
+};
+
+/* sched_open alone, sched_open_shared with the etcd of `cc` on a
+ * cluster. Returns 0 or -errno as they do. */
+int sched_cluster_sched_open(struct sched **out, const char *datadir,
+			     struct uv_loop_s *loop,
+			     const struct sched_cluster_config *cc);
+
+/* After sched_start: a cluster's controller joins it (its key, which
+ * `fnfs cluster status` lists; running `loop` until etcd answered) and
+ * sets up forwarding to the leader, with the --name, --listen, lease and
+ * --insecure of `opt`. Alone: nothing. Returns 0, or -errno having
+ * logged why (-EEXIST: the name is taken). */
+int sched_cluster_join(struct sched *s, struct uv_loop_s *loop,
+		       const struct sched_cluster_config *cc,
+		       const struct sched_options *opt);
+
+/* At a stop: leaves the cluster (its key goes at once, on later turns)
+ * and fails what is forwarded. Alone: nothing. */
+void sched_cluster_leave(struct sched *s);
+
+/* After a start that failed: drops the cluster's key at once, without
+ * telling etcd (NULL-safe). */
+void sched_cluster_forget(struct sched *s);
+
+#endif

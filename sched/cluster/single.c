@@ -1,0 +1,74 @@
+/*
+ * single.c - the role of a controller alone (an SQLite store): it always
+ * acts (places, reconciles, runs the pool, admits workers), never
+ * forwards, has no election to start or stop and tells nobody its
+ * derived state.
+ */
+#include <assert.h>
+
+#include "../internal.h"
+#include "cluster_state.h"
+
+/* Alone, none of the election's state is ever set. */
+static void check_alone(const struct sched *s)
+{
+	assert(s->cluster->ops == &sched_cluster_single);
+	assert(s->cluster->elect == NULL);
+	assert(!s->cluster->leading && !s->cluster->taking &&
+	       !s->cluster->holding);
+	assert(s->cluster->term == 0);
+	(void)s;
+}
+
+static int single_start(struct sched *s, const struct sched_options *opt)
+{
+	(void)opt;
+	check_alone(s);
+	return 0;
+}
+
+static void single_tick(struct sched *s)
+{
+	check_alone(s);
+}
+
+static int single_stop(struct sched *s)
+{
+	check_alone(s);
+	return 0;
+}
+
+static void single_abort(struct sched *s)
+{
+	check_alone(s);
+}
+
+static int single_acting(const struct sched *s)
+{
+	(void)s;
+	return 1;
+}
+
+static int single_publishes(const struct sched *s)
+{
+	(void)s;
+	return 0;
+}
+
+static const char *single_role(const struct sched *s)
+{
+	(void)s;
+	return "single";
+}
+
+const struct sched_cluster_ops sched_cluster_single = {
+	.kind = "single",
+	.start = single_start,
+	.tick = single_tick,
+	.stop = single_stop,
+	.stopping = single_stop,
+	.abort = single_abort,
+	.acting = single_acting,
+	.publishes = single_publishes,
+	.role = single_role,
+};
