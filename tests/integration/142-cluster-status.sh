@@ -1,8 +1,6 @@
 #!/usr/bin/env bash
-# tests/run: lane
-# (an etcd cluster and its controllers: at most two such tests at a time,
-# beside the others. Their hang side by side was slow fork-heavy checks,
-# made light since: docs/performance.md, session 31.)
+# tests/run: alone
+# (side by side under load, 146 and 147 hung reading a follower's mount)
 # fnfs cluster status: three controllers of one cluster on a 3-member etcd
 # (--workers 0 --store etcd://... --cluster it2 --name ctl-M) each keep a
 # key /fnfs/it2/ctl/NAME on a lease of their own; the status lists them

@@ -1,8 +1,6 @@
 #!/usr/bin/env bash
-# tests/run: lane
-# (an etcd cluster and its controllers: at most two such tests at a time,
-# beside the others. Their hang side by side was slow fork-heavy checks,
-# made light since: docs/performance.md, session 31.)
+# tests/run: alone
+# (side by side under load, 146 and 147 hung reading a follower's mount)
 # A follower forwards to the leader what only the leader can do (issue
 # 14): three controllers on a 3-member etcd with --listen on loopback and
 # the same cluster CA, a worker over mutual TLS at the leader. From each

@@ -1,8 +1,6 @@
 #!/usr/bin/env bash
-# tests/run: lane
-# (an etcd cluster and its controllers: at most two such tests at a time,
-# beside the others. Their hang side by side was slow fork-heavy checks,
-# made light since: docs/performance.md, session 31.)
+# tests/run: alone
+# (side by side under load, 146 and 147 hung reading a follower's mount)
 # A worker given a list of controllers (fnfs worker --connect
 # tls://A,B,C): bad lists refused with the reason; the worker gets past
 # a dead address to a live controller; a controller killed -9 and

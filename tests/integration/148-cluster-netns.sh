@@ -1,8 +1,6 @@
 #!/usr/bin/env bash
-# tests/run: lane
-# (an etcd cluster and its controllers: at most two such tests at a time,
-# beside the others. Their hang side by side was slow fork-heavy checks,
-# made light since: docs/performance.md, session 31.)
+# tests/run: alone
+# (side by side under load, 146 and 147 hung reading a follower's mount)
 # A cluster across "machines" (issue 14): network namespaces on a bridge,
 # so that traffic really crosses interfaces. A hub namespace holds the
 # bridge and a 3-member etcd; three controllers (a, b, c) each in a

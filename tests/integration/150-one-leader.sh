@@ -1,8 +1,6 @@
 #!/usr/bin/env bash
-# tests/run: lane
-# (an etcd cluster and its controllers: at most two such tests at a time,
-# beside the others. Their hang side by side was slow fork-heavy checks,
-# made light since: docs/performance.md, session 31.)
+# tests/run: alone
+# (side by side under load, 146 and 147 hung reading a follower's mount)
 # Exactly one leader acts at any time, as etcd's own history shows
 # (issue 14's partitioned-leader acceptance), and what followers show of
 # an instance: machines on a bridge as in 148 (a hub with a 3-member

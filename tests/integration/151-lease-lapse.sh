@@ -1,8 +1,6 @@
 #!/usr/bin/env bash
-# tests/run: lane
-# (an etcd cluster and its controllers: at most two such tests at a time,
-# beside the others. Their hang side by side was slow fork-heavy checks,
-# made light since: docs/performance.md, session 31.)
+# tests/run: alone
+# (side by side under load, 146 and 147 hung reading a follower's mount)
 # A leader whose lease lapses while etcd still answers (its process
 # stopped past --leader-ttl: what a machine too loaded to renew in time
 # looks like) holds its workers while it campaigns again: when it wins

@@ -1,8 +1,6 @@
 #!/usr/bin/env bash
-# tests/run: lane
-# (an etcd cluster and its controllers: at most two such tests at a time,
-# beside the others. Their hang side by side was slow fork-heavy checks,
-# made light since: docs/performance.md, session 31.)
+# tests/run: alone
+# (an etcd cluster test: see 146 and 147)
 # Every wait of a follower on the leader is bounded. Three controllers
 # on a 3-member etcd, with --listen and the cluster CA, a long lease
 # (--leader-ttl 30) so that a leader that stops answering stays the

@@ -1,8 +1,6 @@
 #!/usr/bin/env bash
-# tests/run: lane
-# (an etcd cluster and its controllers: at most two such tests at a time,
-# beside the others. Their hang side by side was slow fork-heavy checks,
-# made light since: docs/performance.md, session 31.)
+# tests/run: alone
+# (side by side under load, 146 and 147 hung reading a follower's mount)
 # A tenant's quotas on a cluster (issue 23, gap 1): two controllers on a
 # 3-member etcd, alice owning tenant acme. A limit root writes on the
 # follower is forwarded to the leader, which stores it in the shared
