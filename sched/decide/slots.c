@@ -2,12 +2,15 @@
  * slots.c - dispatch by free slots and Fn's launch rule in slots (see
  * slots.h).
  */
+#include <assert.h>
 #include <stddef.h>
 
 #include "slots.h"
 
 int sched_slots_free(const struct slots_instance *in, int slots)
 {
+	/* A busy count is of calls sent and not answered: never below 0. */
+	assert(in->busy >= 0);
 	if (!in->usable || in->busy >= slots)
 		return 0;
 	return slots - in->busy;
@@ -25,6 +28,8 @@ int sched_slots_launch(int queued, int starting, int slots, int total, int max)
 {
 	int launched = 0;
 
+	/* Counts of calls and instances, never below 0. */
+	assert(queued >= 0 && starting >= 0);
 	if (slots < 1)
 		slots = 1;
 	while (queued > (long)starting * slots && total < max) {
@@ -32,5 +37,7 @@ int sched_slots_launch(int queued, int starting, int slots, int total, int max)
 		total++;
 		launched++;
 	}
+	/* It launches only under the cap. */
+	assert(launched == 0 || total <= max);
 	return launched;
 }
