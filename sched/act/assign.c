@@ -108,6 +108,9 @@ int sched__unassign(struct sched *s, struct sched_instance *in, int persist,
 	/* Its worker's map held it (or the name could not be made). */
 	assert(held == in || name.data == NULL);
 	(void)held;
+	/* What it reserved is what its function's spec asked at assignment,
+	 * which its worker still counts. */
+	assert(in->reserved_mb >= 0 && in->worker->used_mb >= in->reserved_mb);
 	sched__hold(in->worker, v, -in->reserved_mb, -1);
 	in->reserved_mb = 0;
 	/* Its log stays there: `log` still reads it (instances.c). */

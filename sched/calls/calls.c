@@ -4,7 +4,9 @@
  * instance serves up to `concurrency` calls at once), Fn's launch rule for
  * scaling out, scale-in of idle instances, deadlines, and the counters
  * every call ends in: received, then exactly one of processed, user error
- * or system error.
+ * or system error. Starts and the tick are calls_start.c. This stays one
+ * file of about 600 lines: queue, dispatch and a call's end are one
+ * path, each step calling the next.
  */
 #include <assert.h>
 #include <errno.h>
@@ -23,20 +25,14 @@
 #include "../act/reconcile.h"
 #include "../workers/requests.h"
 #include "../decide/slots.h"
+#include "calls_internal.h"
 
-/* A call may wait in its function's queue for `timeout` ms, then run for
- * `timeout` ms: a call that waited long still gets its whole time, and a
- * healthy process is not killed for a wait it did not cause. How long past
- * a call's deadline the controller waits for its worker, which enforces
- * the deadline itself, before it gives up on it: */
-#define CALL_GRACE_MS 2000
-
-static int64_t mono_us(void)
+int64_t calls__mono_us(void)
 {
 	return (int64_t)(uv_hrtime() / 1000);
 }
 
-static struct sched_fn_calls *fn_calls(struct sched_function *fn)
+struct sched_fn_calls *calls__fn_calls(struct sched_function *fn)
 {
 	if (fn->calls == NULL)
 		fn->calls = calloc(1, sizeof(*fn->calls));
@@ -59,7 +55,7 @@ int sched__wanted(const struct sched_function *fn)
 	return w > max ? max : w;
 }
 
-static int takes_calls(const struct sched_function *fn)
+int calls__takes_calls(const struct sched_function *fn)
 {
 	return fn->spec.mode != SCHED_MODE_DAEMON && fn->spec.command != NULL &&
 	       fn->spec.command[0] != '\0';
@@ -69,7 +65,7 @@ static int takes_calls(const struct sched_function *fn)
 
 /* Puts the summary `sum` of a function in the journal: one line for
  * however many happened since the last one. */
-static void report(struct sched *s, struct sched_function *fn,
+void calls__report(struct sched *s, struct sched_function *fn,
 		   struct sched_summary *sum)
 {
 	struct sched_fn_calls *fc = fn->calls;
@@ -94,21 +90,21 @@ static void report(struct sched *s, struct sched_function *fn,
 
 /* Counts one more event in `sum`: in the journal at once if none was
  * this second, else with the next line (sched__calls_tick). */
-static void summarise(struct sched *s, struct sched_function *fn,
+void calls__summarise(struct sched *s, struct sched_function *fn,
 		      struct sched_summary *sum, int err, const char *reason)
 {
 	sum->pending++;
 	sum->err = err;
 	snprintf(sum->reason, sizeof(sum->reason), "%s", reason);
 	if (rt_now_ms() / 1000 > sum->sec)
-		report(s, fn, sum);
+		calls__report(s, fn, sum);
 	else if (rt_idmap_get(&s->failing, fn->obj.id) == NULL)
 		rt_idmap_put(&s->failing, fn->obj.id, fn);
 }
 
 /* Records a failed call: `error` at once, the journal at most once a
  * second per function, so that a failing function cannot flood it. */
-static void failure(struct sched *s, struct sched_function *fn, int err,
+void calls__failure(struct sched *s, struct sched_function *fn, int err,
 		    const char *reason)
 {
 	char line[300];
@@ -116,7 +112,7 @@ static void failure(struct sched *s, struct sched_function *fn, int err,
 	snprintf(line, sizeof(line), "call failed: %s: %s", rt_errno_name(err),
 		 reason);
 	sched__set_error(fn, line);
-	summarise(s, fn, &fn->calls->failed, err, reason);
+	calls__summarise(s, fn, &fn->calls->failed, err, reason);
 }
 
 /* ============================================================== ending */
@@ -139,7 +135,7 @@ static void call_freed(uv_handle_t *h)
 	free(c);
 }
 
-static void unqueue(struct sched_fn_calls *fc, struct sched_call *c)
+void calls__unqueue(struct sched_fn_calls *fc, struct sched_call *c)
 {
 	struct sched_call **p;
 
@@ -154,7 +150,12 @@ static void unqueue(struct sched_fn_calls *fc, struct sched_call *c)
 				t = t->next;
 			fc->tail = t;
 		}
+		/* queued counts the calls on the list: c was one. */
+		assert(fc->queued > 0);
 		fc->queued--;
+		/* The tail is the last call, or none when the list is empty. */
+		assert((fc->head == NULL) == (fc->tail == NULL) &&
+		       (fc->tail == NULL || fc->tail->next == NULL));
 		c->next = NULL;
 		return;
 	}
@@ -162,7 +163,7 @@ static void unqueue(struct sched_fn_calls *fc, struct sched_call *c)
 
 /* Ends call `c`: counts it, records a failure, answers whoever waits and
  * frees it. */
-static void finish(struct sched *s, struct sched_call *c, int err,
+void calls__finish(struct sched *s, struct sched_call *c, int err,
 		   const char *body, size_t len, const char *reason)
 {
 	struct sched_function *fn = c->fn;
@@ -171,7 +172,8 @@ static void finish(struct sched *s, struct sched_call *c, int err,
 			       : err == EREMOTEIO ? SCHED_USER_ERROR
 						  : SCHED_SYSTEM_ERROR;
 	int64_t now = rt_now_ms(),
-		us = o == SCHED_SYSTEM_ERROR ? -1 : mono_us() - c->start_us;
+		us = o == SCHED_SYSTEM_ERROR ? -1
+					     : calls__mono_us() - c->start_us;
 	int timeout = err == ETIMEDOUT;
 	sched_call_fn done = c->done;
 
@@ -209,7 +211,7 @@ static void finish(struct sched *s, struct sched_call *c, int err,
 				      body ? body : "");
 		else
 			rt_buf_puts(&why, reason && reason[0] ? reason : "?");
-		failure(s, fn, err, why.data ? why.data : "?");
+		calls__failure(s, fn, err, why.data ? why.data : "?");
 		rt_buf_free(&why);
 	}
 	rt_idmap_del(&s->calls, c->id);
@@ -240,18 +242,18 @@ static void call_ended(struct sched *s, struct sched_function *fn,
 		sched__reconcile(s, fn);
 }
 
-static void on_deadline(uv_timer_t *t)
+void calls__on_deadline(uv_timer_t *t)
 {
 	struct sched_call *c = t->data;
 	struct sched *s = c->s;
 	char why[160];
 
 	if (c->in == NULL) {
-		unqueue(c->fn->calls, c);
+		calls__unqueue(c->fn->calls, c);
 		snprintf(why, sizeof(why),
 			 "waited in the queue past the timeout of %d ms",
 			 c->fn->spec.timeout);
-		finish(s, c, ETIMEDOUT, NULL, 0, why);
+		calls__finish(s, c, ETIMEDOUT, NULL, 0, why);
 	} else if (c->via_direct) {
 		/* Sent by the controller itself: no worker to wait for. */
 		struct sched_instance *in = c->in;
@@ -259,19 +261,19 @@ static void on_deadline(uv_timer_t *t)
 
 		snprintf(why, sizeof(why), "no response within %d ms",
 			 fn->spec.timeout);
-		finish(s, c, ETIMEDOUT, NULL, 0, why);
+		calls__finish(s, c, ETIMEDOUT, NULL, 0, why);
 		call_ended(s, fn, in);
 		sched__dispatch(s, fn);
 	} else if (!c->late) {
 		/* The worker times it out itself; give its answer time. */
 		c->late = 1;
-		uv_timer_start(t, on_deadline, CALL_GRACE_MS, 0);
+		uv_timer_start(t, calls__on_deadline, CALL_GRACE_MS, 0);
 	} else {
 		struct sched_instance *in = c->in;
 		struct sched_function *fn = c->fn;
 
-		finish(s, c, ETIMEDOUT, NULL, 0,
-		       "its worker did not answer by the deadline");
+		calls__finish(s, c, ETIMEDOUT, NULL, 0,
+			      "its worker did not answer by the deadline");
 		call_ended(s, fn, in);
 	}
 }
@@ -319,9 +321,9 @@ void sched__call_result(struct sched *s, struct sched_call *c, const char *st,
 
 		snprintf(why, sizeof(why), "no response within %d ms",
 			 fn->spec.timeout);
-		finish(s, c, err, body, len, why);
+		calls__finish(s, c, err, body, len, why);
 	} else {
-		finish(s, c, err, body, len, reason);
+		calls__finish(s, c, err, body, len, reason);
 	}
 	call_ended(s, fn, in);
 	sched__dispatch(s, fn);
@@ -331,7 +333,7 @@ void sched__call_lost(struct sched *s, struct sched_instance *in,
 		      const char *why)
 {
 	while (in->calls != NULL)
-		finish(s, in->calls, ECONNRESET, NULL, 0, why);
+		calls__finish(s, in->calls, ECONNRESET, NULL, 0, why);
 }
 
 /* ============================================================ dispatch */
@@ -374,7 +376,8 @@ static void send_call(struct sched *s, struct sched_call *c,
 	/* The timeout bounds the run; the wait in the queue had its own. */
 	c->deadline_ms = now + fn->spec.timeout;
 	c->late = 0;
-	uv_timer_start(c->timer, on_deadline, (uint64_t)fn->spec.timeout, 0);
+	uv_timer_start(c->timer, calls__on_deadline, (uint64_t)fn->spec.timeout,
+		       0);
 	if (st != NULL)
 		sched_stats_received(st, now);
 	if (fn->spec.mode == SCHED_MODE_COLD) {
@@ -497,8 +500,8 @@ static void refuse_unplaceable(struct sched *s, struct sched_function *fn)
 	while (fc->head != NULL) {
 		struct sched_call *c = fc->head;
 
-		unqueue(fc, c);
-		finish(s, c, ENOSPC, NULL, 0, why);
+		calls__unqueue(fc, c);
+		calls__finish(s, c, ENOSPC, NULL, 0, why);
 	}
 }
 
@@ -544,8 +547,8 @@ static void refuse_failed(struct sched *s, struct sched_function *fn)
 	while (fc->head != NULL) {
 		struct sched_call *c = fc->head;
 
-		unqueue(fc, c);
-		finish(s, c, EREMOTEIO, NULL, 0, why);
+		calls__unqueue(fc, c);
+		calls__finish(s, c, EREMOTEIO, NULL, 0, why);
 	}
 }
 
@@ -578,14 +581,14 @@ void sched__dispatch(struct sched *s, struct sched_function *fn)
 
 	if (fc == NULL || fc->queued == 0)
 		return;
-	if (!takes_calls(fn)) {
+	if (!calls__takes_calls(fn)) {
 		/* It became a daemon, or lost its command, meanwhile. */
 		while (fc->head != NULL) {
 			struct sched_call *c = fc->head;
 
-			unqueue(fc, c);
-			finish(s, c, EOPNOTSUPP, NULL, 0,
-			       "the function no longer takes calls");
+			calls__unqueue(fc, c);
+			calls__finish(s, c, EOPNOTSUPP, NULL, 0,
+				      "the function no longer takes calls");
 		}
 		return;
 	}
@@ -602,7 +605,7 @@ void sched__dispatch(struct sched *s, struct sched_function *fn)
 		if (l.in == NULL)
 			break;
 		c = fc->head;
-		unqueue(fc, c);
+		calls__unqueue(fc, c);
 		send_call(s, c, l.in);
 	}
 	if (fc->head == NULL)
@@ -614,232 +617,4 @@ void sched__dispatch(struct sched *s, struct sched_function *fn)
 		refuse_unplaceable(s, fn);
 	if (fc->head != NULL)
 		refuse_failed(s, fn);
-}
-
-/* ============================================================== starts */
-
-int sched_call_check(struct sched *s, struct sched_function *fn,
-		     const char *body, size_t len, int partial)
-{
-	struct rt_buf why = { 0 };
-	int rc = 0;
-
-	if (fn->spec.mode == SCHED_MODE_DAEMON) {
-		rc = -EOPNOTSUPP;
-		rt_buf_puts(&why, "a daemon function takes no calls; set mode "
-				  "to hot or cold");
-	} else if (!takes_calls(fn)) {
-		rc = -EOPNOTSUPP;
-		rt_buf_puts(&why, "the function has no command");
-	} else if (len > SCHED_CALL_MAX) {
-		rc = -EFBIG;
-		rt_buf_printf(&why, "a request holds at most %u bytes",
-			      SCHED_CALL_MAX);
-	} else if (fn->spec.mode == SCHED_MODE_HOT &&
-		   fn->spec.format == SCHED_FORMAT_HTTP) {
-		/* An HTTP request message must be well formed (httpmsg.h). */
-		if (!partial)
-			rc = rt_httpmsg_check(body, len, &why);
-	} else if (fn->spec.mode == SCHED_MODE_HOT) {
-		int json = fn->spec.format == SCHED_FORMAT_JSON;
-		size_t n = len;
-
-		/* A line request may end in one newline (echo adds it). */
-		if (!json && n > 0 && body[n - 1] == '\n')
-			n--;
-		if (!json || !partial)
-			rc = rt_frame_check(json, body, n, &why);
-	}
-	if (rc < 0)
-		sched__call_refused(s, fn, -rc, why.data);
-	rt_buf_free(&why);
-	return rc;
-}
-
-void sched__call_refused(struct sched *s, struct sched_function *fn, int err,
-			 const char *reason)
-{
-	/* Like a failed call's: `error` at once, the journal at most once
-	 * a second, so that a loop of bad requests cannot flood it. */
-	if (reason == NULL)
-		reason = "?";
-	sched__set_error(fn, reason);
-	if (fn_calls(fn) != NULL)
-		summarise(s, fn, &fn->calls->refused, err, reason);
-}
-
-int sched_call_start(struct sched *s, struct sched_function *fn,
-		     const char *body, size_t len, sched_call_fn done,
-		     void *arg, struct sched_call **out)
-{
-	struct sched_fn_calls *fc;
-	struct sched_call *c;
-	int64_t now = rt_now_ms();
-	int rc = sched_call_check(s, fn, body, len, 0);
-
-	*out = NULL;
-	if (rc < 0)
-		return rc;
-	fc = fn_calls(fn);
-	c = calloc(1, sizeof(*c));
-	if (fc == NULL || c == NULL || s->loop == NULL ||
-	    (c->timer = malloc(sizeof(*c->timer))) == NULL) {
-		free(c);
-		return -ENOMEM;
-	}
-	sched_stats_received(&fc->stats, now);
-	sched_stats_received(s->stats, now);
-	if (fc->queued >= SCHED_QUEUE_MAX) {
-		char why[96];
-
-		free(c->timer);
-		free(c);
-		sched_stats_done(&fc->stats, now, SCHED_SYSTEM_ERROR, 0, -1);
-		sched_stats_done(s->stats, now, SCHED_SYSTEM_ERROR, 0, -1);
-		snprintf(why, sizeof(why),
-			 "the call queue is full (%d calls wait)", fc->queued);
-		failure(s, fn, EAGAIN, why);
-		return -EAGAIN;
-	}
-	if (fn->spec.mode == SCHED_MODE_HOT &&
-	    fn->spec.format == SCHED_FORMAT_LINE && len > 0 &&
-	    body[len - 1] == '\n')
-		len--;
-	/* A request waiting in the queue is held as one in an open invoke
-	 * file is: against the tenant's request_bytes and fnfs's bound. */
-	rc = sched_quota_hold(s, fn, len);
-	c->body = rc == 0 ? malloc(len + 1) : NULL;
-	if (c->body == NULL) {
-		if (rc == 0)
-			sched_quota_release(s, sched_tenant_of(&fn->obj)->id,
-					    len);
-		free(c->timer);
-		free(c);
-		return rc < 0 ? rc : -ENOMEM;
-	}
-	c->held = len;
-	c->held_tenant = sched_tenant_of(&fn->obj)->id;
-	memcpy(c->body, body, len);
-	c->len = len;
-	c->s = s;
-	c->fn = fn;
-	c->id = ++s->next_call;
-	c->done = done;
-	c->arg = arg;
-	c->start_us = mono_us();
-	c->deadline_ms = now + fn->spec.timeout;
-	c->cold = fn->spec.mode == SCHED_MODE_COLD;
-	rt_idmap_put(&s->calls, c->id, c);
-	uv_timer_init(s->loop, c->timer);
-	c->timer->data = c;
-	uv_timer_start(c->timer, on_deadline, (uint64_t)fn->spec.timeout, 0);
-	if (fc->tail != NULL)
-		fc->tail->next = c;
-	else
-		fc->head = c;
-	fc->tail = c;
-	fc->queued++;
-	s->starting = c;
-	s->start_err = 0;
-	sched__dispatch(s, fn);
-	s->starting = NULL;
-	if (s->start_err != 0)
-		return -s->start_err; /* finished: its memory goes at close */
-	*out = c;
-	return 0;
-}
-
-void sched_call_detach(struct sched *s, struct sched_call *c)
-{
-	(void)s;
-	c->done = NULL;
-	c->arg = NULL;
-}
-
-/* ============================================================ the tick */
-
-/* Scale-in: the highest instances above parallelism go once no slot of
- * theirs has been busy for idle_timeout. */
-static void scale_in(struct sched *s, struct sched_function *fn)
-{
-	struct sched_fn_calls *fc = fn->calls;
-	int64_t now = rt_mono_ms(),
-		idle_ms = (int64_t)fn->spec.idle_timeout * 1000;
-	int changed = 0;
-	char name[16];
-
-	while (fc->scale > fn->spec.parallelism && fc->queued == 0) {
-		struct sched_instance *in;
-		int top = sched__wanted(fn) - 1;
-
-		if (top < fn->spec.parallelism)
-			break;
-		snprintf(name, sizeof(name), "%d", top);
-		in = (struct sched_instance *)sched_child(&fn->obj, name);
-		if (in != NULL &&
-		    (in->busy > 0 || now - in->idle_mono < idle_ms))
-			break;
-		fc->scale = top;
-		changed = 1;
-	}
-	if (fc->scale <= fn->spec.parallelism) {
-		fc->scale = 0;
-		rt_idmap_del(&s->scaled, fn->obj.id);
-	}
-	if (changed)
-		sched__reconcile(s, fn);
-}
-
-void sched__calls_tick(struct sched *s)
-{
-	size_t i, n;
-	void **v = rt_idmap_values(&s->failing, &n);
-	int64_t sec = rt_now_ms() / 1000;
-
-	for (i = 0; v != NULL && i < n; i++) {
-		struct sched_function *fn = v[i];
-
-		struct sched_fn_calls *fc = fn->calls;
-
-		if (fc->failed.pending > 0 && sec > fc->failed.sec)
-			report(s, fn, &fc->failed);
-		if (fc->refused.pending > 0 && sec > fc->refused.sec)
-			report(s, fn, &fc->refused);
-	}
-	free(v);
-	v = rt_idmap_values(&s->scaled, &n);
-	for (i = 0; v != NULL && i < n; i++)
-		scale_in(s, v[i]);
-	free(v);
-}
-
-void sched__calls_free(struct sched *s, struct sched_function *fn)
-{
-	struct sched_fn_calls *fc = fn->calls;
-
-	if (fc == NULL)
-		return;
-	while (fc->head != NULL) {
-		struct sched_call *c = fc->head;
-
-		unqueue(fc, c);
-		finish(s, c, ENOENT, NULL, 0, "the function was removed");
-	}
-	rt_idmap_del(&s->scaled, fn->obj.id);
-	rt_idmap_del(&s->failing, fn->obj.id);
-}
-
-void sched__calls_close(struct sched *s)
-{
-	size_t i, n;
-	void **v = rt_idmap_values(&s->calls, &n);
-
-	for (i = 0; v != NULL && i < n; i++) {
-		struct sched_call *c = v[i];
-
-		if (c->in == NULL)
-			unqueue(c->fn->calls, c);
-		finish(s, c, ECONNRESET, NULL, 0, "fnfs is shutting down");
-	}
-	free(v);
 }

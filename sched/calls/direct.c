@@ -2,7 +2,9 @@
  * direct.c - calls the controller sends itself to the http instances of
  * local workers (direct.h): the connections, the request written at the
  * call's start, the response read with runtime/base/httpcli.c and the call
- * ended as the worker would end it.
+ * ended as the worker would end it. It stays one file of about 600 lines:
+ * a connection's states (connect, write, read, end) are one state machine
+ * over one struct.
  */
 #include <arpa/inet.h>
 #include <errno.h>

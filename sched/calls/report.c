@@ -3,7 +3,10 @@
  * function's and an instance's stats, and the root files status (a
  * table), stats (totals) and metrics (Prometheus text format). status
  * and metrics grow with the functions, so they are rendered through a
- * cursor, a piece at a time, as a reader reaches them.
+ * cursor, a piece at a time, as a reader reaches them. metrics is
+ * report_metrics.c. This stays one file of about 700 lines: status and
+ * stats are steps of the cursor defined here, and apart they would share
+ * every helper through a header.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -17,19 +20,11 @@
 #include "../internal.h"
 #include "../model/owners.h"
 #include "../model/quota.h"
+#include "report_internal.h"
 
-static const char *const mode_words[] = { "daemon", "hot", "cold" };
+const char *const report__mode_words[] = { "daemon", "hot", "cold" };
 
-/* Figures of a function's instances. */
-struct figures {
-	int instances, running, busy;
-	int slots, busy_slots; /* of its running instances; calls served */
-	long long restarts;
-	double cpu;
-	long long rss;
-};
-
-static void figures_of(struct sched_function *fn, struct figures *f)
+void report__figures_of(struct sched_function *fn, struct figures *f)
 {
 	int n, i;
 	struct sched_instance **v = sched__instances_sorted(fn, &n);
@@ -52,14 +47,14 @@ static void figures_of(struct sched_function *fn, struct figures *f)
 	free(v);
 }
 
-static const struct sched_stats *stats_of(const struct sched_function *fn)
+const struct sched_stats *report__stats_of(const struct sched_function *fn)
 {
 	static const struct sched_stats none;
 
 	return fn->calls != NULL ? &fn->calls->stats : &none;
 }
 
-static int queued(const struct sched_function *fn)
+int report__queued(const struct sched_function *fn)
 {
 	return fn->calls != NULL ? fn->calls->queued : 0;
 }
@@ -69,16 +64,17 @@ static int render_fn_stats(struct sched_function *fn, struct rt_buf *out)
 	struct sched_stats_view v;
 	struct figures f;
 
-	figures_of(fn, &f);
-	sched_stats_view(stats_of(fn), rt_now_ms(), &v);
+	report__figures_of(fn, &f);
+	sched_stats_view(report__stats_of(fn), rt_now_ms(), &v);
 	sched_stats_render(&v, out);
 	return rt_buf_printf(out,
 			     "restarts_total %lld\nqueue_depth %d\n"
 			     "instances %d\nrunning %d\nbusy %d\n"
 			     "slots %d\nbusy_slots %d\n"
 			     "cpu_seconds %.3f\nrss_bytes %lld\n",
-			     f.restarts, queued(fn), f.instances, f.running,
-			     f.busy, f.slots, f.busy_slots, f.cpu, f.rss);
+			     f.restarts, report__queued(fn), f.instances,
+			     f.running, f.busy, f.slots, f.busy_slots, f.cpu,
+			     f.rss);
 }
 
 int sched__instance_call_stats(struct sched *s, struct sched_instance *in,
@@ -103,26 +99,20 @@ int sched__instance_call_stats(struct sched *s, struct sched_instance *in,
 
 /* ======================================================= text and lists */
 
-/* Text being rendered, and the first error of appending to it. */
-struct text {
-	struct rt_buf *b;
-	int err;
-};
-
-static void tput(struct text *t, const char *s)
+void report__tput(struct text *t, const char *s)
 {
 	if (t->err == 0)
 		t->err = rt_buf_puts(t->b, s);
 }
 
-static void tappend(struct text *t, const char *p, size_t n)
+void report__tappend(struct text *t, const char *p, size_t n)
 {
 	if (t->err == 0)
 		t->err = rt_buf_append(t->b, p, n);
 }
 
-__attribute__((format(printf, 2, 3))) static void tprintf(struct text *t,
-							  const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) void report__tprintf(struct text *t,
+							   const char *fmt, ...)
 {
 	va_list ap;
 
@@ -132,18 +122,6 @@ __attribute__((format(printf, 2, 3))) static void tprintf(struct text *t,
 	t->err = rt_buf_vprintf(t->b, fmt, ap);
 	va_end(ap);
 }
-
-/* The functions of a walk, by id: an id outlives its function, so one
- * removed while a reader is in the middle of a file is found missing,
- * not freed. With them, the tenants and namespaces they were taken
- * from (for stats), and those tenants by id, in order of name (for
- * their quotas). */
-struct fn_list {
-	uint64_t *ids;
-	size_t n;
-	size_t tenants, namespaces;
-	uint64_t *tids; /* `tenants` of them */
-};
 
 static int count_fns(const char *key, void *value, void *arg)
 {
@@ -230,35 +208,9 @@ static int functions_by_path(struct sched *s, const struct sched_caller *who,
 
 /* ============================================================ cursors */
 
-/* The table of `status`: its columns. */
-enum { NCOL = 9 };
-/* A cell holds at most a path (three names of 63 bytes) or a number. */
-#define CELL_MAX 200
-
-/* The parts of a rendering, in order: status is a header and rows;
- * metrics is a family after another (see metrics_step); stats is its
- * totals, then the quotas of its tenants, a tenant a step. */
-enum { P_STATUS_HEAD, P_STATUS_ROWS, P_STATUS_END };
-enum { P_STATS, P_STATS_QUOTA, P_STATS_END };
-
-struct sched_cursor {
-	enum sched_file f;
-	int root;	    /* opened for root: every tenant, every call */
-	struct fn_list fns; /* the functions to show, by id */
-	int part;	    /* the part of the file reached */
-	int begun;	    /* its opening lines (a family's HELP) are out */
-	size_t i;	    /* the next function (or tenant) of the part */
-	size_t width[NCOL]; /* status: the widths of its columns */
-	size_t size;	    /* status: its size at the open */
-	/* stats, metrics: each tenant's use and limit of each quota at the
-	 * open ([tenant][resource][0: used, 1: limit]), so that a use and
-	 * its limit are of one instant. */
-	long long (*quota)[SCHED_QUOTA_COUNT][2];
-};
-
 /* The i-th function of the walk, or NULL if it has been removed. */
-static struct sched_function *fn_at(struct sched *s,
-				    const struct sched_cursor *c, size_t i)
+struct sched_function *report__fn_at(struct sched *s,
+				     const struct sched_cursor *c, size_t i)
 {
 	struct sched_obj *o = sched_find(s, c->fns.ids[i]);
 
@@ -290,8 +242,8 @@ static int quota_snapshot(struct sched *s, struct sched_cursor *c)
 }
 
 /* The i-th tenant of the walk, or NULL if it has been removed. */
-static struct sched_obj *tenant_at(struct sched *s,
-				   const struct sched_cursor *c, size_t i)
+struct sched_obj *report__tenant_at(struct sched *s,
+				    const struct sched_cursor *c, size_t i)
 {
 	struct sched_obj *o = sched_find(s, c->fns.tids[i]);
 
@@ -314,11 +266,11 @@ static void status_cells(struct sched_function *fn, char cell[NCOL][CELL_MAX])
 	int nrun, nwant;
 	const char *st = sched__function_state(fn, &nrun, &nwant);
 
-	figures_of(fn, &f);
-	sched_stats_view(stats_of(fn), rt_now_ms(), &v);
+	report__figures_of(fn, &f);
+	sched_stats_view(report__stats_of(fn), rt_now_ms(), &v);
 	snprintf(cell[0], CELL_MAX, "%s/%s/%s", o->parent->parent->name,
 		 o->parent->name, o->name);
-	snprintf(cell[1], CELL_MAX, "%s", mode_words[fn->spec.mode]);
+	snprintf(cell[1], CELL_MAX, "%s", report__mode_words[fn->spec.mode]);
 	snprintf(cell[2], CELL_MAX, "%s", st);
 	snprintf(cell[3], CELL_MAX, "%d/%d", nrun, nwant);
 	snprintf(cell[4], CELL_MAX, "%llu", (unsigned long long)fn->revision);
@@ -338,8 +290,8 @@ static void status_row(struct text *t, const struct sched_cursor *c,
 	size_t k;
 
 	for (k = 0; k + 1 < NCOL; k++)
-		tprintf(t, "%-*s  ", (int)c->width[k], cell[k]);
-	tprintf(t, "%s\n", cell[NCOL - 1]);
+		report__tprintf(t, "%-*s  ", (int)c->width[k], cell[k]);
+	report__tprintf(t, "%s\n", cell[NCOL - 1]);
 }
 
 /* The widths come from every row as it is at the open; a cell that has
@@ -354,7 +306,7 @@ static void status_widths(struct sched *s, struct sched_cursor *c)
 	for (k = 0; k < NCOL; k++)
 		c->width[k] = strlen(status_head[k]);
 	for (i = 0; i < c->fns.n; i++) {
-		struct sched_function *fn = fn_at(s, c, i);
+		struct sched_function *fn = report__fn_at(s, c, i);
 
 		if (fn == NULL)
 			continue;
@@ -386,7 +338,7 @@ static void status_step(struct sched *s, struct sched_cursor *c, struct text *t)
 		c->part = P_STATUS_END;
 		return;
 	}
-	fn = fn_at(s, c, c->i++);
+	fn = report__fn_at(s, c, c->i++);
 	if (fn == NULL)
 		return;
 	status_cells(fn, cell);
@@ -410,12 +362,12 @@ static int add_fn_totals(const char *key, void *value, void *arg)
 	struct figures f;
 
 	(void)key;
-	figures_of(value, &f);
+	report__figures_of(value, &f);
 	tot->functions++;
 	tot->instances += f.instances;
 	tot->running += f.running;
 	tot->restarts += f.restarts;
-	tot->queue += queued(value);
+	tot->queue += report__queued(value);
 	return 0;
 }
 
@@ -463,7 +415,8 @@ static int render_store(struct sched *s, struct rt_buf *out)
 			     (long long)rev, !watching,
 			     (long long)(watching ? 0 : rt_now_ms() - since),
 			     store_mirror_pending(s->store), sched_role(s),
-			     leader ? leader : "-", (long long)sched_cluster_term(s),
+			     leader ? leader : "-",
+			     (long long)sched_cluster_term(s),
 			     (long long)s->held_max_ms);
 }
 
@@ -556,28 +509,29 @@ static void stats_step(struct sched *s, struct sched_cursor *c, struct text *t)
 		return;
 	}
 	for (i = 0; i < c->fns.n; i++) {
-		struct sched_function *fn = fn_at(s, c, i);
+		struct sched_function *fn = report__fn_at(s, c, i);
 
 		if (fn == NULL)
 			continue;
 		add_fn_totals(NULL, fn, &tot);
-		stats_add(sum, stats_of(fn));
+		stats_add(sum, report__stats_of(fn));
 	}
 	w = rt_map_values(&s->pool.children, &n);
 	for (i = 0; w != NULL && i < n; i++)
 		online += ((struct sched_worker *)w[i])->online != 0;
 	free(w);
-	tprintf(t,
-		"tenants %zu\nnamespaces %zu\nfunctions %zu\n"
-		"instances %d\nrunning %d\nworkers %zu\n"
-		"workers_online %zu\n",
-		c->fns.tenants, c->fns.namespaces, tot.functions, tot.instances,
-		tot.running, s->pool.children.count, online);
+	report__tprintf(t,
+			"tenants %zu\nnamespaces %zu\nfunctions %zu\n"
+			"instances %d\nrunning %d\nworkers %zu\n"
+			"workers_online %zu\n",
+			c->fns.tenants, c->fns.namespaces, tot.functions,
+			tot.instances, tot.running, s->pool.children.count,
+			online);
 	sched_stats_view(sum, rt_now_ms(), &v);
 	if (t->err == 0)
 		t->err = sched_stats_render(&v, t->b);
-	tprintf(t, "restarts_total %lld\nqueue_depth %d\n", tot.restarts,
-		tot.queue);
+	report__tprintf(t, "restarts_total %lld\nqueue_depth %d\n",
+			tot.restarts, tot.queue);
 	if (t->err == 0)
 		t->err = render_store(s, t->b);
 	free(sum);
@@ -598,396 +552,19 @@ static void stats_quota_step(struct sched *s, struct sched_cursor *c,
 		c->part = P_STATS_END;
 		return;
 	}
-	o = tenant_at(s, c, c->i++);
+	o = report__tenant_at(s, c, c->i++);
 	for (r = 0; o != NULL && r < SCHED_QUOTA_COUNT; r++) {
 		long long used = c->quota[i][r][0], limit = c->quota[i][r][1];
 
-		tprintf(t, "quota/%s/%s_used %lld\n", o->name,
-			sched_quota_name(r), used);
+		report__tprintf(t, "quota/%s/%s_used %lld\n", o->name,
+				sched_quota_name(r), used);
 		if (limit < 0)
-			tprintf(t, "quota/%s/%s_limit none\n", o->name,
-				sched_quota_name(r));
+			report__tprintf(t, "quota/%s/%s_limit none\n", o->name,
+					sched_quota_name(r));
 		else
-			tprintf(t, "quota/%s/%s_limit %lld\n", o->name,
-				sched_quota_name(r), limit);
+			report__tprintf(t, "quota/%s/%s_limit %lld\n", o->name,
+					sched_quota_name(r), limit);
 	}
-}
-
-/* =============================================================== metrics */
-
-/* Appends a label value, escaped as the exposition format wants. */
-static void label(struct text *t, const char *k, const char *v, int first)
-{
-	tprintf(t, "%s%s=\"", first ? "" : ",", k);
-	while (*v) {
-		size_t plain = strcspn(v, "\\\"\n");
-
-		tappend(t, v, plain); /* a run that needs no escape, at once */
-		v += plain;
-		if (*v == '\0')
-			break;
-		if (*v == '\n')
-			tput(t, "\\n");
-		else
-			tprintf(t, "\\%c", *v);
-		v++;
-	}
-	tput(t, "\"");
-}
-
-static void fn_labels(struct text *t, const struct sched_function *fn)
-{
-	label(t, "tenant", fn->obj.parent->parent->name, 1);
-	label(t, "namespace", fn->obj.parent->name, 0);
-	label(t, "function", fn->obj.name, 0);
-}
-
-static void family(struct text *t, const char *name, const char *type,
-		   const char *help)
-{
-	tprintf(t, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
-
-/* What a function or instance family shows. */
-enum fig {
-	F_RECEIVED,
-	F_PROCESSED,
-	F_USER,
-	F_SYSTEM,
-	F_TIMEOUTS,
-	F_COLD,
-	F_RESTARTS, /* this one and those below need the instances */
-	F_QUEUE,
-	F_INSTANCES,
-	F_RUNNING,
-	F_BUSY,
-	F_BUSY_SLOTS,
-	F_CPU,
-	F_RSS,
-	F_UP
-};
-
-struct family_def {
-	const char *name, *type, *help;
-	enum fig fig;
-};
-
-static const struct family_def fn_families[] = {
-	{ "calls_received_total", "counter", "Calls received.", F_RECEIVED },
-	{ "calls_processed_total", "counter", "Calls answered.", F_PROCESSED },
-	{ "calls_user_errors_total", "counter",
-	  "Calls the function answered with an error.", F_USER },
-	{ "calls_system_errors_total", "counter",
-	  "Calls that failed in fnfs: timeouts, crashes, full queues.",
-	  F_SYSTEM },
-	{ "calls_timeouts_total", "counter", "Calls that timed out.",
-	  F_TIMEOUTS },
-	{ "cold_starts_total", "counter",
-	  "Processes started for waiting calls.", F_COLD },
-	{ "restarts_total", "counter", "Restarts of instances.", F_RESTARTS },
-	{ "queue_depth", "gauge", "Calls waiting for an instance.", F_QUEUE },
-	{ "instances", "gauge", "Instances it has.", F_INSTANCES },
-	{ "running_instances", "gauge", "Instances running.", F_RUNNING },
-	{ "busy_instances", "gauge", "Instances serving a call.", F_BUSY },
-	{ "busy_slots", "gauge", "Calls its instances serve.", F_BUSY_SLOTS },
-	{ "cpu_seconds", "gauge",
-	  "CPU time of the live processes (drops when one restarts).", F_CPU },
-	{ "resident_memory_bytes", "gauge", "Resident memory of the instances.",
-	  F_RSS },
-};
-
-static const struct family_def inst_families[] = {
-	{ "up", "gauge", "Whether the instance is running.", F_UP },
-	{ "calls_received_total", "counter", "Calls sent to the instance.",
-	  F_RECEIVED },
-	{ "calls_processed_total", "counter", "Calls answered.", F_PROCESSED },
-	{ "calls_user_errors_total", "counter",
-	  "Calls the function answered with an error.", F_USER },
-	{ "calls_system_errors_total", "counter", "Calls that failed in fnfs.",
-	  F_SYSTEM },
-	{ "restarts_total", "counter", "Restarts.", F_RESTARTS },
-	{ "busy", "gauge", "Whether it serves a call.", F_BUSY },
-	{ "busy_slots", "gauge", "Calls it serves.", F_BUSY_SLOTS },
-	{ "cpu_seconds", "gauge", "CPU time of its live process.", F_CPU },
-	{ "resident_memory_bytes", "gauge", "Resident memory.", F_RSS },
-};
-
-static const char *const worker_families[][3] = {
-	{ "fnfs_worker_up", "gauge", "Whether the worker is connected." },
-	{ "fnfs_worker_memory_bytes", "gauge",
-	  "Memory capacity of the worker." },
-	{ "fnfs_worker_free_memory_bytes", "gauge",
-	  "Memory not assigned to instances." },
-	{ "fnfs_worker_instances", "gauge",
-	  "Instances assigned to the worker." },
-};
-
-#define NFN	(sizeof(fn_families) / sizeof(fn_families[0]))
-#define NINST	(sizeof(inst_families) / sizeof(inst_families[0]))
-#define NWORKER (sizeof(worker_families) / sizeof(worker_families[0]))
-
-/* The parts of metrics: a family each. Samples of a family stay
- * together, as the format requires. */
-enum {
-	P_FN = 0,		      /* + k: fn_families[k] */
-	P_LATENCY = P_FN + NFN,	      /* the latency summary */
-	P_INST = P_LATENCY + 1,	      /* + k: inst_families[k] */
-	P_WORKER = P_INST + NINST,    /* + k: worker_families[k] */
-	P_TOTAL = P_WORKER + NWORKER, /* fnfs_calls_received_total */
-	P_QUOTA_USED,		      /* fnfs_tenant_quota_used */
-	P_QUOTA_LIMIT,		      /* fnfs_tenant_quota_limit */
-	P_METRICS_END
-};
-
-static double fn_value(struct sched_function *fn, enum fig fig,
-		       const struct figures *f)
-{
-	const struct sched_stats *st = stats_of(fn);
-
-	switch (fig) {
-	case F_RECEIVED: return (double)st->received;
-	case F_PROCESSED: return (double)st->processed;
-	case F_USER: return (double)st->user_errors;
-	case F_SYSTEM: return (double)st->system_errors;
-	case F_TIMEOUTS: return (double)st->timeouts;
-	case F_COLD: return (double)st->cold_starts;
-	case F_RESTARTS: return (double)f->restarts;
-	case F_QUEUE: return queued(fn);
-	case F_INSTANCES: return f->instances;
-	case F_RUNNING: return f->running;
-	case F_BUSY: return f->busy;
-	case F_BUSY_SLOTS: return f->busy_slots;
-	case F_CPU: return f->cpu;
-	case F_RSS: return (double)f->rss;
-	default: return 0;
-	}
-}
-
-static double inst_value(const struct sched_instance *in, enum fig fig)
-{
-	static const struct sched_stats none;
-	const struct sched_stats *st = in->stats ? in->stats : &none;
-	int live = in->pid > 0;
-
-	switch (fig) {
-	case F_UP: return in->state == SCHED_RUNNING;
-	case F_RECEIVED: return (double)st->received;
-	case F_PROCESSED: return (double)st->processed;
-	case F_USER: return (double)st->user_errors;
-	case F_SYSTEM: return (double)st->system_errors;
-	case F_RESTARTS: return (double)in->restarts_total;
-	case F_BUSY: return in->busy > 0;
-	case F_BUSY_SLOTS: return in->busy;
-	case F_CPU: return live ? in->cpu_seconds : 0;
-	case F_RSS: return live ? (double)in->rss_bytes : 0;
-	default: return 0;
-	}
-}
-
-static void inst_labels(struct text *t, const struct sched_instance *in)
-{
-	char n[16];
-
-	fn_labels(t, (const struct sched_function *)in->obj.parent);
-	snprintf(n, sizeof(n), "%d", in->n);
-	label(t, "instance", n, 0);
-	label(t, "worker", in->worker ? in->worker->obj.name : "", 0);
-}
-
-static void latency_summary(struct text *t, const struct sched_function *fn)
-{
-	static const char name[] = "fnfs_function_latency_seconds";
-	static const double q[] = { 0.5, 0.99 };
-	const struct sched_stats *st = stats_of(fn);
-	size_t i;
-
-	for (i = 0; i < 2; i++) {
-		tprintf(t, "%s{", name);
-		fn_labels(t, fn);
-		tprintf(t, ",quantile=\"%g\"} %.6f\n", q[i],
-			sched_hist_quantile(st->hist, st->latency_n, q[i]) /
-				1000.0);
-	}
-	tprintf(t, "%s_sum{", name);
-	fn_labels(t, fn);
-	tprintf(t, "} %.6f\n%s_count{", (double)st->latency_us / 1e6, name);
-	fn_labels(t, fn);
-	tprintf(t, "} %llu\n", (unsigned long long)st->latency_n);
-}
-
-/* The lines of function `fn` in the function family `k`. */
-static void fn_sample(struct text *t, struct sched_function *fn, size_t k)
-{
-	const struct family_def *d = &fn_families[k];
-	struct figures f;
-
-	memset(&f, 0, sizeof(f));
-	if (d->fig >= F_RESTARTS)
-		figures_of(fn, &f);
-	tprintf(t, "fnfs_function_%s{", d->name);
-	fn_labels(t, fn);
-	tprintf(t, "} %.17g\n", fn_value(fn, d->fig, &f));
-}
-
-/* The lines of the instances of `fn` in the instance family `k`. */
-static void inst_samples(struct text *t, struct sched_function *fn, size_t k)
-{
-	const struct family_def *d = &inst_families[k];
-	int n, j;
-	struct sched_instance **v = sched__instances_sorted(fn, &n);
-
-	for (j = 0; j < n; j++) {
-		tprintf(t, "fnfs_instance_%s{", d->name);
-		inst_labels(t, v[j]);
-		tprintf(t, "} %.17g\n", inst_value(v[j], d->fig));
-	}
-	free(v);
-}
-
-/* A family of workers, whole: a few lines a worker. */
-static void worker_family(struct sched *s, struct text *t, size_t k)
-{
-	size_t i, nw;
-	void **w = rt_map_values(&s->pool.children, &nw);
-	const char *name = worker_families[k][0];
-
-	for (i = 0; w != NULL && i < nw; i++) {
-		struct sched_worker *x = w[i];
-		double v = k == 0   ? x->online
-			   : k == 1 ? (double)x->memory_mb * 1048576
-			   : k == 2 ? (double)(x->memory_mb - x->used_mb) *
-					      1048576
-				    : (double)x->assignments.count;
-
-		tprintf(t, "%s{", name);
-		label(t, "worker", x->obj.name, 1);
-		tprintf(t, "} %.17g\n", v);
-	}
-	free(w);
-}
-
-/* The calls received: by every function for root, by the functions of
- * the cursor for another caller. */
-static uint64_t received_total(struct sched *s, const struct sched_cursor *c)
-{
-	uint64_t n = 0;
-	size_t i;
-
-	if (c->root)
-		return s->stats->received;
-	for (i = 0; i < c->fns.n; i++) {
-		struct sched_function *fn = fn_at(s, c, i);
-
-		if (fn != NULL)
-			n += stats_of(fn)->received;
-	}
-	return n;
-}
-
-/* The lines of the cursor's i-th tenant `o` in fnfs_tenant_quota_used
- * (`limit` 0) or fnfs_tenant_quota_limit (1; a limit of none is +Inf),
- * as at the open. */
-static void quota_samples(const struct sched_cursor *c, size_t i,
-			  struct text *t, struct sched_obj *o, int limit)
-{
-	int r;
-
-	for (r = 0; r < SCHED_QUOTA_COUNT; r++) {
-		const long long *v = c->quota[i][r];
-
-		tprintf(t, "fnfs_tenant_quota_%s{", limit ? "limit" : "used");
-		label(t, "tenant", o->name, 1);
-		label(t, "resource", sched_quota_name(r), 0);
-		if (v[limit] < 0)
-			tput(t, "} +Inf\n");
-		else
-			tprintf(t, "} %lld\n", v[limit]);
-	}
-}
-
-/* One step of metrics: a family's HELP and TYPE, or its lines for one
- * function or tenant, or a whole family of workers, or the total. */
-static void metrics_step(struct sched *s, struct sched_cursor *c,
-			 struct text *t)
-{
-	size_t p = (size_t)c->part;
-	struct sched_function *fn;
-	char name[96];
-
-	if (!c->begun) {
-		if (p < P_LATENCY) {
-			snprintf(name, sizeof(name), "fnfs_function_%s",
-				 fn_families[p - P_FN].name);
-			family(t, name, fn_families[p - P_FN].type,
-			       fn_families[p - P_FN].help);
-		} else if (p == P_LATENCY) {
-			family(t, "fnfs_function_latency_seconds", "summary",
-			       "Latency of answered calls, from receipt to "
-			       "response.");
-		} else if (p < P_WORKER) {
-			snprintf(name, sizeof(name), "fnfs_instance_%s",
-				 inst_families[p - P_INST].name);
-			family(t, name, inst_families[p - P_INST].type,
-			       inst_families[p - P_INST].help);
-		} else if (p < P_TOTAL) {
-			family(t, worker_families[p - P_WORKER][0],
-			       worker_families[p - P_WORKER][1],
-			       worker_families[p - P_WORKER][2]);
-		} else if (p == P_TOTAL) {
-			family(t, "fnfs_calls_received_total", "counter",
-			       "Calls received by every function.");
-		} else if (p == P_QUOTA_USED) {
-			family(t, "fnfs_tenant_quota_used", "gauge",
-			       "What a tenant holds against each quota: memory "
-			       "in MB, code_bytes and request_bytes in bytes.");
-		} else {
-			family(t, "fnfs_tenant_quota_limit", "gauge",
-			       "A tenant's limit of each quota (+Inf: none), "
-			       "in the units of fnfs_tenant_quota_used.");
-		}
-		c->begun = 1;
-		c->i = 0;
-		return;
-	}
-	if (p >= P_QUOTA_USED) {
-		struct sched_obj *o;
-
-		if (c->i >= c->fns.tenants) {
-			c->part++;
-			c->begun = 0;
-			return;
-		}
-		o = tenant_at(s, c, c->i);
-		if (o != NULL)
-			quota_samples(c, c->i, t, o, p == P_QUOTA_LIMIT);
-		c->i++;
-		return;
-	}
-	if (p >= P_WORKER) {
-		if (p < P_TOTAL) {
-			worker_family(s, t, p - P_WORKER);
-		} else {
-			tprintf(t, "fnfs_calls_received_total %llu\n",
-				(unsigned long long)received_total(s, c));
-		}
-		c->part++;
-		c->begun = 0;
-		return;
-	}
-	if (c->i >= c->fns.n) {
-		c->part++;
-		c->begun = 0;
-		return;
-	}
-	fn = fn_at(s, c, c->i++);
-	if (fn == NULL)
-		return;
-	if (p < P_LATENCY)
-		fn_sample(t, fn, p - P_FN);
-	else if (p == P_LATENCY)
-		latency_summary(t, fn);
-	else
-		inst_samples(t, fn, p - P_INST);
 }
 
 /* ======================================================= the cursor API */
@@ -1034,7 +611,7 @@ int sched_cursor_next(struct sched *s, struct sched_cursor *c,
 	size_t before = out->len;
 	int end = c->f == SCHED_ROOT_STATUS  ? P_STATUS_END
 		  : c->f == SCHED_ROOT_STATS ? P_STATS_END
-					     : P_METRICS_END;
+					     : report__metrics_parts;
 
 	while (t.err == 0 && c->part < end &&
 	       (out->len == before || out->len - before < want)) {
@@ -1047,7 +624,7 @@ int sched_cursor_next(struct sched *s, struct sched_cursor *c,
 		else if (c->f == SCHED_ROOT_STATS)
 			stats_quota_step(s, c, &t);
 		else
-			metrics_step(s, c, &t);
+			report__metrics_step(s, c, &t);
 		if (t.err != 0) {
 			/* No half line: what this step added goes. */
 			out->len = at;

@@ -2,6 +2,7 @@
  * stats.c - call counters: totals, a log-linear latency histogram and a
  * ring of per-second buckets for the last minute.
  */
+#include <assert.h>
 #include <string.h>
 
 #include "stats.h"
@@ -75,6 +76,10 @@ void sched_stats_done(struct sched_stats *st, int64_t now, enum sched_outcome o,
 {
 	struct sched_second *b = second_of(st, now);
 
+	/* A timeout is a system error, and only a call that ran to an answer
+	 * has a latency (calls.c's finish). */
+	assert(!timeout || o == SCHED_SYSTEM_ERROR);
+	assert(us < 0 || o != SCHED_SYSTEM_ERROR);
 	switch (o) {
 	case SCHED_PROCESSED:
 		st->processed++;

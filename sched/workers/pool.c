@@ -3,6 +3,7 @@
  * started, replaced when they exit or hang, at most starts_per_minute
  * starts a minute), workers/pool_size and workers/status.
  */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -103,6 +104,10 @@ static int starts_last_minute(const struct sched *s)
 
 	for (i = 0; i < s->nstarts; i++)
 		n += s->starts[i] >= since;
+	/* The ring holds at most its size, and the limit is checked
+	 * against what it holds (start_allowed). */
+	assert(s->nstarts >= 0 && n <= s->nstarts &&
+	       (size_t)s->nstarts <= sizeof(s->starts) / sizeof(s->starts[0]));
 	return n;
 }
 
@@ -114,6 +119,8 @@ static int start_allowed(struct sched *s)
 	struct rt_buf kvs = { 0 };
 	char v[32];
 
+	/* The limit is positive: a pool that may never start is no pool. */
+	assert(s->starts_per_minute > 0);
 	if (n < s->starts_per_minute && n < 64) {
 		if (s->paused) {
 			s->paused = 0;

@@ -3,6 +3,7 @@
  * for (answered by `reply`, failed when a worker goes), and the bounded
  * waits that collect their answers.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,6 +206,8 @@ int sched__request(struct sched *s, struct sched_worker *w, json_t *header,
 	r->worker = w;
 	r->slot = slot;
 	r->instance_id = instance_id;
+	/* A seq is never reused: an answer finds its own request. */
+	assert(r->seq > 0 && rt_idmap_get(&s->requests, r->seq) == NULL);
 	if (rt_idmap_put(&s->requests, r->seq, r) < 0) {
 		free(r);
 		json_decref(header);

@@ -1,10 +1,11 @@
 /*
  * curluv_loop.c - the HTTP client of the worker alone: sequential POSTs
  * of "hello world\n" to a server, each an easy handle of fnfs's libcurl
- * multi on a libuv loop (runtime/base/curluv.c), set up as runtime/worker/http.c sets
- * up a call, over one kept-alive connection. Compared with http_direct
- * (a blocking write and read on a socket, the least any client does), it
- * gives what libcurl and the loop cost per request (docs/decisions.md).
+ * multi on a libuv loop (runtime/base/curluv.c), set up as
+ * runtime/worker/http.c sets up a call, over one kept-alive connection.
+ * Compared with http_direct (a blocking write and read on a socket, the least
+ * any client does), it gives what libcurl and the loop cost per request
+ * (docs/decisions.md).
  *
  *   curluv_loop PORT WARM N      one line per timed request, in µs
  */

@@ -5,8 +5,8 @@
  *   raw    a blocking libcurl easy handle, one kept-alive connection:
  *          the least a client of the gateway does (the floor of issue
  *          14's "write on etcd vs raw put")
- *   client fnfs's own client (sched/store/etcd/etcd.c) on a libuv loop, each put
- *          waited for before the next: what the controller will pay
+ *   client fnfs's own client (sched/store/etcd/etcd.c) on a libuv loop, each
+ * put waited for before the next: what the controller will pay
  *
  *   etcd_put raw|client|txn|watch URL WARM N SIZE
  *
@@ -265,8 +265,8 @@ static void on_watch(void *arg, const struct etcd_answer *a)
 		}
 }
 
-/* Compare-and-set txns through sched/store/etcd/etcd.c, each waited for until the
- * txn is answered and the client's own watch has brought it back. */
+/* Compare-and-set txns through sched/store/etcd/etcd.c, each waited for until
+ * the txn is answered and the client's own watch has brought it back. */
 static int run_watch(const char *url, int warm, int n, const char *value,
 		     size_t size)
 {

@@ -1,8 +1,8 @@
 /*
- * test_elect.c - leader election and fencing (sched/cluster/etcd/elect.h) against a
- * real 3-member etcd cluster (etcd_cluster.h): candidates on one loop,
- * each with its own etcd client, every wait bounded. Leases of 2 s (etcd's
- * shortest with its default election timeout) keep the tests short.
+ * test_elect.c - leader election and fencing (sched/cluster/etcd/elect.h)
+ * against a real 3-member etcd cluster (etcd_cluster.h): candidates on one
+ * loop, each with its own etcd client, every wait bounded. Leases of 2 s
+ * (etcd's shortest with its default election timeout) keep the tests short.
  */
 #include <errno.h>
 #include <signal.h>

@@ -1,6 +1,6 @@
 /*
- * test_etcd.c - the etcd client (sched/store/etcd/etcd.h) against a real etcd: each
- * test starts one member of Debian's etcd-server on free loopback ports
+ * test_etcd.c - the etcd client (sched/store/etcd/etcd.h) against a real etcd:
+ * each test starts one member of Debian's etcd-server on free loopback ports
  * with its data in a new directory under /var/tmp, drives the client on a
  * libuv loop with every wait bounded, and kills the member by pid at the
  * end (it also dies with the test's process: PR_SET_PDEATHSIG).

@@ -1,7 +1,8 @@
 /*
- * test_etcd_keys.c - the cluster's key layout in etcd (sched/store/etcd/etcd_keys.h):
- * every kind of row round-trips through its key and value; keys and values
- * outside the layout are refused with -EINVAL; mutated inputs never crash.
+ * test_etcd_keys.c - the cluster's key layout in etcd
+ * (sched/store/etcd/etcd_keys.h): every kind of row round-trips through its key
+ * and value; keys and values outside the layout are refused with -EINVAL;
+ * mutated inputs never crash.
  */
 #include <errno.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /*
- * test_forward.c - the controllers' link (sched/cluster/forward.c) over loopback:
- * a follower's requests reach a leader's --listen over TLS 1.3 with
+ * test_forward.c - the controllers' link (sched/cluster/forward.c) over
+ * loopback: a follower's requests reach a leader's --listen over TLS 1.3 with
  * certificates of the cluster CA and come back with their answers; a
  * worker's certificate is refused as a peer; a lost link and a change of
  * leader end what is in flight with EAGAIN; a log read comes back with

@@ -1,8 +1,8 @@
 /*
- * test_journal.c - the cluster's journal in etcd (sched/store/etcd/journal_etcd.c):
- * its values and keys, and, on a real etcd member, several controllers'
- * journals that end the same, line for line at the same offsets, with
- * each line once, within the bound kept in etcd.
+ * test_journal.c - the cluster's journal in etcd
+ * (sched/store/etcd/journal_etcd.c): its values and keys, and, on a real etcd
+ * member, several controllers' journals that end the same, line for line at the
+ * same offsets, with each line once, within the bound kept in etcd.
  */
 #include <errno.h>
 #include <inttypes.h>

@@ -1,6 +1,7 @@
 /*
  * test_partial.c - a value the writes of one open have only begun
- * (sched/model/partial.c): what fs/ops.c does not refuse yet (issue 23, item 9).
+ * (sched/model/partial.c): what fs/ops.c does not refuse yet (issue 23, item
+ * 9).
  */
 #include <string.h>
 

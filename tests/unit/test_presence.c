@@ -1,8 +1,8 @@
 /*
- * test_presence.c - a controller's key in etcd (sched/cluster/etcd/presence.h) and
- * `fnfs cluster status` (sched/cluster/etcd/cluster_status.h), their pure parts: the
- * value round-trips and bad values are refused; the key is in the layout
- * (etcd_keys.h) as a member; the lag leaves out the members' own writes;
+ * test_presence.c - a controller's key in etcd (sched/cluster/etcd/presence.h)
+ * and `fnfs cluster status` (sched/cluster/etcd/cluster_status.h), their pure
+ * parts: the value round-trips and bad values are refused; the key is in the
+ * layout (etcd_keys.h) as a member; the lag leaves out the members' own writes;
  * the table and the JSON say what was read.
  */
 #include <errno.h>

@@ -260,8 +260,9 @@ static const char *printable(const char *s, char *buf, size_t cap)
 }
 
 /* The leader's name and listen address ("" when none) from its value in
- * the election: the JSON object {"name", "listen", ...} of sched/cluster/leader.c,
- * or else "NAME ADDR..." (its first word, and the rest). */
+ * the election: the JSON object {"name", "listen", ...} of
+ * sched/cluster/leader.c, or else "NAME ADDR..." (its first word, and the
+ * rest). */
 static void leader_parts(const char *value, char *name, size_t ncap,
 			 char *listen, size_t lcap)
 {

@@ -7,7 +7,9 @@
  * Each etcd call carries a ticket (what it was for, on which lease, when
  * it was sent); the elector's memory is counted (the owner, its three
  * timers, each ticket), so answers that come after elect_free find it
- * still there and are dropped.
+ * still there and are dropped. It stays one file of about 700 lines: the
+ * tickets and the elector's states are one machine over one struct, and
+ * its deadline reasoning reads best in one place.
  */
 #include <errno.h>
 #include <stdlib.h>

@@ -1,7 +1,9 @@
 /*
  * presence.c - a controller's key P/ctl/NAME on a lease of its own
  * (presence.h): the value's codec, then the join, the renewals, the
- * rewrites and the leaving, on the loop over the etcd client.
+ * rewrites and the leaving, on the loop over the etcd client. It stays
+ * one file of about 750 lines: the value's codec is only used by the
+ * member's life around it, and both are one struct's.
  */
 #include <errno.h>
 #include <signal.h>
