@@ -133,6 +133,7 @@ check "the controller places them there" wait_until 10 eval '[ "$(where "$AF/ins
 # ask COMMAND...: sends a command to the spy and waits for its answer
 # (one line per object for get); prints the answer lines.
 ask() {
+	# shellcheck disable=SC2034 # kind is read in the eval below
 	local n k kind=$1
 	n=$(wc -l <"$SPY_OUT")
 	echo "$*" >&7
