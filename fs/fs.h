@@ -83,16 +83,13 @@ struct fs_node {
 
 /* The mounted filesystem and its loop. One per process. */
 struct fs {
-	struct sched *sched;	   /* the model; owned */
-	struct presence *presence; /* a cluster's controller: its key
-				      in etcd (cluster/etcd/presence.h);
-				      owned */
-	struct fuse_session *se;   /* owned */
-	uv_loop_t *loop;	   /* not owned */
-	uv_poll_t poll;		   /* on the FUSE device */
-	uv_signal_t sig[3];	   /* SIGTERM, SIGINT, SIGHUP */
-	struct fuse_buf fbuf;	   /* request buffer, reused */
-	uid_t uid;		   /* owner shown on every node */
+	struct sched *sched;	 /* the model; owned */
+	struct fuse_session *se; /* owned */
+	uv_loop_t *loop;	 /* not owned */
+	uv_poll_t poll;		 /* on the FUSE device */
+	uv_signal_t sig[3];	 /* SIGTERM, SIGINT, SIGHUP */
+	struct fuse_buf fbuf;	 /* request buffer, reused */
+	uid_t uid;		 /* owner shown on every node */
 	gid_t gid;
 	int64_t mount_ms;	/* time of mounting, for static files */
 	const char *mountpoint; /* not owned */
@@ -326,11 +323,9 @@ struct fs_options {
 	unsigned run_as_gid;
 	const char *listen; /* --listen IP:PORT, or NULL */
 	int insecure;	    /* --insecure */
-	/* --store etcd://HOST:PORT,...: the endpoints (after etcd://), or
-	 * NULL for the data directory's SQLite alone */
-	const char *etcd;
-	const char *cluster; /* --cluster NAME */
-	const char *etcd_ca, *etcd_cert, *etcd_key;
+	/* --store URL (NULL: the data directory's alone), --cluster and the
+	 * TLS files (store_config_check); its path is the data directory's */
+	struct store_config store;
 	const char *name;    /* --name: this controller in the cluster */
 	int leader_ttl;	     /* --leader-ttl seconds, or 0 (the default) */
 	int no_direct_calls; /* --no-direct-calls */

@@ -63,9 +63,6 @@ struct sched {
 	uint32_t run_as_uid;   /* who root's tenants' functions run as */
 	uint32_t run_as_gid;
 
-	/* A cluster's journal in etcd (owned), or NULL: lines go to
-	 * `events`. */
-	struct journal_etcd *journal;
 	/* Lines of the cluster's journal whose tenant was not here yet (the
 	 * watch of the tenants may bring it after them), the oldest first:
 	 * the tenant's part takes them when it comes. */

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "../runtime/base/rt.h"
+#include "store/store_config.h"
 
 /* ================================================================= specs */
 
@@ -409,18 +410,17 @@ struct sched_worker {
  * the log. */
 int sched_open(struct sched **out, const char *datadir);
 
-struct etcd_config;
 struct uv_loop_s;
 
-/* sched_open for a controller of a cluster: the tenants, namespaces and
- * functions are those of cluster `cluster` in the etcd of `cfg`, read
- * now (running `loop`) and followed on `loop`; what the controller keeps
- * alone stays in `datadir`. Returns 0 or -errno as store_open_shared. */
-int sched_open_shared(struct sched **out, const char *datadir,
-		      struct uv_loop_s *loop, const struct etcd_config *cfg,
-		      const char *cluster);
+/* sched_open with the store `c` describes (store_config_check; its path
+ * is ignored): alone, the data directory's; shared, the tenants,
+ * namespaces and functions of its cluster, read now (running `loop`) and
+ * followed on `loop`, while what the controller keeps alone stays in
+ * `datadir`. Returns 0 or -errno as store_open_config. */
+int sched_open_config(struct sched **out, const char *datadir,
+		      struct uv_loop_s *loop, const struct store_config *c);
 
-/* A cluster's controller (sched_open_shared): the newest etcd revision
+/* A cluster's controller (sched_open_config): the newest etcd revision
  * its tree has seen, and whether that tree may be behind etcd (the watch
  * is down or the quorum probe fails). Returns 0, or -ENOENT on SQLite
  * alone. (sched/cluster/cluster.c) */
@@ -435,6 +435,35 @@ void sched_presence_callbacks(struct sched *s, struct presence_callbacks *cb);
 
 /* Frees everything. Committed state is already on disk. */
 void sched_close(struct sched *s);
+
+/* ---- a cluster (sched/cluster/): what the daemon and `fnfs cluster`
+ * call. Alone (a store that is not shared), each does nothing. */
+
+struct sched_options;
+
+/* After sched_start: a cluster's controller joins it (its key, which
+ * `fnfs cluster status` lists; running `loop` until the store answered)
+ * and sets up forwarding to the leader, with the --name, --listen, lease
+ * and --insecure of `opt`. Returns 0, or -errno having logged why
+ * (-EEXIST: the name is taken). (join.c) */
+int sched_cluster_join(struct sched *s, struct uv_loop_s *loop,
+		       const struct store_config *c,
+		       const struct sched_options *opt);
+
+/* At a stop: leaves the cluster (its key goes at once, on later turns)
+ * and fails what is forwarded. (join.c) */
+void sched_cluster_leave(struct sched *s);
+
+/* After a start that failed: drops the cluster's key at once, without
+ * telling the store (NULL-safe). (join.c) */
+void sched_cluster_forget(struct sched *s);
+
+/* `fnfs cluster status`: reads who leads the cluster of shared store `c`,
+ * its controllers and workers, and renders them into `out` (as text, or
+ * JSON with `json`). Returns 0, -EINVAL (`c` is not a shared store), or
+ * -errno with the reason in `why`. (etcd/cluster_status.c) */
+int sched_cluster_status(const struct store_config *c, int json,
+			 struct rt_buf *out, struct rt_buf *why);
 
 /* Returns the pool object, whose children are the workers. */
 struct sched_obj *sched_pool(struct sched *s);

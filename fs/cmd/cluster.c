@@ -1,6 +1,6 @@
 /*
  * cluster.c - `fnfs cluster status` (cmd.h): who leads a cluster, its
- * controllers and workers, read from etcd (cluster_status.h).
+ * controllers and workers, read from its shared store (sched.h).
  */
 #include <getopt.h>
 #include <pwd.h>
@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../sched/cluster/etcd/cluster_status.h"
+#include "../../sched/sched.h"
 #include "../fs.h"
 #include "cmd.h"
 
@@ -20,13 +20,12 @@ static const char cluster_usage[] =
 	"--etcd-key F]\n"
 	"                           [--json]\n";
 
-/* fnfs cluster status: cluster_status.h. */
+/* fnfs cluster status: sched_cluster_status (sched.h). */
 int fs_cmd_cluster(int argc, char **argv)
 {
-	struct etcd_config cfg = { 0 };
-	struct cluster_status st = { 0 };
+	struct store_config c = { 0 };
 	struct rt_buf why = { 0 }, out = { 0 };
-	const char *store = NULL, *cluster = NULL;
+	const char *bad;
 	int i, rc, json = 0;
 
 	if (argc < 2 || strcmp(argv[1], "status") != 0)
@@ -39,36 +38,31 @@ int fs_cmd_cluster(int argc, char **argv)
 			continue;
 		}
 		if (strcmp(argv[i], "--store") == 0)
-			v = &store;
+			v = &c.url;
 		else if (strcmp(argv[i], "--cluster") == 0)
-			v = &cluster;
+			v = &c.cluster;
 		else if (strcmp(argv[i], "--etcd-ca") == 0)
-			v = &cfg.ca;
+			v = &c.ca;
 		else if (strcmp(argv[i], "--etcd-cert") == 0)
-			v = &cfg.cert;
+			v = &c.cert;
 		else if (strcmp(argv[i], "--etcd-key") == 0)
-			v = &cfg.key;
+			v = &c.key;
 		if (v == NULL || i + 1 >= argc)
 			goto usage;
 		*v = argv[++i];
 	}
-	if (store == NULL || cluster == NULL ||
-	    strncmp(store, "etcd://", 7) != 0 || store[7] == '\0' ||
-	    !cfg.cert != !cfg.key)
+	/* Only a shared store has a cluster to show. */
+	if (c.url == NULL || store_config_check(&c, &bad) != 1)
 		goto usage;
-	cfg.endpoints = store + 7;
-	rc = cluster_status_read(&cfg, cluster, 1, &st, &why);
-	if (rc == 0)
-		rc = cluster_status_render(&st, json, &out);
+	rc = sched_cluster_status(&c, json, &out, &why);
 	if (rc == 0)
 		fputs(out.data, stdout);
 	else
 		fprintf(stderr,
 			"fnfs cluster status: cannot read cluster %s from "
-			"etcd %s: %s (%s)\n",
-			cluster, cfg.endpoints,
-			why.data ? why.data : strerror(-rc), strerror(-rc));
-	cluster_status_free(&st);
+			"%s: %s (%s)\n",
+			c.cluster, c.url, why.data ? why.data : strerror(-rc),
+			strerror(-rc));
 	rt_buf_free(&why);
 	rt_buf_free(&out);
 	return rc < 0 ? 1 : 0;

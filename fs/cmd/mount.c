@@ -26,7 +26,6 @@
 
 #include "../../runtime/base/private.h"
 #include "../fs.h"
-#include "../../sched/cluster/cluster.h"
 #include "mount_dirs.h"
 
 /* How long `fnfs mount` waits for the background daemon to be ready. */
@@ -230,9 +229,6 @@ static int serve(const char *mp, const char *datadir, int ready,
 				    opt->name,
 				    opt->leader_ttl,
 				    opt->no_direct_calls };
-	struct sched_cluster_config cc = { opt->etcd, opt->etcd_ca,
-					   opt->etcd_cert, opt->etcd_key,
-					   opt->cluster };
 	char self[PATH_MAX];
 	ssize_t n;
 	int i, fd, rc, loop_ok = 0, started = 0;
@@ -246,11 +242,14 @@ static int serve(const char *mp, const char *datadir, int ready,
 	if (rc < 0)
 		goto out;
 	loop_ok = 1;
-	rc = sched_cluster_sched_open(&fs.sched, datadir, &loop, &cc);
+	rc = sched_open_config(&fs.sched, datadir, &loop, &opt->store);
 	if (rc < 0) {
+		const char *why;
+		int shared = store_config_check(&opt->store, &why) == 1;
+
 		rt_log(RT_LOG_ERROR, "cannot open the store %s%s: %s",
-		       opt->etcd ? "etcd://" : "in ",
-		       opt->etcd ? opt->etcd : datadir, strerror(-rc));
+		       shared ? "" : "in ", shared ? opt->store.url : datadir,
+		       strerror(-rc));
 		goto out;
 	}
 	fs.loop = &loop;
@@ -282,7 +281,7 @@ static int serve(const char *mp, const char *datadir, int ready,
 	started = 1;
 	/* A cluster's controller joins it; followers forward to the
 	 * leader, which serves them (alone: nothing is forwarded). */
-	rc = sched_cluster_join(fs.sched, &loop, &cc, &so);
+	rc = sched_cluster_join(fs.sched, &loop, &opt->store, &so);
 	if (rc < 0)
 		goto out;
 	fs_forward_serve(&fs);

@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include "../../runtime/base/net.h"
-#include "../../sched/store/etcd/etcd_keys.h"
 #include "../fs.h"
 #include "cmd.h"
 
@@ -82,42 +81,27 @@ static int check_listen(const struct fs_options *opt)
 	return rc;
 }
 
-/* --store is sqlite (the default) or etcd://HOST:PORT[,HOST:PORT...],
- * which wants --cluster; the --etcd-* files go with it, the certificate
- * and key together. Returns 0, or -1 having said why. */
-static int check_store(const char *store, struct fs_options *opt)
+/* --store is sqlite (the default) or a shared store, which wants
+ * --cluster; the TLS files go with it, the certificate and key together
+ * (store_config_check). Returns 0, or -1 having said why. */
+static int check_store(struct fs_options *opt)
 {
 	const char *why = NULL;
+	int shared = store_config_check(&opt->store, &why);
 
-	if (store != NULL && strncmp(store, "etcd://", 7) == 0)
-		opt->etcd = store + 7;
-	else if (store != NULL && strcmp(store, "sqlite") != 0)
-		why = "--store wants sqlite or etcd://HOST:PORT[,HOST:PORT...]";
-	if (why == NULL && opt->etcd != NULL && *opt->etcd == '\0')
-		why = "--store etcd:// wants at least one HOST:PORT";
-	else if (why == NULL && opt->etcd != NULL && opt->cluster == NULL)
-		why = "--store etcd://... wants --cluster NAME";
-	else if (why == NULL && opt->etcd != NULL &&
-		 !etcd_keys_cluster_valid(opt->cluster))
+	if (shared == 1 && !rt_name_valid(opt->store.cluster))
 		why = "--cluster wants 1 to 63 of [A-Za-z0-9._-], starting "
 		      "with a letter or digit";
-	else if (why == NULL && opt->etcd == NULL &&
-		 (opt->cluster || opt->etcd_ca || opt->etcd_cert ||
-		  opt->etcd_key))
-		why = "--cluster and --etcd-* go with --store etcd://...";
-	else if (why == NULL && !opt->etcd_cert != !opt->etcd_key)
-		why = "--etcd-cert and --etcd-key go together";
-	else if (why == NULL && opt->etcd == NULL &&
-		 (opt->name != NULL || opt->leader_ttl != 0))
+	else if (shared == 0 && (opt->name != NULL || opt->leader_ttl != 0))
 		why = "--name and --leader-ttl go with --store etcd://...";
 	else if (why == NULL && opt->name != NULL && !rt_name_valid(opt->name))
 		why = "--name wants 1 to 63 of [A-Za-z0-9._-]";
-	else if (why == NULL && opt->etcd != NULL && opt->workers > 0)
+	else if (shared == 1 && opt->workers > 0)
 		why = "--workers does not go with --store etcd://: local "
 		      "workers would die with their controller, and a "
 		      "cluster's instances must outlive it; start workers "
 		      "with fnfs worker --connect";
-	if (why == NULL && opt->etcd != NULL)
+	if (why == NULL && shared == 1)
 		opt->workers = 0;
 	if (why != NULL)
 		fprintf(stderr, "fnfs mount: %s\n", why);
@@ -149,7 +133,6 @@ int fs_cmd_mount(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct fs_options opt = { 0 };
-	const char *store = NULL;
 	const char *run_as = "nobody";
 	char *owned = NULL, *end;
 	int c, rc, allow_root = 0;
@@ -200,11 +183,11 @@ int fs_cmd_mount(int argc, char **argv)
 		case 'R': allow_root = 1; break;
 		case 'l': opt.listen = optarg; break;
 		case 'I': opt.insecure = 1; break;
-		case 'S': store = optarg; break;
-		case 'C': opt.cluster = optarg; break;
-		case 'A': opt.etcd_ca = optarg; break;
-		case 'E': opt.etcd_cert = optarg; break;
-		case 'K': opt.etcd_key = optarg; break;
+		case 'S': opt.store.url = optarg; break;
+		case 'C': opt.store.cluster = optarg; break;
+		case 'A': opt.store.ca = optarg; break;
+		case 'E': opt.store.cert = optarg; break;
+		case 'K': opt.store.key = optarg; break;
 		case 'N': opt.name = optarg; break;
 		case 'D': opt.no_direct_calls = 1; break;
 		case 'T':
@@ -235,7 +218,7 @@ int fs_cmd_mount(int argc, char **argv)
 		fs_cmd_make_parents(owned);
 		opt.datadir = owned;
 	}
-	if (check_store(store, &opt) < 0 || check_listen(&opt) < 0) {
+	if (check_store(&opt) < 0 || check_listen(&opt) < 0) {
 		free(owned);
 		return 2;
 	}

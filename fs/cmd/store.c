@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../sched/store/dump.h"
+#include "../../sched/sched.h"
 #include "../fs.h"
 #include "cmd.h"
 

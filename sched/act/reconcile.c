@@ -52,7 +52,7 @@ static int behind(const struct sched_function *fn,
 struct roll {
 	const struct sched_function *fn;
 	const struct sched_instance *self; /* left out */
-	int taking;			   /* one is taking the revision */
+	int replacing;			   /* one is taking the revision */
 	struct sched_instance *next;	   /* the lowest running one behind */
 };
 
@@ -65,7 +65,7 @@ static int roll_cb(const char *key, void *value, void *arg)
 	if (in == r->self)
 		return 0;
 	if (taking_revision(r->fn, in)) {
-		r->taking = 1;
+		r->replacing = 1;
 		return 1; /* enough */
 	}
 	/* Only a running one is held back (sched_decide's rolling). */
@@ -80,7 +80,7 @@ void sched__roll_next(struct sched *s, struct sched_function *fn)
 	struct roll r = { fn, NULL, 0, NULL };
 
 	rt_map_each(&fn->obj.children, roll_cb, &r);
-	if (!r.taking && r.next != NULL)
+	if (!r.replacing && r.next != NULL)
 		sched__derived_end(
 			s, 0,
 			sched__act(s, r.next, DECIDE_CONVERGE, NULL, NULL),
@@ -120,7 +120,7 @@ enum decide_action sched__decide(struct sched *s, struct sched_instance *in,
 		struct roll roll = { fn, in, 0, NULL };
 
 		rt_map_each(&fn->obj.children, roll_cb, &roll);
-		d.rolling = roll.taking;
+		d.rolling = roll.replacing;
 	}
 	return sched_decide(&d, res);
 }

@@ -392,34 +392,6 @@ static int count_children(const char *key, void *value, void *arg)
 	return 0;
 }
 
-/* A cluster's controller: how far its tree follows etcd (nothing with
- * SQLite). etcd_stale is 1 while the watch is down (the tree may be
- * behind), etcd_stale_ms how long it has been. */
-static int render_store(struct sched *s, struct rt_buf *out)
-{
-	int64_t rev, since;
-	int watching;
-	const char *ep, *err;
-
-	const char *leader = NULL, *addr = NULL;
-
-	if (store_shared_state(s->store, &rev, &watching, &since, &ep, &err) <
-	    0)
-		return 0;
-	sched_leader(s, &leader, &addr);
-	return rt_buf_printf(out,
-			     "etcd_revision %lld\netcd_stale %d\n"
-			     "etcd_stale_ms %lld\netcd_leader_writes_pending "
-			     "%zu\ncluster_role %s\ncluster_leader %s\n"
-			     "cluster_term %lld\nloop_held_max_ms %lld\n",
-			     (long long)rev, !watching,
-			     (long long)(watching ? 0 : rt_now_ms() - since),
-			     store_mirror_pending(s->store), sched_role(s),
-			     leader ? leader : "-",
-			     (long long)sched_cluster_term(s),
-			     (long long)s->held_max_ms);
-}
-
 /* A few lines whatever the size of the tree: rendered whole. */
 static int render_stats(struct sched *s, struct rt_buf *out)
 {
@@ -445,7 +417,7 @@ static int render_stats(struct sched *s, struct rt_buf *out)
 	sched_stats_render(&v, out);
 	rc = rt_buf_printf(out, "restarts_total %lld\nqueue_depth %d\n",
 			   tot.restarts, tot.queue);
-	return rc < 0 ? rc : render_store(s, out);
+	return rc < 0 ? rc : sched__cluster_render(s, out);
 }
 
 /* Adds the counters of `src` to `dst`: totals, histogram, and the
@@ -533,7 +505,7 @@ static void stats_step(struct sched *s, struct sched_cursor *c, struct text *t)
 	report__tprintf(t, "restarts_total %lld\nqueue_depth %d\n",
 			tot.restarts, tot.queue);
 	if (t->err == 0)
-		t->err = render_store(s, t->b);
+		t->err = sched__cluster_render(s, t->b);
 	free(sum);
 }
 

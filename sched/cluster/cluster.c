@@ -28,6 +28,7 @@ void sched_cluster_close(struct sched *s)
 {
 	if (s->cluster == NULL)
 		return;
+	sched__cluster_journal_close(s);
 	free(s->cluster->name);
 	free(s->cluster->leader_name);
 	free(s->cluster->leader_listen);
@@ -154,4 +155,30 @@ void sched_presence_callbacks(struct sched *s, struct presence_callbacks *cb)
 	cb->role = role_of;
 	cb->state = state_of;
 	cb->arg = s;
+}
+
+/* etcd_stale is 1 while the watch is down (the tree may be behind),
+ * etcd_stale_ms how long it has been. */
+int sched__cluster_render(struct sched *s, struct rt_buf *out)
+{
+	int64_t rev, since;
+	int watching;
+	const char *ep, *err;
+	const char *leader = NULL, *addr = NULL;
+
+	if (store_shared_state(s->store, &rev, &watching, &since, &ep, &err) <
+	    0)
+		return 0;
+	sched_leader(s, &leader, &addr);
+	return rt_buf_printf(out,
+			     "etcd_revision %lld\netcd_stale %d\n"
+			     "etcd_stale_ms %lld\netcd_leader_writes_pending "
+			     "%zu\ncluster_role %s\ncluster_leader %s\n"
+			     "cluster_term %lld\nloop_held_max_ms %lld\n",
+			     (long long)rev, !watching,
+			     (long long)(watching ? 0 : rt_now_ms() - since),
+			     store_mirror_pending(s->store), sched_role(s),
+			     leader ? leader : "-",
+			     (long long)sched_cluster_term(s),
+			     (long long)s->held_max_ms);
 }

@@ -79,41 +79,38 @@ const char *sched_cluster_leader_name(const struct sched *s);
  * --listen IP:PORT) or over a Unix socket (its ctl.sock), or NULL. */
 const char *sched__leader_addr(const struct sched *s, int tcp);
 
-/* ---- joining (join.c): what the daemon (fs/cmd/mount.c) calls */
+/* Appends to `out` (the controller's stats) the lines of a cluster's
+ * controller: how far its tree follows the shared store, its role, its
+ * leader and term. Nothing alone. Returns 0 or -ENOMEM. */
+int sched__cluster_render(struct sched *s, struct rt_buf *out);
 
+/* ---- a cluster's journal (cluster_journal.c) */
+
+struct store_config;
 struct uv_loop_s;
 
-/* Where a controller's cluster is: --etcd (NULL: alone), its TLS files,
- * and --cluster. */
-struct sched_cluster_config {
-	const char *etcd;
-	const char *etcd_ca;
-	const char *etcd_cert;
-	const char *etcd_key;
-	const char *cluster;
-};
+/* Opens the cluster's journal of store `c` (a cluster's controller,
+ * after sched_cluster_open and the store's listener): 0 alone, else 0 or
+ * -errno as journal_etcd_open. */
+int sched__cluster_journal_open(struct sched *s, struct uv_loop_s *loop,
+				const struct store_config *c);
 
-/* sched_open alone, sched_open_shared with the etcd of `cc` on a
- * cluster. Returns 0 or -errno as they do. */
-int sched_cluster_sched_open(struct sched **out, const char *datadir,
-			     struct uv_loop_s *loop,
-			     const struct sched_cluster_config *cc);
+/* Closes it (sched_cluster_close). */
+void sched__cluster_journal_close(struct sched *s);
 
-/* After sched_start: a cluster's controller joins it (its key, which
- * `fnfs cluster status` lists; running `loop` until etcd answered) and
- * sets up forwarding to the leader, with the --name, --listen, lease and
- * --insecure of `opt`. Alone: nothing. Returns 0, or -errno having
- * logged why (-EEXIST: the name is taken). */
-int sched_cluster_join(struct sched *s, struct uv_loop_s *loop,
-		       const struct sched_cluster_config *cc,
-		       const struct sched_options *opt);
+/* Sends the event `kind` `object` `kvs` of time `now` and tenant `tenant`
+ * (NULL: none) to the cluster's journal, whence its watch brings it back
+ * into the controller's: 1. Alone: 0, and the caller appends it. */
+int sched__cluster_journal(struct sched *s, int64_t now, const char *tenant,
+			   const char *kind, const char *object,
+			   const char *kvs);
 
-/* At a stop: leaves the cluster (its key goes at once, on later turns)
- * and fails what is forwarded. Alone: nothing. */
-void sched_cluster_leave(struct sched *s);
+/* A shutdown's journal: stop it, send what is queued now, and whether
+ * nothing is left to wait for (1 alone). */
+void sched__cluster_journal_stop(struct sched *s);
+void sched__cluster_journal_flush(struct sched *s);
+int sched__cluster_journal_flushed(const struct sched *s);
 
-/* After a start that failed: drops the cluster's key at once, without
- * telling etcd (NULL-safe). */
-void sched_cluster_forget(struct sched *s);
+/* Joining, leaving and `fnfs cluster status` are in sched.h. */
 
 #endif

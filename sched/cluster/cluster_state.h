@@ -12,6 +12,7 @@
 struct elect;
 struct sched_fwd_state; /* forward.c */
 struct presence;	/* etcd/presence.h */
+struct journal_etcd;	/* store/etcd/journal_etcd.h */
 
 struct sched_cluster {
 	const struct sched_cluster_ops *ops; /* the role, chosen once */
@@ -31,6 +32,9 @@ struct sched_cluster {
 	struct sched_fwd_state *fwd; /* forwarding (forward.c), or NULL */
 	struct presence *presence;   /* its key in etcd (join.c), owned, or
 					NULL */
+	/* The cluster's journal in etcd (cluster_journal.c), owned; NULL
+	 * alone. */
+	struct journal_etcd *journal;
 };
 
 #endif

@@ -11,23 +11,10 @@
 
 #include "../internal.h"
 #include "../store/etcd/etcd.h"
+#include "../store/etcd/store_cluster.h"
 #include "cluster_state.h"
 #include "etcd/presence.h"
 #include "forward.h"
-
-int sched_cluster_sched_open(struct sched **out, const char *datadir,
-			     struct uv_loop_s *loop,
-			     const struct sched_cluster_config *cc)
-{
-	struct etcd_config ec = { .endpoints = cc->etcd,
-				  .ca = cc->etcd_ca,
-				  .cert = cc->etcd_cert,
-				  .key = cc->etcd_key };
-
-	if (cc->etcd == NULL)
-		return sched_open(out, datadir);
-	return sched_open_shared(out, datadir, loop, &ec, cc->cluster);
-}
 
 /* What a join (presence_start) ended with. */
 struct join {
@@ -49,13 +36,10 @@ static void on_joined(void *arg, int rc, const char *why)
  * (bounded by the presence's own bounds). Returns 0, or -errno having
  * logged why. */
 static int join_presence(struct sched *s, uv_loop_t *loop,
-			 const struct sched_cluster_config *cc,
+			 const struct store_config *cc,
 			 const struct sched_options *opt)
 {
-	struct etcd_config ec = { .endpoints = cc->etcd,
-				  .ca = cc->etcd_ca,
-				  .cert = cc->etcd_cert,
-				  .key = cc->etcd_key };
+	struct etcd_config ec;
 	struct presence_callbacks cb = { 0 };
 	struct join j = { 0 };
 	char host[256] = "";
@@ -63,6 +47,7 @@ static int join_presence(struct sched *s, uv_loop_t *loop,
 	int rc;
 
 	assert(s->cluster->presence == NULL);
+	store_etcd_config(cc, &ec);
 	if (name == NULL) {
 		if (gethostname(host, sizeof(host) - 1) < 0)
 			host[0] = '\0';
@@ -99,15 +84,16 @@ static int join_presence(struct sched *s, uv_loop_t *loop,
 }
 
 int sched_cluster_join(struct sched *s, struct uv_loop_s *loop,
-		       const struct sched_cluster_config *cc,
+		       const struct store_config *cc,
 		       const struct sched_options *opt)
 {
 	char host[256] = "controller";
+	const char *why;
 	int rc;
 
-	if (cc->etcd == NULL)
+	if (!sched_cluster_shared(s))
 		return 0;
-	assert(sched_cluster_shared(s));
+	assert(store_config_check(cc, &why) == 1);
 	rc = join_presence(s, loop, cc, opt);
 	if (rc < 0)
 		return rc;

@@ -2,13 +2,13 @@
  * journal.c - the controller's journal of events: lines appended to the
  * whole journal and to their tenant's part, refusals limited (a flood of
  * them is a few lines a second and a summary), and on a cluster the
- * lines sent to the cluster's journal in etcd and taken back from its
- * watch, those of a tenant not here yet kept until it comes.
+ * lines sent to the cluster's journal (cluster/cluster_journal.c) and
+ * taken back from its watch, those of a tenant not here yet kept until it
+ * comes.
  */
 #include <string.h>
 
 #include "../internal.h"
-#include "../store/etcd/journal_etcd.h"
 #include "owners.h"
 
 /* ================================================================== events */
@@ -21,20 +21,11 @@ static void journal_now(struct sched *s, struct sched_tenant *t,
 			const char *kind, const char *object, const char *kvs)
 {
 	uint64_t at = sched_events_end(s);
-	struct rt_buf line = { 0 };
 	int64_t now = rt_now_ms();
 
-	if (s->journal != NULL) {
-		if (events_line(&line, now, kind, object, kvs) == 0)
-			journal_etcd_send(s->journal, now,
-					  t ? t->obj.name : NULL, line.data,
-					  line.len);
-		else
-			rt_log(RT_LOG_ERROR, "event lost (no memory): %s %s",
-			       kind, object);
-		rt_buf_free(&line);
+	if (sched__cluster_journal(s, now, t ? t->obj.name : NULL, kind, object,
+				   kvs))
 		return;
-	}
 	events_append(&s->events, now, kind, object, kvs);
 	if (t != NULL)
 		events_part_add(&t->events, &s->events, at);
@@ -154,17 +145,17 @@ void sched__adopt_orphans(struct sched *s, struct sched_tenant *t)
 
 void sched__journal_stop(struct sched *s)
 {
-	journal_etcd_stop(s->journal);
+	sched__cluster_journal_stop(s);
 }
 
 void sched__journal_flush(struct sched *s)
 {
-	journal_etcd_flush(s->journal);
+	sched__cluster_journal_flush(s);
 }
 
 int sched__journal_flushed(const struct sched *s)
 {
-	return journal_etcd_flushed(s->journal);
+	return sched__cluster_journal_flushed(s);
 }
 
 void sched_event(struct sched *s, const char *kind, const char *object,

@@ -17,7 +17,6 @@
 #include <sys/stat.h>
 
 #include "../internal.h"
-#include "../store/etcd/journal_etcd.h"
 #include "owners.h"
 #include "quota.h"
 #include "../act/reconcile.h"
@@ -257,15 +256,12 @@ static int load_row(const struct store_row *r, void *arg)
 	return obj_from_row(s, parent, r, &o);
 }
 
-/* sched_open, with the shared store of `cfg` and `cluster` when `cfg`
- * is not NULL. */
-static int open_store(struct sched **out, const char *datadir,
-		      struct uv_loop_s *loop, const struct etcd_config *cfg,
-		      const char *cluster)
+int sched_open_config(struct sched **out, const char *datadir,
+		      struct uv_loop_s *loop, const struct store_config *c)
 {
 	struct sched *s = calloc(1, sizeof(*s));
-	struct rt_buf path = { 0 }, url = { 0 };
-	struct store_config sc = { .cluster = cluster };
+	struct rt_buf path = { 0 };
+	struct store_config sc = *c;
 	int rc = -ENOMEM;
 
 	if (s == NULL)
@@ -288,17 +284,6 @@ static int open_store(struct sched **out, const char *datadir,
 	if (rt_buf_printf(&path, "%s/fnfs.db", datadir) < 0)
 		goto out;
 	sc.path = path.data;
-	if (cfg != NULL) {
-		rc = rt_buf_printf(&url, "etcd://%s", cfg->endpoints) < 0
-			     ? -ENOMEM
-			     : 0;
-		if (rc < 0)
-			goto out;
-		sc.url = url.data;
-		sc.ca = cfg->ca;
-		sc.cert = cfg->cert;
-		sc.key = cfg->key;
-	}
 	rc = store_open_config(&s->store, &sc, loop);
 	if (rc == 0)
 		rc = store_load(s->store, load_row, s);
@@ -306,16 +291,13 @@ static int open_store(struct sched **out, const char *datadir,
 		rc = sched_cluster_open(s);
 	if (rc == 0)
 		store_listen(s->store, apply_change, s);
-	/* A cluster's journal is in etcd: a client of its own. */
-	if (rc == 0 && cfg != NULL)
-		rc = journal_etcd_open(&s->journal, loop, cfg, cluster, 0,
-				       &s->events, sched__journal_line, s);
+	if (rc == 0)
+		rc = sched__cluster_journal_open(s, loop, &sc);
 	if (rc == 0)
 		rc = sched__code_open(s);
 	/* Instances and workers are loaded by sched_start. */
 out:
 	rt_buf_free(&path);
-	rt_buf_free(&url);
 	if (rc < 0) {
 		sched_close(s);
 		s = NULL;
@@ -326,14 +308,9 @@ out:
 
 int sched_open(struct sched **out, const char *datadir)
 {
-	return open_store(out, datadir, NULL, NULL, NULL);
-}
+	struct store_config c = { 0 };
 
-int sched_open_shared(struct sched **out, const char *datadir,
-		      struct uv_loop_s *loop, const struct etcd_config *cfg,
-		      const char *cluster)
-{
-	return open_store(out, datadir, loop, cfg, cluster);
+	return sched_open_config(out, datadir, NULL, &c);
 }
 
 void sched_close(struct sched *s)
@@ -358,7 +335,6 @@ void sched_close(struct sched *s)
 	free(s->stats);
 	sched__code_close(s);
 	store_close(s->store);
-	journal_etcd_close(s->journal);
 	events_close(&s->events);
 	events_limit_free(&s->limit);
 	free(s);

@@ -41,18 +41,4 @@ int sched_dump_export(const char *datadir, FILE *out, struct rt_buf *why);
  * -EPROTO (another schema version), -EIO, -ENOSPC. */
 int sched_dump_import(const char *datadir, FILE *in, struct rt_buf *why);
 
-/* `fnfs store export`: writes the dump of the store `c` describes
- * (store_config_valid; c->path: a data directory) to `out`, with
- * sched_dump_export or, for a shared store, its own export
- * (etcd/dump_etcd.h). Returns 0 or -errno with the reason in `why`, as
- * those say. */
-int sched_store_export(const struct store_config *c, FILE *out,
-		       struct rt_buf *why);
-
-/* `fnfs store import`: reads a dump from `in` into the store `c`
- * describes, with sched_dump_import or a shared store's own import.
- * Returns 0 or -errno with the reason in `why`, as those say. */
-int sched_store_import(const struct store_config *c, FILE *in,
-		       struct rt_buf *why);
-
 #endif

@@ -8,16 +8,14 @@
 
 #include "dump.h"
 #include "etcd/dump_etcd.h"
+#include "etcd/etcd.h"
+#include "etcd/store_cluster.h"
 
 /* The shared store `c` describes, as its dump wants it. */
 static void shared_of(const struct store_config *c, struct sched_dump_etcd *t)
 {
-	assert(c->url != NULL && strncmp(c->url, "etcd://", 7) == 0);
 	memset(t, 0, sizeof(*t));
-	t->etcd.endpoints = c->url + 7;
-	t->etcd.ca = c->ca;
-	t->etcd.cert = c->cert;
-	t->etcd.key = c->key;
+	store_etcd_config(c, &t->etcd);
 	t->cluster = c->cluster;
 	t->force = c->force;
 }

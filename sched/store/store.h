@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "store_config.h"
+
 /* The schema version this code writes, kept in PRAGMA user_version. */
 #define STORE_SCHEMA_VERSION 7
 
@@ -91,19 +93,6 @@ STORE_MUST int store_commit_then(struct store *st, store_done_fn done,
  * -errno (-EIO for SQLite errors, logged). */
 int store_open(struct store **out, const char *path);
 
-/* Where a store is: the backend is chosen from `url`, once, at open. */
-struct store_config {
-	const char *path;    /* the database of what this controller keeps
-			      * alone (store_open); for export and import
-			      * (sched_store_export) a data directory */
-	const char *url;     /* NULL or "sqlite": that database alone;
-			      * "etcd://HOST:PORT,...": shared with the
-			      * controllers of `cluster` */
-	const char *cluster; /* a shared store's cluster name */
-	const char *ca, *cert, *key; /* a shared store's TLS files, or NULL */
-	int force; /* import into a shared store: wipe a partial import */
-};
-
 struct uv_loop_s;
 
 /* Opens the store `c` describes: store_open for SQLite; for a shared
@@ -114,11 +103,6 @@ struct uv_loop_s;
  * -EIO/-ETIMEDOUT when the shared store cannot be read). */
 int store_open_config(struct store **out, const struct store_config *c,
 		      struct uv_loop_s *loop);
-
-/* Whether `c` is a description store_open_config and the dump take: a
- * url they know, and the cluster and TLS options only with a shared
- * url (which needs a cluster). Returns 1 or 0. */
-int store_config_valid(const struct store_config *c);
 
 /* What a shared store knows of etcd: the newest revision its rows have,
  * whether it is following etcd now and since when it is not (epoch ms),

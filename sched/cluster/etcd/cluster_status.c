@@ -14,6 +14,8 @@
 #include "cluster_status.h"
 #include "../../store/etcd/etcd_keys.h"
 #include "../../store/etcd/etcd_sync.h"
+#include "../../store/etcd/store_cluster.h"
+#include "../../sched.h"
 
 void cluster_status_free(struct cluster_status *st)
 {
@@ -415,4 +417,22 @@ int cluster_status_render(const struct cluster_status *st, int json,
 			  struct rt_buf *out)
 {
 	return json ? render_json(st, out) : render_text(st, out);
+}
+
+int sched_cluster_status(const struct store_config *c, int json,
+			 struct rt_buf *out, struct rt_buf *why)
+{
+	struct cluster_status st = { 0 };
+	struct etcd_config ec;
+	const char *bad;
+	int rc;
+
+	if (store_config_check(c, &bad) != 1)
+		return -EINVAL;
+	store_etcd_config(c, &ec);
+	rc = cluster_status_read(&ec, c->cluster, 1, &st, why);
+	if (rc == 0)
+		rc = cluster_status_render(&st, json, out);
+	cluster_status_free(&st);
+	return rc;
 }

@@ -403,15 +403,22 @@ out:
 	return rc;
 }
 
+void store_etcd_config(const struct store_config *c, struct etcd_config *out)
+{
+	assert(c->url != NULL && strncmp(c->url, "etcd://", 7) == 0);
+	memset(out, 0, sizeof(*out));
+	out->endpoints = c->url + 7;
+	out->ca = c->ca;
+	out->cert = c->cert;
+	out->key = c->key;
+}
+
 int store__etcd_open(struct store **out, const struct store_config *c,
 		     struct uv_loop_s *loop)
 {
-	struct etcd_config ec = { .endpoints = c->url + 7, /* "etcd://" */
-				  .ca = c->ca,
-				  .cert = c->cert,
-				  .key = c->key };
+	struct etcd_config ec;
 
-	assert(strncmp(c->url, "etcd://", 7) == 0);
+	store_etcd_config(c, &ec);
 	return store_open_shared(out, c->path, loop, &ec, c->cluster);
 }
 

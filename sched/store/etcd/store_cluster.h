@@ -17,6 +17,10 @@ struct etcd_client;
 struct etcd_keys_rec;
 struct uv_loop_s;
 
+/* The etcd client's configuration of shared store `c`
+ * (store_config_check: 1): its endpoints and TLS files. */
+void store_etcd_config(const struct store_config *c, struct etcd_config *out);
+
 /* Opens the database at `path` as store_open, for what this controller
  * keeps alone, and the cluster `cluster` of the etcd of `cfg` for the
  * tenants, namespaces and functions, which every controller of the
