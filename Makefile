@@ -143,7 +143,7 @@ lint:
 		--enable=warning,portability,performance \
 		--suppress=missingIncludeSystem \
 		fs sched runtime tests/unit
-	shellcheck -x scripts/install-deps scripts/demo scripts/demo-banner tests/run \
+	shellcheck -x scripts/install-deps scripts/demo scripts/demo-banner scripts/check-house scripts/sched-cycles tests/run \
 		tests/integration/*.sh .ci/run $(wildcard scripts/bench/fs-latency scripts/bench/calls scripts/bench/sandbox scripts/bench/status-callers scripts/bench/remote scripts/bench/lambda scripts/bench/http scripts/bench/concurrency scripts/bench/etcd-put scripts/bench/etcd-write scripts/bench/forward scripts/bench/scale-etcd scripts/bench/failover-etcd scripts/bench/restart scripts/bench/scale scripts/bench/failover scripts/bench/compare)
 	@# The man page: groff says nothing when it is well formed.
 	@out=$$(groff -man -ww -z -Tutf8 docs/fnfs.1 2>&1); \
