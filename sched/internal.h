@@ -18,8 +18,9 @@
 #include "model/stats.h"
 #include "store/store.h"
 #include "cluster/cluster.h"
+#include "calls/calls_state.h"
+#include "workers/pool_state.h"
 
-#define SCHED_POOL_MAX 256 /* local workers at most */
 /* Default silence that makes a worker offline, ms. */
 #define SCHED_HEARTBEAT_TIMEOUT_MS 3000
 /* Default local worker starts allowed a minute. */
@@ -32,17 +33,6 @@
 #define SCHED_RESPAWN_MS	1000 /* delay before replacing a local worker */
 #define SCHED_HUNG_MS                                                          \
 	30000 /* offline yet alive this long: killed and replaced */
-
-/* A local worker process of the pool. */
-struct sched_local {
-	struct sched *s;
-	char id[32];		 /* "local-K" */
-	int wanted;		 /* part of the pool */
-	int live;		 /* our child process runs */
-	uv_process_t proc;	 /* valid while live (and closing) */
-	int closing;		 /* proc handle being closed */
-	int64_t next_spawn_mono; /* not before this */
-};
 
 struct sched_conn_ops; /* conn.h */
 struct sched_peer_ops; /* conn.h */
@@ -89,30 +79,13 @@ struct sched {
 	struct rt_wire_flusher flusher; /* frames to workers, per loop turn */
 	struct rt_idmap requests;	/* seq -> struct sched_request * */
 	uint64_t next_seq;
-	int pool_size;		/* designated local workers */
-	int worker_memory;	/* MB per local worker */
-	char *self;		/* the fnfs binary, owned */
-	char *log_path;		/* local workers' stderr, owned, or NULL */
 	int64_t recovery_until; /* monotonic ms: known workers may return */
 	int64_t journal_until;	/* monotonic ms: a shutdown's journal flush */
-	struct sched_local locals[SCHED_POOL_MAX];
-	int capacity_changed;	     /* memory was freed: place pending ones */
-	int strategy;		     /* enum sched_strategy (persisted) */
-	int heartbeat_timeout;	     /* ms */
-	int starts_per_minute;	     /* local worker starts allowed a minute */
-	int64_t starts[64];	     /* monotonic ms of recent starts, a ring */
-	int nstarts;		     /* entries used in starts */
-	int paused;		     /* the pool waits for the start limit */
-	uint64_t rng;		     /* state of sched__random */
-	struct rt_idmap calls;	     /* id -> struct sched_call *, unfinished */
-	uint64_t next_call;	     /* the id the next call gets */
-	struct sched_call *starting; /* in sched_call_start's dispatch */
-	int start_err;		     /* how that call ended there, or 0 */
-	struct sched_stats *stats;   /* over every call, owned */
-	struct rt_idmap scaled;	     /* functions scaled above parallelism */
-	struct rt_idmap failing;     /* functions with unreported summaries */
+	int capacity_changed;	/* memory was freed: place pending ones */
+	int strategy;		/* enum sched_strategy (persisted) */
+	int heartbeat_timeout;	/* ms */
+	uint64_t rng;		/* state of sched__random */
 	int shutting_down;
-	int no_direct;	     /* --no-direct-calls (direct.h) */
 	int reconciling_all; /* inside sched__reconcile_all */
 	void (*shutdown_done)(void *arg);
 	void *shutdown_arg;
@@ -124,6 +97,8 @@ struct sched {
 
 	struct sched_cluster *cluster; /* the role and its state (cluster.h),
 					owned */
+	struct sched_calls_state calls_state; /* calls/calls_state.h */
+	struct sched_pool_state pool_state;   /* workers/pool_state.h */
 	long long held_requests; /* bytes in open invoke files (quota.h) */
 };
 

@@ -119,21 +119,21 @@ int sched_start(struct sched *s, struct uv_loop_s *loop,
 
 	s->loop = loop;
 	s->conn_ops = &ops;
-	s->no_direct = opt->no_direct_calls;
+	s->calls_state.no_direct = opt->no_direct_calls;
 	s->next_seq = 1;
 	s->heartbeat_timeout = opt->heartbeat_timeout > 0
 				       ? opt->heartbeat_timeout
 				       : SCHED_HEARTBEAT_TIMEOUT_MS;
-	s->starts_per_minute = opt->starts_per_minute > 0
-				       ? opt->starts_per_minute
-				       : SCHED_STARTS_PER_MINUTE;
+	s->pool_state.starts_per_minute = opt->starts_per_minute > 0
+						  ? opt->starts_per_minute
+						  : SCHED_STARTS_PER_MINUTE;
 	if (store_setting_get(s->store, "strategy", v, sizeof(v)) == 0 &&
 	    sched_strategy_parse(v, strlen(v)) >= 0)
 		s->strategy = sched_strategy_parse(v, strlen(v));
 	s->run_as_uid = opt->run_as_uid;
 	s->run_as_gid = opt->run_as_gid;
-	s->self = strdup(opt->self);
-	s->log_path = opt->log ? strdup(opt->log) : NULL;
+	s->pool_state.self = strdup(opt->self);
+	s->pool_state.log_path = opt->log ? strdup(opt->log) : NULL;
 	/* The pool's size: the command line, else the stored one, else 1. */
 	if (opt->workers >= 0) {
 		char was[32];
@@ -152,21 +152,22 @@ int sched_start(struct sched *s, struct uv_loop_s *loop,
 				return rc;
 			}
 		}
-		s->pool_size = opt->workers;
+		s->pool_state.size = opt->workers;
 	} else if (store_setting_get(s->store, "pool_size", v, sizeof(v)) ==
 			   0 &&
 		   sched__parse_int(v, strlen(v), 0, SCHED_POOL_MAX, &n) == 0) {
-		s->pool_size = (int)n;
+		s->pool_state.size = (int)n;
 	} else {
-		s->pool_size = 1;
+		s->pool_state.size = 1;
 	}
-	s->worker_memory = opt->worker_memory > 0
-				   ? opt->worker_memory
-				   : fair_share(s->pool_size > 0 ? s->pool_size
-								 : 1);
+	s->pool_state.worker_memory =
+		opt->worker_memory > 0
+			? opt->worker_memory
+			: fair_share(s->pool_state.size > 0 ? s->pool_state.size
+							    : 1);
 	for (i = 0; i < SCHED_POOL_MAX; i++)
-		snprintf(s->locals[i].id, sizeof(s->locals[i].id), "local-%d",
-			 i + 1);
+		snprintf(s->pool_state.locals[i].id,
+			 sizeof(s->pool_state.locals[i].id), "local-%d", i + 1);
 
 	/* Workers known from before: give them a moment to come back. */
 	rc = sched__workers_load(s);
@@ -236,7 +237,7 @@ static int pending_local(struct sched *s)
 	int i, n = 0;
 
 	for (i = 0; i < SCHED_POOL_MAX; i++)
-		n += s->locals[i].live;
+		n += s->pool_state.locals[i].live;
 	return n;
 }
 
@@ -245,7 +246,8 @@ static int online_local(struct sched *s)
 	int i, n = 0;
 
 	for (i = 0; i < SCHED_POOL_MAX; i++) {
-		struct sched_worker *w = sched__local_worker(s, &s->locals[i]);
+		struct sched_worker *w = sched__local_worker(
+			s, &s->pool_state.locals[i]);
 
 		n += w != NULL && w->online;
 	}
@@ -291,23 +293,24 @@ static void finish_shutdown(struct sched *s)
 	sched__requests_end_all(s);
 	sched_cluster_abort(s);
 	for (i = 0; i < SCHED_POOL_MAX; i++) {
-		int killed = s->locals[i].live;
+		int killed = s->pool_state.locals[i].live;
 
 		if (killed) {
 			/* Past the bound: make sure nothing is left. */
 			rt_log(RT_LOG_WARN,
 			       "local worker %s did not exit; "
 			       "killing it",
-			       s->locals[i].id);
-			kill(-s->locals[i].proc.pid, SIGKILL);
-			uv_close((uv_handle_t *)&s->locals[i].proc, NULL);
-			s->locals[i].live = 0;
+			       s->pool_state.locals[i].id);
+			kill(-s->pool_state.locals[i].proc.pid, SIGKILL);
+			uv_close((uv_handle_t *)&s->pool_state.locals[i].proc,
+				 NULL);
+			s->pool_state.locals[i].live = 0;
 		}
 		/* The empty memory groups of a local worker that was killed
 		 * (now, or by kill -9 before) and cannot remove them: its
 		 * instances die with it. Bounded, and at once where there is
 		 * no group; the FUSE mount is gone. */
-		rt_cgroup_prune(s->locals[i].id, s->sock_path,
+		rt_cgroup_prune(s->pool_state.locals[i].id, s->sock_path,
 				killed ? 1000 : 100);
 	}
 	done(s->shutdown_arg);

@@ -85,7 +85,7 @@ void calls__report(struct sched *s, struct sched_function *fn,
 	sum->pending = 0;
 	sum->sec = rt_now_ms() / 1000;
 	if (fc->failed.pending == 0 && fc->refused.pending == 0)
-		rt_idmap_del(&s->failing, fn->obj.id);
+		rt_idmap_del(&s->calls_state.failing, fn->obj.id);
 }
 
 /* Counts one more event in `sum`: in the journal at once if none was
@@ -98,8 +98,8 @@ void calls__summarise(struct sched *s, struct sched_function *fn,
 	snprintf(sum->reason, sizeof(sum->reason), "%s", reason);
 	if (rt_now_ms() / 1000 > sum->sec)
 		calls__report(s, fn, sum);
-	else if (rt_idmap_get(&s->failing, fn->obj.id) == NULL)
-		rt_idmap_put(&s->failing, fn->obj.id, fn);
+	else if (rt_idmap_get(&s->calls_state.failing, fn->obj.id) == NULL)
+		rt_idmap_put(&s->calls_state.failing, fn->obj.id, fn);
 }
 
 /* Records a failed call: `error` at once, the journal at most once a
@@ -180,7 +180,7 @@ void calls__finish(struct sched *s, struct sched_call *c, int err,
 	if (c->via_direct)
 		sched__direct_call_over(s, c);
 	sched_stats_done(&fn->calls->stats, now, o, timeout, us);
-	sched_stats_done(s->stats, now, o, timeout, us);
+	sched_stats_done(s->calls_state.stats, now, o, timeout, us);
 	if (in != NULL) {
 		if (in->stats != NULL)
 			sched_stats_done(in->stats, now, o, timeout, us);
@@ -214,15 +214,15 @@ void calls__finish(struct sched *s, struct sched_call *c, int err,
 		calls__failure(s, fn, err, why.data ? why.data : "?");
 		rt_buf_free(&why);
 	}
-	rt_idmap_del(&s->calls, c->id);
+	rt_idmap_del(&s->calls_state.live, c->id);
 	c->done = NULL;
 	c->in = NULL;
 	uv_timer_stop(c->timer);
 	uv_close((uv_handle_t *)c->timer, call_freed);
 	/* A call that ends inside sched_call_start (refused at once) is
 	 * answered by its return value, not by `done`. */
-	if (c == s->starting)
-		s->start_err = err != 0 ? err : EIO;
+	if (c == s->calls_state.starting)
+		s->calls_state.start_err = err != 0 ? err : EIO;
 	else if (done != NULL)
 		done(c->arg, err, body, len);
 }
@@ -282,7 +282,8 @@ void sched__on_result(struct sched *s, struct sched_worker *w,
 		      const struct rt_msg *m)
 {
 	long long id = rt_msg_int(m, "call", 0);
-	struct sched_call *c = id > 0 ? rt_idmap_get(&s->calls, (uint64_t)id)
+	struct sched_call *c = id > 0 ? rt_idmap_get(&s->calls_state.live,
+						     (uint64_t)id)
 				      : NULL;
 	const char *st = rt_msg_str(m, "status"),
 		   *reason = rt_msg_str(m, "reason");
@@ -383,7 +384,7 @@ static void send_call(struct sched *s, struct sched_call *c,
 	if (fn->spec.mode == SCHED_MODE_COLD) {
 		/* Every call of a cold function starts a process. */
 		fn->calls->stats.cold_starts++;
-		s->stats->cold_starts++;
+		s->calls_state.stats->cold_starts++;
 		if (st != NULL)
 			st->cold_starts++;
 	}
@@ -439,10 +440,10 @@ static void scale_out(struct sched *s, struct sched_function *fn,
 	fc->scale = total;
 	if (fn->spec.mode == SCHED_MODE_HOT) {
 		fc->stats.cold_starts += (uint64_t)launched;
-		s->stats->cold_starts += (uint64_t)launched;
+		s->calls_state.stats->cold_starts += (uint64_t)launched;
 	}
 	if (total > fn->spec.parallelism)
-		rt_idmap_put(&s->scaled, fn->obj.id, fn);
+		rt_idmap_put(&s->calls_state.scaled, fn->obj.id, fn);
 	sched__reconcile(s, fn);
 	for (i = first; i < total; i++) {
 		struct sched_instance *in;

@@ -97,14 +97,15 @@ int sched_call_start(struct sched *s, struct sched_function *fn,
 		return -ENOMEM;
 	}
 	sched_stats_received(&fc->stats, now);
-	sched_stats_received(s->stats, now);
+	sched_stats_received(s->calls_state.stats, now);
 	if (fc->queued >= SCHED_QUEUE_MAX) {
 		char why[96];
 
 		free(c->timer);
 		free(c);
 		sched_stats_done(&fc->stats, now, SCHED_SYSTEM_ERROR, 0, -1);
-		sched_stats_done(s->stats, now, SCHED_SYSTEM_ERROR, 0, -1);
+		sched_stats_done(s->calls_state.stats, now, SCHED_SYSTEM_ERROR,
+				 0, -1);
 		snprintf(why, sizeof(why),
 			 "the call queue is full (%d calls wait)", fc->queued);
 		calls__failure(s, fn, EAGAIN, why);
@@ -132,15 +133,15 @@ int sched_call_start(struct sched *s, struct sched_function *fn,
 	c->len = len;
 	c->s = s;
 	c->fn = fn;
-	c->id = ++s->next_call;
+	c->id = ++s->calls_state.next_id;
 	c->done = done;
 	c->arg = arg;
 	c->start_us = calls__mono_us();
 	c->deadline_ms = now + fn->spec.timeout;
 	c->cold = fn->spec.mode == SCHED_MODE_COLD;
 	/* An id is never reused: a result finds its own call. */
-	assert(rt_idmap_get(&s->calls, c->id) == NULL);
-	rt_idmap_put(&s->calls, c->id, c);
+	assert(rt_idmap_get(&s->calls_state.live, c->id) == NULL);
+	rt_idmap_put(&s->calls_state.live, c->id, c);
 	uv_timer_init(s->loop, c->timer);
 	c->timer->data = c;
 	uv_timer_start(c->timer, calls__on_deadline, (uint64_t)fn->spec.timeout,
@@ -153,12 +154,13 @@ int sched_call_start(struct sched *s, struct sched_function *fn,
 	fc->queued++;
 	/* The queue's tail is its last call, and its count covers it. */
 	assert(c->next == NULL && fc->head != NULL && fc->queued > 0);
-	s->starting = c;
-	s->start_err = 0;
+	s->calls_state.starting = c;
+	s->calls_state.start_err = 0;
 	sched__dispatch(s, fn);
-	s->starting = NULL;
-	if (s->start_err != 0)
-		return -s->start_err; /* finished: its memory goes at close */
+	s->calls_state.starting = NULL;
+	if (s->calls_state.start_err != 0)
+		return -s->calls_state.start_err; /* finished: its memory goes
+						     at close */
 	*out = c;
 	return 0;
 }
@@ -198,7 +200,7 @@ static void scale_in(struct sched *s, struct sched_function *fn)
 	}
 	if (fc->scale <= fn->spec.parallelism) {
 		fc->scale = 0;
-		rt_idmap_del(&s->scaled, fn->obj.id);
+		rt_idmap_del(&s->calls_state.scaled, fn->obj.id);
 	}
 	if (changed)
 		sched__reconcile(s, fn);
@@ -207,7 +209,7 @@ static void scale_in(struct sched *s, struct sched_function *fn)
 void sched__calls_tick(struct sched *s)
 {
 	size_t i, n;
-	void **v = rt_idmap_values(&s->failing, &n);
+	void **v = rt_idmap_values(&s->calls_state.failing, &n);
 	int64_t sec = rt_now_ms() / 1000;
 
 	for (i = 0; v != NULL && i < n; i++) {
@@ -221,7 +223,7 @@ void sched__calls_tick(struct sched *s)
 			calls__report(s, fn, &fc->refused);
 	}
 	free(v);
-	v = rt_idmap_values(&s->scaled, &n);
+	v = rt_idmap_values(&s->calls_state.scaled, &n);
 	for (i = 0; v != NULL && i < n; i++)
 		scale_in(s, v[i]);
 	free(v);
@@ -240,14 +242,14 @@ void sched__calls_free(struct sched *s, struct sched_function *fn)
 		calls__finish(s, c, ENOENT, NULL, 0,
 			      "the function was removed");
 	}
-	rt_idmap_del(&s->scaled, fn->obj.id);
-	rt_idmap_del(&s->failing, fn->obj.id);
+	rt_idmap_del(&s->calls_state.scaled, fn->obj.id);
+	rt_idmap_del(&s->calls_state.failing, fn->obj.id);
 }
 
 void sched__calls_close(struct sched *s)
 {
 	size_t i, n;
-	void **v = rt_idmap_values(&s->calls, &n);
+	void **v = rt_idmap_values(&s->calls_state.live, &n);
 
 	for (i = 0; v != NULL && i < n; i++) {
 		struct sched_call *c = v[i];

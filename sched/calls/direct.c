@@ -83,7 +83,8 @@ void sched__direct_worker(struct sched *s, struct sched_worker *w, int pid)
 {
 	/* 127.0.0.1 must be the same; a FN_LISTENER path is checked by its
 	 * directory's identity (sched__direct_endpoint). */
-	w->direct_ok = !s->no_direct && pid > 0 && same_ns(pid, "net");
+	w->direct_ok = !s->calls_state.no_direct && pid > 0 &&
+		       same_ns(pid, "net");
 }
 
 /* Whether directory `dir` of socket `path` is, in our mount namespace,
@@ -506,7 +507,7 @@ int sched__direct_send(struct sched *s, struct sched_call *c,
 	char host[32], id[24];
 	int rc, head_request = 0;
 
-	if (s->no_direct || d == NULL || d->failed || d->pid <= 0 ||
+	if (s->calls_state.no_direct || d == NULL || d->failed || d->pid <= 0 ||
 	    (d->port <= 0 && !d->listener_ok) || in->worker == NULL ||
 	    !in->worker->direct_ok || fn->spec.mode != SCHED_MODE_HOT ||
 	    fn->spec.format != SCHED_FORMAT_HTTP || in->pid != d->pid)

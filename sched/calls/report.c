@@ -413,7 +413,7 @@ static int render_stats(struct sched *s, struct rt_buf *out)
 		      s->root.children.count, namespaces, tot.functions,
 		      tot.instances, tot.running, s->pool.children.count,
 		      online);
-	sched_stats_view(s->stats, rt_now_ms(), &v);
+	sched_stats_view(s->calls_state.stats, rt_now_ms(), &v);
 	sched_stats_render(&v, out);
 	rc = rt_buf_printf(out, "restarts_total %lld\nqueue_depth %d\n",
 			   tot.restarts, tot.queue);

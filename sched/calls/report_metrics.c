@@ -280,7 +280,7 @@ static uint64_t received_total(struct sched *s, const struct sched_cursor *c)
 	size_t i;
 
 	if (c->root)
-		return s->stats->received;
+		return s->calls_state.stats->received;
 	for (i = 0; i < c->fns.n; i++) {
 		struct sched_function *fn = report__fn_at(s, c, i);
 

@@ -275,7 +275,7 @@ int sched_open_config(struct sched **out, const char *datadir,
 	s->pool.type = SCHED_POOL;
 	s->pool.created_ms = s->pool.updated_ms = s->root.created_ms;
 	s->datadir = strdup(datadir);
-	s->stats = calloc(1, sizeof(*s->stats));
+	s->calls_state.stats = calloc(1, sizeof(*s->calls_state.stats));
 	if (mkdir(datadir, 0700) < 0 && errno != EEXIST) {
 		rc = -errno;
 		rt_log(RT_LOG_ERROR, "mkdir %s: %s", datadir, strerror(errno));
@@ -324,15 +324,15 @@ void sched_close(struct sched *s)
 	rt_map_free(&s->pool.children);
 	sched_cluster_close(s);
 	free(s->datadir);
-	free(s->self);
-	free(s->log_path);
+	free(s->pool_state.self);
+	free(s->pool_state.log_path);
 	free(s->sock_path);
 	rt_idmap_free(&s->requests);
 	rt_idmap_free(&s->index);
-	rt_idmap_free(&s->calls);
-	rt_idmap_free(&s->scaled);
-	rt_idmap_free(&s->failing);
-	free(s->stats);
+	rt_idmap_free(&s->calls_state.live);
+	rt_idmap_free(&s->calls_state.scaled);
+	rt_idmap_free(&s->calls_state.failing);
+	free(s->calls_state.stats);
 	sched__code_close(s);
 	store_close(s->store);
 	events_close(&s->events);

@@ -22,8 +22,8 @@ struct sched_local *sched__local_of(struct sched *s, const char *id)
 	int i;
 
 	for (i = 0; i < SCHED_POOL_MAX; i++)
-		if (strcmp(s->locals[i].id, id) == 0)
-			return &s->locals[i];
+		if (strcmp(s->pool_state.locals[i].id, id) == 0)
+			return &s->pool_state.locals[i];
 	return NULL;
 }
 
@@ -55,22 +55,23 @@ static void note_start(struct sched *s);
 static void local_spawn(struct sched *s, struct sched_local *l)
 {
 	char mem[32];
-	char *argv[] = { s->self, "worker",   "--connect", s->sock_path, "--id",
-			 l->id,	  "--memory", mem,	   NULL };
+	char *argv[] = { s->pool_state.self, "worker", "--connect",
+			 s->sock_path,	     "--id",   l->id,
+			 "--memory",	     mem,      NULL };
 	uv_process_options_t opt;
 	uv_stdio_container_t stdio[3];
 	int rc, logfd = -1;
 
-	snprintf(mem, sizeof(mem), "%d", s->worker_memory);
-	if (s->log_path != NULL)
-		logfd = open(s->log_path,
+	snprintf(mem, sizeof(mem), "%d", s->pool_state.worker_memory);
+	if (s->pool_state.log_path != NULL)
+		logfd = open(s->pool_state.log_path,
 			     O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 	memset(&opt, 0, sizeof(opt));
 	stdio[0].flags = UV_IGNORE;
 	stdio[1].flags = UV_IGNORE;
 	stdio[2].flags = UV_INHERIT_FD; /* its log lines join ours */
 	stdio[2].data.fd = logfd >= 0 ? logfd : 2;
-	opt.file = s->self;
+	opt.file = s->pool_state.self;
 	opt.args = argv;
 	opt.stdio = stdio;
 	opt.stdio_count = 3;
@@ -102,12 +103,14 @@ static int starts_last_minute(const struct sched *s)
 	int i, n = 0;
 	int64_t since = rt_mono_ms() - 60000;
 
-	for (i = 0; i < s->nstarts; i++)
-		n += s->starts[i] >= since;
+	for (i = 0; i < s->pool_state.nstarts; i++)
+		n += s->pool_state.starts[i] >= since;
 	/* The ring holds at most its size, and the limit is checked
 	 * against what it holds (start_allowed). */
-	assert(s->nstarts >= 0 && n <= s->nstarts &&
-	       (size_t)s->nstarts <= sizeof(s->starts) / sizeof(s->starts[0]));
+	assert(s->pool_state.nstarts >= 0 && n <= s->pool_state.nstarts &&
+	       (size_t)s->pool_state.nstarts <=
+		       sizeof(s->pool_state.starts) /
+			       sizeof(s->pool_state.starts[0]));
 	return n;
 }
 
@@ -120,17 +123,17 @@ static int start_allowed(struct sched *s)
 	char v[32];
 
 	/* The limit is positive: a pool that may never start is no pool. */
-	assert(s->starts_per_minute > 0);
-	if (n < s->starts_per_minute && n < 64) {
-		if (s->paused) {
-			s->paused = 0;
+	assert(s->pool_state.starts_per_minute > 0);
+	if (n < s->pool_state.starts_per_minute && n < 64) {
+		if (s->pool_state.paused) {
+			s->pool_state.paused = 0;
 			sched_event(s, "pool.resumed", "workers", NULL);
 		}
 		return 1;
 	}
-	if (!s->paused) {
-		s->paused = 1;
-		snprintf(v, sizeof(v), "%d", s->starts_per_minute);
+	if (!s->pool_state.paused) {
+		s->pool_state.paused = 1;
+		snprintf(v, sizeof(v), "%d", s->pool_state.starts_per_minute);
 		rt_buf_kv(&kvs, "starts_per_minute", v);
 		rt_buf_kv(&kvs, "reason", "start limit reached; waiting");
 		sched_event(s, "pool.paused", "workers", kvs.data);
@@ -143,14 +146,14 @@ static void note_start(struct sched *s)
 {
 	int i, oldest = 0;
 
-	if (s->nstarts < 64) {
-		s->starts[s->nstarts++] = rt_mono_ms();
+	if (s->pool_state.nstarts < 64) {
+		s->pool_state.starts[s->pool_state.nstarts++] = rt_mono_ms();
 		return;
 	}
 	for (i = 1; i < 64; i++)
-		if (s->starts[i] < s->starts[oldest])
+		if (s->pool_state.starts[i] < s->pool_state.starts[oldest])
 			oldest = i;
-	s->starts[oldest] = rt_mono_ms();
+	s->pool_state.starts[oldest] = rt_mono_ms();
 }
 
 static int count_wanted(struct sched *s)
@@ -158,7 +161,7 @@ static int count_wanted(struct sched *s)
 	int i, n = 0;
 
 	for (i = 0; i < SCHED_POOL_MAX; i++)
-		n += s->locals[i].wanted;
+		n += s->pool_state.locals[i].wanted;
 	return n;
 }
 
@@ -176,16 +179,17 @@ void sched__pool_check(struct sched *s)
 
 	if (s->loop == NULL || s->shutting_down)
 		return;
-	while (n < s->pool_size) {
-		for (i = 0; i < SCHED_POOL_MAX && s->locals[i].wanted; i++)
+	while (n < s->pool_state.size) {
+		for (i = 0;
+		     i < SCHED_POOL_MAX && s->pool_state.locals[i].wanted; i++)
 			;
 		if (i == SCHED_POOL_MAX)
 			break;
-		s->locals[i].wanted = 1;
-		s->locals[i].next_spawn_mono = 0;
+		s->pool_state.locals[i].wanted = 1;
+		s->pool_state.locals[i].next_spawn_mono = 0;
 		n++;
 	}
-	while (n > s->pool_size) {
+	while (n > s->pool_state.size) {
 		/* Idle ones first, then the highest-numbered. */
 		int pick = -1;
 		size_t best = (size_t)-1;
@@ -194,9 +198,9 @@ void sched__pool_check(struct sched *s)
 			struct sched_worker *w;
 			size_t load;
 
-			if (!s->locals[i].wanted)
+			if (!s->pool_state.locals[i].wanted)
 				continue;
-			w = sched__local_worker(s, &s->locals[i]);
+			w = sched__local_worker(s, &s->pool_state.locals[i]);
 			load = w ? w->assignments.count : 0;
 			if (load < best) {
 				best = load;
@@ -205,11 +209,11 @@ void sched__pool_check(struct sched *s)
 		}
 		if (pick < 0)
 			break;
-		s->locals[pick].wanted = 0;
+		s->pool_state.locals[pick].wanted = 0;
 		n--;
 	}
 	for (i = 0; i < SCHED_POOL_MAX; i++) {
-		struct sched_local *l = &s->locals[i];
+		struct sched_local *l = &s->pool_state.locals[i];
 		struct sched_worker *w = sched__local_worker(s, l);
 
 		if (l->wanted && !l->live && (w == NULL || !w->online) &&
@@ -253,14 +257,14 @@ int sched__pool_write(struct sched *s, const char *buf, size_t len)
 		rt_buf_free(&kvs);
 		return -EINVAL;
 	}
-	if (n == s->pool_size)
+	if (n == s->pool_state.size)
 		return 0;
 	snprintf(v, sizeof(v), "%ld", n);
 	rc = store_setting_put(s->store, "pool_size", v);
 	if (rc < 0)
 		return rc;
-	snprintf(old, sizeof(old), "%d", s->pool_size);
-	s->pool_size = (int)n;
+	snprintf(old, sizeof(old), "%d", s->pool_state.size);
+	s->pool_state.size = (int)n;
 	rt_buf_kv(&kvs, "from", old);
 	rt_buf_kv(&kvs, "to", v);
 	sched_event(s, "pool.resized", "workers", kvs.data);
@@ -278,7 +282,7 @@ int sched__pool_status(struct sched *s, struct rt_buf *out)
 	void **all = rt_map_values(&s->pool.children, &n);
 
 	for (i = 0; i < SCHED_POOL_MAX; i++) {
-		struct sched_local *l = &s->locals[i];
+		struct sched_local *l = &s->pool_state.locals[i];
 		struct sched_worker *w = sched__local_worker(s, l);
 
 		if (!l->wanted)
@@ -303,10 +307,10 @@ int sched__pool_status(struct sched *s, struct rt_buf *out)
 		"registering %d\nmissing %d\nmanual %d\noffline %d\n"
 		"starts_last_minute %d\nstarts_per_minute %d\npaused %s\n"
 		"strategy %s\nheartbeat_timeout_ms %d\n",
-		s->pool_size, wanted, started, registered, pending,
+		s->pool_state.size, wanted, started, registered, pending,
 		wanted - registered - pending, manual, offline,
-		starts_last_minute(s), s->starts_per_minute,
-		s->paused ? "yes" : "no",
+		starts_last_minute(s), s->pool_state.starts_per_minute,
+		s->pool_state.paused ? "yes" : "no",
 		sched_strategy_name((enum sched_strategy)s->strategy),
 		s->heartbeat_timeout);
 }
@@ -323,12 +327,13 @@ int sched__workers_coming(struct sched *s)
 		/* A wanted one that is not running is due to be started
 		 * again (after SCHED_RESPAWN_MS), unless the pool is paused
 		 * by its start limit. */
-		if (!s->locals[i].live) {
-			if (s->locals[i].wanted && !s->paused)
+		if (!s->pool_state.locals[i].live) {
+			if (s->pool_state.locals[i].wanted &&
+			    !s->pool_state.paused)
 				return 1;
 			continue;
 		}
-		w = sched__local_worker(s, &s->locals[i]);
+		w = sched__local_worker(s, &s->pool_state.locals[i]);
 		if (w == NULL || !w->online)
 			return 1;
 	}

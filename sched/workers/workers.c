@@ -417,7 +417,7 @@ int sched__worker_render(struct sched *s, struct sched_obj *o,
 	int rc;
 
 	if (f == SCHED_POOL_SIZE)
-		return rt_buf_printf(out, "%d\n", s->pool_size);
+		return rt_buf_printf(out, "%d\n", s->pool_state.size);
 	if (f == SCHED_POOL_STRATEGY)
 		return rt_buf_printf(
 			out, "%s\n",

@@ -226,7 +226,7 @@ TEST(store_fail_start_pool_size)
 	opt.self = "/bin/false";
 	store_inject_failure(s->store, 0, -ENOSPC);
 	CHECK(sched_start(s, &loop, &opt) == -ENOSPC);
-	CHECK(s->pool_size == 0);
+	CHECK(s->pool_state.size == 0);
 	CHECK(store_setting_get(s->store, "pool_size", v, sizeof(v)) ==
 	      -ENOENT);
 	sched_close(s);
