@@ -233,16 +233,15 @@ static void on_fetched(void *arg, int err, const char *hash)
 	free(w);
 }
 
-int sched_code_fetch(struct sched *s, struct sched_code_node *n,
-		     sched_code_done_fn done, void *arg)
+/* The cluster backend's fetch (sched_code_fetch, code.h): the object of
+ * file `n`, unless it is here or not needed (open writes, no content). */
+int sched__code_cl_fetch(struct sched *s, struct sched_code_node *n,
+			 sched_code_done_fn done, void *arg)
 {
 	struct fetch_wait *w;
 	int rc;
 
-	if (is_dir(n))
-		return -EISDIR;
-	if (!st_of(s)->shared || n->stage != NULL || !n->hash[0] ||
-	    obj_local(st_of(s), n->hash))
+	if (n->stage != NULL || !n->hash[0] || obj_local(st_of(s), n->hash))
 		return 0;
 	w = calloc(1, sizeof(*w));
 	if (w == NULL)
