@@ -15,8 +15,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../runtime/base/code.h"
-#include "code_internal.h"
+#include "../../../runtime/base/code.h"
+#include "code_cluster.h"
 
 /* The tree follows the store's changes of code/ from here on. */
 static void cluster_open(struct sched *s)

@@ -2,7 +2,7 @@
  * code_cluster_objects.c - code/ on a cluster: the objects, uploaded to
  * etcd before an entry names them and fetched from it when a read or a
  * worker needs one this controller lacks (sched_code_fetch). Part of the
- * code module (code.c says how it is cut).
+ * code module's cluster backend (code_cluster.h).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -11,17 +11,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../runtime/base/code.h"
-#include "../store/etcd/code_etcd.h"
-#include "code_internal.h"
+#include "../../../runtime/base/code.h"
+#include "../../store/etcd/code_etcd.h"
+#include "code_cluster.h"
 
-/* ============================================================ a cluster
- *
- * The tree is etcd's: a change here is a compare-and-set of P/cf keys
- * (store_code_submit), and the tree changes when the watch brings it
- * back (sched__code_on_remote), for this controller's changes as for the
- * others'. An object goes to etcd before the entry that names it; one that this
- * controller lacks is fetched when a read or a worker needs it. */
+/* ============================================================ objects */
 
 struct obj_waiter {
 	obj_fn fn;

@@ -1,9 +1,9 @@
 /*
  * code_cluster_tree.c - code/ on a cluster: the tree's changes going to
- * etcd (the cl_ calls code_nodes.c, code_contents.c and
- * code_revisions.c make there) and coming back from the store's watch,
- * this controller's as the others'. Part of the code module (code.c says
- * how it is cut).
+ * etcd (the backend's create, remove, rename, put, commit and publish,
+ * which the code module's front calls through sched_code_cluster) and
+ * coming back from the store's watch, this controller's as the others'.
+ * Part of the code module's cluster backend (code_cluster.h).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -11,8 +11,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../../runtime/base/code.h"
-#include "code_internal.h"
+#include "../../../runtime/base/code.h"
+#include "code_cluster.h"
 
 /* ------------------------------------------------------ changes to etcd */
 
