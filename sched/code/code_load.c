@@ -4,6 +4,7 @@
  * close, and a function's code dropped or added to its spec. Part of the
  * code module (code.c says how it is cut).
  */
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -184,6 +185,20 @@ int sched__code_make_dirs(struct sched_code_state *c)
 	return 0;
 }
 
+/* Every operation of backend `be` is set (struct sched_code_backend). */
+static const struct sched_code_backend *
+backend_complete(const struct sched_code_backend *be)
+{
+	assert(be->open != NULL && be->close != NULL &&
+	       be->revision_loaded != NULL);
+	assert(be->create != NULL && be->remove != NULL && be->rename != NULL &&
+	       be->put != NULL && be->commit != NULL && be->unstored != NULL &&
+	       be->publish != NULL);
+	assert(be->fetch != NULL && be->obj_ready != NULL &&
+	       be->obj_known != NULL && be->pub_objects != NULL);
+	return be;
+}
+
 int sched__code_open(struct sched *s)
 {
 	struct sched_code_state *c = calloc(1, sizeof(*c));
@@ -206,8 +221,8 @@ int sched__code_open(struct sched *s)
 	if (c->root == NULL || c->objects == NULL || c->tmp == NULL)
 		return -ENOMEM;
 	/* The role says whether the tree is this controller's alone. */
-	c->be = sched_cluster_shared(s) ? &sched_code_cluster
-					: &sched_code_local;
+	c->be = backend_complete(sched_cluster_shared(s) ? &sched_code_cluster
+							 : &sched_code_local);
 	clear_tmp(c->tmp);
 	rc = rt_sha256_hex("", 0, c->empty);
 	if (rc < 0)
