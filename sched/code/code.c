@@ -20,13 +20,14 @@
  *   code_contents.c         contents: staged writes, reads, commits
  *   code_revisions.c        revisions (manifests), the timer, garbage
  *   code_load.c             loading at open, start, stop, close, drop
- *   code_cluster_objects.c  a cluster: objects fetched from and uploaded
- *                           to etcd
- *   code_cluster_submit.c   a cluster: a change sent to etcd as one
- *                           compare-and-set, tried again on a lost race
- *   code_cluster_tree.c     a cluster: the tree's changes going to etcd
- *                           and coming back from its watch
  *   code_send.c             sending revisions to workers in chunks
+ *   code_local.c            the backend of a controller alone: its table
+ *                           (struct sched_code_backend) and its small
+ *                           differences
+ *
+ * What differs on a cluster (the tree and the objects in etcd, changes
+ * that come back through its watch) is the other backend, chosen once
+ * at open: sched/cluster/code/ (code_cluster.h says how it is cut).
  */
 #include <errno.h>
 #include <stdlib.h>

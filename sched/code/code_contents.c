@@ -329,6 +329,19 @@ done:
 int sched_code_commit(struct sched *s, struct sched_code_node *n,
 		      sched_code_done_fn done, void *arg)
 {
+	struct sched_code_stage *g = n->stage;
+	struct code_fn *f = cfn_get(s, n->fn);
+
+	if (g == NULL || !g->dirty || f == NULL)
+		return 0;
+	return be_of(s)->commit(s, n, done, arg);
+}
+
+/* The local backend's commit: the stage's bytes become an object, and
+ * the node's row names it. */
+int sched__code_local_commit(struct sched *s, struct sched_code_node *n,
+			     sched_code_done_fn done, void *arg)
+{
 	struct sched_code_state *c = st_of(s);
 	struct sched_code_stage *g = n->stage;
 	struct code_fn *f = cfn_get(s, n->fn);
@@ -336,10 +349,8 @@ int sched_code_commit(struct sched *s, struct sched_code_node *n,
 	int64_t mtime = n->mtime_ms;
 	int rc;
 
-	if (g == NULL || !g->dirty || f == NULL)
-		return 0;
-	if (st_of(s)->shared)
-		return sched__code_cl_commit(s, n, done, arg);
+	(void)done;
+	(void)arg;
 	rc = sched__code_stage_hash(g, n->size, h);
 	if (rc == 0 && strcmp(h, n->hash) == 0) {
 		g->dirty = 0; /* the same bytes again */
@@ -387,25 +398,17 @@ void sched_code_close_write(struct sched *s, struct sched_code_node *n)
 		f->writers--;
 	if (--g->writers > 0)
 		return;
-	if (rc == SCHED_CODE_LATER) {
-		/* A cluster: the commit holds its own copy. */
-	} else if (g->dirty && st_of(s)->shared) {
-		f->bytes = f->bytes - n->size + n->stored_size;
-		sched__code_bytes_sync(f);
-		n->size = n->stored_size;
-	} else if (g->dirty) {
-		/* Not stored: the size is the stored content's again. */
-		struct stat sb;
-		int fd = sched__code_object_open(st_of(s), n->hash);
-
-		if (fd >= 0 && fstat(fd, &sb) == 0 && f != NULL) {
-			f->bytes = f->bytes - n->size + (uint64_t)sb.st_size;
-			sched__code_bytes_sync(f);
-			n->size = (uint64_t)sb.st_size;
-		}
-		if (fd >= 0)
-			close(fd);
-	}
+	/* SCHED_CODE_LATER: the commit under way holds its own copy. */
+	if (rc != SCHED_CODE_LATER && g->dirty)
+		be_of(s)->unstored(s, f, n);
 	sched__code_stage_free(g);
 	n->stage = NULL;
+}
+
+int sched_code_fetch(struct sched *s, struct sched_code_node *n,
+		     sched_code_done_fn done, void *arg)
+{
+	if (is_dir(n))
+		return -EISDIR;
+	return be_of(s)->fetch(s, n, done, arg);
 }

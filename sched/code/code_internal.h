@@ -13,7 +13,6 @@
 #include <sys/stat.h>
 
 #include "code.h"
-#include "../store/etcd/etcd_keys.h"
 #include "../internal.h"
 
 /* Writes of one file not yet closed. */
@@ -80,9 +79,11 @@ struct sched_code_state {
 	uv_timer_t timer;     /* revisions, garbage, the sweep */
 	uv_timer_t pump;      /* sending, when a backlog was full */
 	int started;
-	int sweep;	    /* the next objects/ prefix to sweep; 256: done */
-	uint64_t seq;	    /* names of staging and temporary files */
-	int shared;	    /* a cluster: the tree and the objects are etcd's */
+	int sweep;    /* the next objects/ prefix to sweep; 256: done */
+	uint64_t seq; /* names of staging and temporary files */
+	/* The backend, chosen once at sched__code_open. */
+	const struct sched_code_backend *be;
+	/* The cluster backend's transfers of objects: */
 	struct rt_map gets; /* hash -> struct obj_xfer: fetches under way */
 	struct rt_map puts; /* hash -> struct obj_xfer: uploads under way */
 };
@@ -90,36 +91,82 @@ struct sched_code_state {
 /* Called when an object transfer ends (`hash`: which one). */
 typedef void (*obj_fn)(void *arg, int err, const char *hash);
 
-enum req_kind {
-	REQ_CREATE,  /* child `name` of `dir_id`, of `mode` */
-	REQ_REMOVE,  /* child `name` of `dir_id` */
-	REQ_RENAME,  /* `name` of `dir_id` to `newname` of `newdir_id` */
-	REQ_PUT,     /* node `node_id` with `mode` and `mtime_ms` */
-	REQ_COMMIT,  /* node `node_id` holds object `hash` of `size` */
-	REQ_PUBLISH, /* function `fn_id`'s revision is `hash` */
+/* What code/ does differently on a controller alone (its tree in the
+ * store's SQLite, every object in DATA/code/objects: code_local.c) and
+ * on a cluster's (the tree and the objects are the shared store's,
+ * followed through its watch: sched/cluster/code/). One table per
+ * backend, chosen once when the module opens (sched__code_open), like
+ * the store's (store_ops.h) and the role (cluster.h). The front (code.h's
+ * calls) checks what is common and calls the table. Every pointer is
+ * set. */
+struct sched_code_backend {
+	const char *name; /* "local", "cluster" */
+
+	/* After the trees and revisions are loaded at open, and before
+	 * they are freed at close: a cluster follows its store's changes
+	 * of code/ in between. */
+	void (*open)(struct sched *s);
+	void (*close)(struct sched *s);
+	/* A revision of `f` loaded at open (f->pub, f->pub_objs holding
+	 * its manifest, with room for f->pub_files more): counts the
+	 * references of what it names. */
+	void (*revision_loaded)(struct sched *s, struct code_fn *f);
+
+	/* The changes of the tree, once the front checked them (code.h):
+	 * sched_code_create (`path`: the new entry's), _remove, _rename
+	 * (`from`, `to`: the paths of the entry before and after), _chmod
+	 * and _touch (put: `n` gets `mode` and `mtime_ms`), _commit (`n`
+	 * has dirty writes). Each returns 0 or -errno when it ended, or
+	 * SCHED_CODE_LATER and then calls `done`. */
+	int (*create)(struct sched *s, struct sched_code_node *dir,
+		      const char *name, const char *path, uint32_t mode,
+		      struct sched_code_node **out, sched_code_done_fn done,
+		      void *arg);
+	int (*remove)(struct sched *s, struct sched_code_node *dir,
+		      const char *name, int want_dir, sched_code_done_fn done,
+		      void *arg);
+	int (*rename)(struct sched *s, struct sched_code_node *dir,
+		      const char *name, struct sched_code_node *newdir,
+		      const char *newname, unsigned flags, const char *from,
+		      const char *to, sched_code_done_fn done, void *arg);
+	int (*put)(struct sched *s, struct sched_code_node *n, uint32_t mode,
+		   int64_t mtime_ms, sched_code_done_fn done, void *arg);
+	int (*commit)(struct sched *s, struct sched_code_node *n,
+		      sched_code_done_fn done, void *arg);
+	/* The last close of file `n` of `f` left writes that were not
+	 * stored: its size becomes the stored content's again. */
+	void (*unstored)(struct sched *s, struct code_fn *f,
+			 struct sched_code_node *n);
+
+	/* Makes `f`'s tree as closed now, whose manifest is `text` (`hash`,
+	 * "" for no code) and references the `nobjs` objects `*objs` (the
+	 * manifest first; it may take them, leaving NULL), of `bytes` and
+	 * `files`, its revision. Returns 0 (done, under way, or left for
+	 * later with f->dirty set) or -errno (tried again later). */
+	int (*publish)(struct sched *s, struct code_fn *f, const char *hash,
+		       const struct rt_buf *text, char (**objs)[65],
+		       size_t nobjs, uint64_t bytes, int files);
+
+	/* sched_code_fetch of file `n` (code.h). */
+	int (*fetch)(struct sched *s, struct sched_code_node *n,
+		     sched_code_done_fn done, void *arg);
+	/* Makes object `h`, which a worker asked for, one this controller
+	 * may open and send: 0, SCHED_CODE_LATER (then `fn(arg, ...)`), or
+	 * -errno with `*why` saying why not. */
+	int (*obj_ready)(struct sched *s, const char *h, obj_fn fn, void *arg,
+			 const char **why);
+	/* Whether revision `h`, which nothing here references, can still
+	 * be had (a cluster: it is whole in its store). */
+	int (*obj_known)(struct sched *s, const char *h);
+	/* Makes f->pub_objs name every object of f's revision (a cluster
+	 * keeps its manifest alone until a worker asks). */
+	void (*pub_objects)(struct sched *s, struct code_fn *f);
 };
 
-/* A change of code/ sent to etcd, tried again when it lost a race. */
-struct code_req {
-	struct sched *s;
-	enum req_kind kind;
-	uint64_t fn_id, dir_id, newdir_id, node_id; /* found again each try */
-	char *name, *newname;			    /* owned */
-	uint32_t mode;
-	int64_t mtime_ms;
-	int is_dir;
-	unsigned flags;
-	char hash[65]; /* COMMIT: the new content; PUBLISH: the manifest */
-	char path[16]; /* what the error names: "code" */
-	uint64_t size; /* COMMIT; PUBLISH: bytes */
-	int files;     /* PUBLISH */
-	unsigned gen;  /* COMMIT: the stage's when it began */
-	int uploaded;  /* `hash` is whole in etcd */
-	int tries;
-	int64_t until; /* rt_mono_ms: no try starts after it (0: none lost) */
-	sched_code_done_fn done;
-	void *arg;
-};
+/* The two backends: a controller alone (code_local.c) and a cluster's
+ * (sched/cluster/code/code_cluster.c). */
+extern const struct sched_code_backend sched_code_local;
+extern const struct sched_code_backend sched_code_cluster;
 
 /* ---------------------------------------------- small helpers */
 
@@ -134,6 +181,11 @@ static inline void fn_key(const struct sched_function *fn, const char *k[3])
 	k[2] = fn->obj.name;
 	k[1] = fn->obj.parent->name;
 	k[0] = fn->obj.parent->parent->name;
+}
+
+static inline const struct sched_code_backend *be_of(struct sched *s)
+{
+	return s->code->be;
 }
 
 static inline int is_dir(const struct sched_code_node *n)
@@ -228,6 +280,28 @@ int sched__code_over_bytes(struct sched *s, const struct sched_code_node *n,
 /* Stores node `n` as it is now. */
 int sched__code_store_node(struct sched *s, struct sched_code_node *n);
 
+/* The local backend's changes of the tree (struct sched_code_backend's
+ * create, remove, rename and put): the rows in one derived transaction,
+ * then the nodes. Each returns 0 or -errno; `done` is not called. */
+int sched__code_local_create(struct sched *s, struct sched_code_node *dir,
+			     const char *name, const char *path, uint32_t mode,
+			     struct sched_code_node **out,
+			     sched_code_done_fn done, void *arg);
+
+int sched__code_local_remove(struct sched *s, struct sched_code_node *dir,
+			     const char *name, int want_dir,
+			     sched_code_done_fn done, void *arg);
+
+int sched__code_local_rename(struct sched *s, struct sched_code_node *dir,
+			     const char *name, struct sched_code_node *newdir,
+			     const char *newname, unsigned flags,
+			     const char *from, const char *to,
+			     sched_code_done_fn done, void *arg);
+
+int sched__code_local_put(struct sched *s, struct sched_code_node *n,
+			  uint32_t mode, int64_t mtime_ms,
+			  sched_code_done_fn done, void *arg);
+
 /* code_contents.c */
 
 /* Opens object `h` for reading. Returns an fd or -errno. */
@@ -248,6 +322,12 @@ int sched__code_stage_hash(struct sched_code_stage *g, uint64_t size,
  * `buf`, unless it exists: a temporary copy renamed into place. */
 int sched__code_object_put(struct sched_code_state *c, const char *h, int fd,
 			   const char *buf, size_t len);
+
+/* The local backend's commit (struct sched_code_backend): the stage's
+ * bytes become an object and the node's row names it. Returns 0,
+ * -ENOSPC or -EIO; `done` is not called. */
+int sched__code_local_commit(struct sched *s, struct sched_code_node *n,
+			     sched_code_done_fn done, void *arg);
 
 /* code_revisions.c */
 
@@ -272,6 +352,15 @@ void sched__code_prefetch(struct sched *s, struct sched_function *fn,
  * change waits for one, and starts itself again when more is due. */
 void sched__code_on_timer(uv_timer_t *t);
 
+/* The local backend's publish (struct sched_code_backend): the manifest
+ * and the objects written since the last revision synced, the revision
+ * stored durably, then the model, the journal, the workers' prefetch and
+ * reconciling. Takes `*objs`. Returns 0 or -errno. */
+int sched__code_local_publish(struct sched *s, struct code_fn *f,
+			      const char *hash, const struct rt_buf *text,
+			      char (**objs)[65], size_t nobjs, uint64_t bytes,
+			      int files);
+
 /* code_load.c */
 
 /* The node at `path` of `f`'s tree, or NULL. */
@@ -295,80 +384,5 @@ int sched__code_make_dirs(struct sched_code_state *c);
 
 /* Closes the object being sent of `o`, and frees it. */
 void sched__code_out_free(struct code_out *o);
-
-/* code_cluster_objects.c */
-
-/* Makes object `h` (of this controller's objects) whole in etcd. Returns
- * 0 when it is, SCHED_CODE_LATER (then `fn`, unless NULL) or -errno. */
-int sched__code_obj_upload(struct sched *s, const char *h, obj_fn fn,
-			   void *arg);
-
-/* Makes object `h` one of this controller's objects: there already, the
- * empty one made, or fetched from etcd. Returns 0 when it is,
- * SCHED_CODE_LATER (then `fn`, unless NULL) or -errno (-ENOENT: etcd has
- * no such object). */
-int sched__code_obj_fetch(struct sched *s, const char *h, obj_fn fn, void *arg);
-
-/* Leaves transfer `value` to end alone (sched__code_close). */
-int sched__code_orphan_xfer(const char *key, void *value, void *arg);
-
-/* code_cluster_submit.c */
-
-/* A new request of `kind` on `fn` that calls `done(arg)` at its end
- * (sched__code_req_start), or NULL for want of memory. */
-struct code_req *sched__code_req_new(struct sched *s, enum req_kind kind,
-				     const struct sched_function *fn,
-				     sched_code_done_fn done, void *arg);
-
-/* The nodes of the subtree of `n`, `n` included. */
-size_t sched__code_subtree_size(const struct sched_code_node *n);
-
-/* Runs a new request: SCHED_CODE_LATER, or what it ended with at once
- * (then `done` is not called). */
-int sched__code_req_start(struct code_req *q);
-
-/* Copies `name` and `newname` (either may be NULL) into `q`: 0, or
- * -ENOMEM once `q` is freed. */
-int sched__code_req_named(struct code_req *q, const char *name,
-			  const char *newname);
-
-/* code_cluster_tree.c */
-
-/* The changes of a cluster's code/ (code_cluster_tree.c): what
- * sched_code_create, _remove, _rename, _chmod or _touch and a commit do
- * there (code.h). Each sends a request to etcd and returns
- * SCHED_CODE_LATER (then `done`), or what it ended with at once
- * (-ENOMEM, -ENOENT, -EXDEV, -EIO...; `done` is not called). */
-int sched__code_cl_create(struct sched *s, struct sched_code_node *dir,
-			  const char *name, uint32_t mode,
-			  sched_code_done_fn done, void *arg);
-
-int sched__code_cl_remove(struct sched *s, struct sched_code_node *dir,
-			  const char *name, int want_dir,
-			  sched_code_done_fn done, void *arg);
-
-int sched__code_cl_rename(struct sched *s, struct sched_code_node *dir,
-			  const char *name, struct sched_code_node *newdir,
-			  const char *newname, unsigned flags,
-			  sched_code_done_fn done, void *arg);
-
-int sched__code_cl_put(struct sched *s, struct sched_code_node *n,
-		       uint32_t mode, int64_t mtime_ms, sched_code_done_fn done,
-		       void *arg);
-
-int sched__code_cl_commit(struct sched *s, struct sched_code_node *n,
-			  sched_code_done_fn done, void *arg);
-
-/* Makes `f`'s tree, whose manifest is `text` (`hash`, "" for none), its
- * revision in etcd: the manifest goes up, then P/cr and the function's
- * next revision in one txn. The watch then brings both to every
- * controller (sched__code_on_remote, the store's listener). */
-int sched__code_cl_publish(struct sched *s, struct code_fn *f, const char *hash,
-			   const struct rt_buf *text, uint64_t bytes,
-			   int files);
-
-/* The store's code listener. */
-void sched__code_on_remote(void *arg, const struct etcd_keys_rec *r,
-			   int deleted);
 
 #endif

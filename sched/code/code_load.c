@@ -4,9 +4,9 @@
  * close, and a function's code dropped or added to its spec. Part of the
  * code module (code.c says how it is cut).
  */
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,15 +106,9 @@ int sched__code_pub_obj_cb(const struct rt_code_entry *e, void *arg)
 static int load_revision(const struct store_code_revision *r, void *arg)
 {
 	struct sched *s = arg;
-	struct sched_code_state *c = st_of(s);
 	struct sched_function *fn = sched__code_fn_named(s, r->tenant, r->ns,
 							 r->fn);
-	struct rt_buf p = { 0 }, text = { 0 }, why = { 0 };
 	struct code_fn *f;
-	size_t i;
-	char buf[65536];
-	ssize_t got;
-	int fd = -1, rc = 0;
 
 	if (fn == NULL || !rt_code_hash_valid(r->hash) || r->files < 0)
 		return 0;
@@ -128,31 +122,8 @@ static int load_revision(const struct store_code_revision *r, void *arg)
 	if (f->pub_objs == NULL)
 		return -ENOMEM;
 	memcpy(f->pub_objs[f->npub++], f->pub, 65);
-	if (c->shared) {
-		/* Its objects are fetched as workers ask for them. */
-		sched__code_ref_add(c, f->pub);
-		return 0;
-	}
-	object_path(c, f->pub, &p);
-	fd = p.data ? open(p.data, O_RDONLY | O_CLOEXEC) : -1;
-	while (fd >= 0 && (got = read(fd, buf, sizeof(buf))) > 0)
-		rt_buf_append(&text, buf, (size_t)got);
-	if (fd < 0 ||
-	    rt_code_manifest_parse(text.data ? text.data : "", text.len,
-				   f->pub_files, sched__code_pub_obj_cb, f,
-				   &why) < 0) {
-		rt_log(RT_LOG_ERROR, "code: %s: revision %.12s unreadable: %s",
-		       fn->obj.name, f->pub, why.data ? why.data : "missing");
-		f->npub = 1;
-	}
-	for (i = 0; i < f->npub; i++)
-		sched__code_ref_add(c, f->pub_objs[i]);
-	if (fd >= 0)
-		close(fd);
-	rt_buf_free(&p);
-	rt_buf_free(&text);
-	rt_buf_free(&why);
-	return rc;
+	be_of(s)->revision_loaded(s, f);
+	return 0;
 }
 
 /* Whether the tree of `f` differs from its revision: a change whose
@@ -214,6 +185,20 @@ int sched__code_make_dirs(struct sched_code_state *c)
 	return 0;
 }
 
+/* Every operation of backend `be` is set (struct sched_code_backend). */
+static const struct sched_code_backend *
+backend_complete(const struct sched_code_backend *be)
+{
+	assert(be->open != NULL && be->close != NULL &&
+	       be->revision_loaded != NULL);
+	assert(be->create != NULL && be->remove != NULL && be->rename != NULL &&
+	       be->put != NULL && be->commit != NULL && be->unstored != NULL &&
+	       be->publish != NULL);
+	assert(be->fetch != NULL && be->obj_ready != NULL &&
+	       be->obj_known != NULL && be->pub_objects != NULL);
+	return be;
+}
+
 int sched__code_open(struct sched *s)
 {
 	struct sched_code_state *c = calloc(1, sizeof(*c));
@@ -235,7 +220,9 @@ int sched__code_open(struct sched *s)
 	rt_buf_free(&p);
 	if (c->root == NULL || c->objects == NULL || c->tmp == NULL)
 		return -ENOMEM;
-	c->shared = store_shared(s->store);
+	/* The role says whether the tree is this controller's alone. */
+	c->be = backend_complete(sched_cluster_shared(s) ? &sched_code_cluster
+							 : &sched_code_local);
 	clear_tmp(c->tmp);
 	rc = rt_sha256_hex("", 0, c->empty);
 	if (rc < 0)
@@ -250,9 +237,7 @@ int sched__code_open(struct sched *s)
 	for (i = 0; v != NULL && i < n; i++)
 		check_dirty(v[i]);
 	free(v);
-	/* A cluster's tree follows etcd from here on. */
-	if (c->shared)
-		store_code_listen(s->store, sched__code_on_remote, s);
+	c->be->open(s);
 	return 0;
 }
 
@@ -308,12 +293,8 @@ void sched__code_close(struct sched *s)
 
 	if (c == NULL)
 		return;
-	if (c->shared)
-		store_code_listen(s->store, NULL, NULL);
-	rt_map_each(&c->gets, sched__code_orphan_xfer, NULL);
-	rt_map_each(&c->puts, sched__code_orphan_xfer, NULL);
-	rt_map_free(&c->gets);
-	rt_map_free(&c->puts);
+	if (c->be != NULL)
+		c->be->close(s);
 	v = rt_idmap_values(&c->fns, &n);
 	for (i = 0; v != NULL && i < n; i++)
 		cfn_free(s, v[i]);

@@ -1,8 +1,10 @@
 /*
  * code_nodes.c - the tree of a function's code/ (code.h): its nodes,
- * create, remove, rename, chmod, touch, and the files and bytes limits.
- * On a cluster the changes go to code_cluster_tree.c. Part of the code
- * module (code.c says how it is cut; code_internal.h is its shared part).
+ * create, remove, rename, chmod, touch, and the files and bytes limits:
+ * what is common, then the backend's table (code_internal.h); the local
+ * backend's changes are here, a cluster's in sched/cluster/code/. Part
+ * of the code module (code.c says how it is cut; code_internal.h is its
+ * shared part).
  */
 #include <errno.h>
 #include <openssl/evp.h>
@@ -223,7 +225,6 @@ int sched_code_create(struct sched *s, struct sched_code_node *dir,
 		      void *arg)
 {
 	struct code_fn *f = cfn_get(s, dir->fn);
-	struct sched_code_node *n = NULL;
 	struct rt_buf path = { 0 };
 	int rc;
 
@@ -247,30 +248,41 @@ int sched_code_create(struct sched *s, struct sched_code_node *dir,
 	}
 	if (rc == 0)
 		rc = over_files(s, dir, name, f);
-	if (rc < 0)
-		goto out;
-	if (st_of(s)->shared) {
-		rc = sched__code_cl_create(s, dir, name, mode, done, arg);
-		goto out;
-	}
+	if (rc == 0)
+		rc = be_of(s)->create(s, dir, name, path.data, mode, out, done,
+				      arg);
+	rt_buf_free(&path);
+	return rc;
+}
+
+/* The local backend's create (struct sched_code_backend): the node, and
+ * its row in one derived transaction. */
+int sched__code_local_create(struct sched *s, struct sched_code_node *dir,
+			     const char *name, const char *path, uint32_t mode,
+			     struct sched_code_node **out,
+			     sched_code_done_fn done, void *arg)
+{
+	struct code_fn *f = cfn_get(s, dir->fn);
+	struct sched_code_node *n;
+	int rc;
+
+	(void)done;
+	(void)arg;
 	n = sched__code_node_new(s, dir->fn, dir, name,
 				 (S_ISDIR(mode) ? S_IFDIR : S_IFREG) |
 					 (mode & 0777));
-	if (n == NULL) {
-		rc = -ENOMEM;
-		goto out;
-	}
+	if (n == NULL)
+		return -ENOMEM;
 	if (!is_dir(n))
 		memcpy(n->hash, st_of(s)->empty, 65);
 	rc = store_begin_derived(s->store);
 	if (rc == 0)
-		rc = sched__code_derived(s,
-					 sched__code_row_put(s, n, path.data));
+		rc = sched__code_derived(s, sched__code_row_put(s, n, path));
 	if (rc < 0) {
 		rt_map_del(&dir->children, name);
 		n->hash[0] = '\0';
 		sched__code_node_free(s, n);
-		goto out;
+		return rc;
 	}
 	if (!is_dir(n))
 		sched__code_ref_add(st_of(s), n->hash);
@@ -278,9 +290,7 @@ int sched_code_create(struct sched *s, struct sched_code_node *dir,
 	dir->mtime_ms = n->mtime_ms;
 	sched__code_changed(s, f);
 	*out = n;
-out:
-	rt_buf_free(&path);
-	return rc;
+	return 0;
 }
 
 int sched_code_remove(struct sched *s, struct sched_code_node *dir,
@@ -289,8 +299,6 @@ int sched_code_remove(struct sched *s, struct sched_code_node *dir,
 {
 	struct sched_code_node *n = sched_code_child(dir, name);
 	struct code_fn *f = cfn_get(s, dir->fn);
-	struct rt_buf path = { 0 };
-	int rc;
 
 	if (n == NULL || f == NULL)
 		return -ENOENT;
@@ -300,8 +308,22 @@ int sched_code_remove(struct sched *s, struct sched_code_node *dir,
 		return -EISDIR;
 	if (is_dir(n) && n->children.count > 0)
 		return -ENOTEMPTY;
-	if (st_of(s)->shared)
-		return sched__code_cl_remove(s, dir, name, want_dir, done, arg);
+	return be_of(s)->remove(s, dir, name, want_dir, done, arg);
+}
+
+/* The local backend's remove: the row, then the node. */
+int sched__code_local_remove(struct sched *s, struct sched_code_node *dir,
+			     const char *name, int want_dir,
+			     sched_code_done_fn done, void *arg)
+{
+	struct sched_code_node *n = sched_code_child(dir, name);
+	struct code_fn *f = cfn_get(s, dir->fn);
+	struct rt_buf path = { 0 };
+	int rc;
+
+	(void)want_dir;
+	(void)done;
+	(void)arg;
 	rc = sched__code_node_path(n, &path);
 	if (rc == 0)
 		rc = store_begin_derived(s->store);
@@ -351,7 +373,6 @@ int sched_code_rename(struct sched *s, struct sched_code_node *dir,
 	struct sched_code_node *n = sched_code_child(dir, name), *old, *up;
 	struct code_fn *f = cfn_get(s, dir->fn);
 	struct rt_buf from = { 0 }, to = { 0 };
-	const char *k[3];
 	int rc;
 
 	if (n == NULL || f == NULL)
@@ -393,24 +414,43 @@ int sched_code_rename(struct sched *s, struct sched_code_node *dir,
 		       "a path below it would be longer than 1024 bytes");
 		rc = -ENAMETOOLONG;
 	}
-	if (rc == 0 && st_of(s)->shared) {
-		rc = sched__code_cl_rename(s, dir, name, newdir, newname, flags,
-					   done, arg);
-		goto out;
-	}
 	if (rc == 0)
-		rc = store_begin_derived(s->store);
+		rc = be_of(s)->rename(s, dir, name, newdir, newname, flags,
+				      from.data, to.data, done, arg);
+	rt_buf_free(&from);
+	rt_buf_free(&to);
+	return rc;
+}
+
+/* The local backend's rename: the rows in one derived transaction, then
+ * the nodes. */
+int sched__code_local_rename(struct sched *s, struct sched_code_node *dir,
+			     const char *name, struct sched_code_node *newdir,
+			     const char *newname, unsigned flags,
+			     const char *from, const char *to,
+			     sched_code_done_fn done, void *arg)
+{
+	struct sched_code_node *n = sched_code_child(dir, name);
+	struct sched_code_node *old = sched_code_child(newdir, newname);
+	struct code_fn *f = cfn_get(s, dir->fn);
+	const char *k[3];
+	int rc;
+
+	(void)flags;
+	(void)done;
+	(void)arg;
+	rc = store_begin_derived(s->store);
 	if (rc < 0)
-		goto out;
+		return rc;
 	if (old != NULL)
-		rc = sched__code_row_del(s, dir->fn, to.data);
+		rc = sched__code_row_del(s, dir->fn, to);
 	fn_key(dir->fn, k);
 	if (rc == 0)
-		rc = store_code_file_rename(s->store, k[0], k[1], k[2],
-					    from.data, to.data);
+		rc = store_code_file_rename(s->store, k[0], k[1], k[2], from,
+					    to);
 	rc = sched__code_derived(s, rc);
 	if (rc < 0)
-		goto out;
+		return rc;
 	if (old != NULL) {
 		rt_map_del(&newdir->children, newname);
 		if (old->stage != NULL)
@@ -427,15 +467,11 @@ int sched_code_rename(struct sched *s, struct sched_code_node *dir,
 	if (n->name == NULL || rt_map_put(&newdir->children, newname, n) < 0) {
 		/* Stored; memory follows at the next start. */
 		rt_log(RT_LOG_ERROR, "code: out of memory renaming");
-		rc = -ENOMEM;
-		goto out;
+		return -ENOMEM;
 	}
 	dir->mtime_ms = newdir->mtime_ms = rt_now_ms();
 	sched__code_changed(s, f);
-out:
-	rt_buf_free(&from);
-	rt_buf_free(&to);
-	return rc;
+	return 0;
 }
 
 /* Stores node `n` as it is now. */
@@ -456,43 +492,49 @@ out:
 	return rc;
 }
 
-int sched_code_chmod(struct sched *s, struct sched_code_node *n, uint32_t perm,
-		     sched_code_done_fn done, void *arg)
+/* The local backend's put: the node, then its row (a new mode changes
+ * the revision; an mtime alone does not). */
+int sched__code_local_put(struct sched *s, struct sched_code_node *n,
+			  uint32_t mode, int64_t mtime_ms,
+			  sched_code_done_fn done, void *arg)
 {
 	uint32_t was = n->mode;
+	int64_t was_ms = n->mtime_ms;
 	int rc;
 
-	if (n->parent == NULL)
-		return 0; /* code/ itself follows the function */
-	if (((n->mode & S_IFMT) | (perm & 0777)) == was)
-		return 0;
-	if (st_of(s)->shared)
-		return sched__code_cl_put(s, n,
-					  (n->mode & S_IFMT) | (perm & 0777),
-					  n->mtime_ms, done, arg);
-	n->mode = (n->mode & S_IFMT) | (perm & 0777);
+	(void)done;
+	(void)arg;
+	n->mode = mode;
+	n->mtime_ms = mtime_ms;
 	rc = sched__code_store_node(s, n);
 	if (rc < 0) {
 		n->mode = was;
+		n->mtime_ms = was_ms;
 		return rc;
 	}
-	sched__code_changed(s, cfn_get(s, n->fn));
+	if (mode != was)
+		sched__code_changed(s, cfn_get(s, n->fn));
 	return 0;
+}
+
+int sched_code_chmod(struct sched *s, struct sched_code_node *n, uint32_t perm,
+		     sched_code_done_fn done, void *arg)
+{
+	uint32_t mode = (n->mode & S_IFMT) | (perm & 0777);
+
+	if (n->parent == NULL)
+		return 0; /* code/ itself follows the function */
+	if (mode == n->mode)
+		return 0;
+	return be_of(s)->put(s, n, mode, n->mtime_ms, done, arg);
 }
 
 int sched_code_touch(struct sched *s, struct sched_code_node *n,
 		     int64_t mtime_ms, sched_code_done_fn done, void *arg)
 {
-	int64_t was = n->mtime_ms;
-	int rc;
-
-	if (st_of(s)->shared && n->parent != NULL && was != mtime_ms)
-		return sched__code_cl_put(s, n, n->mode, mtime_ms, done, arg);
-	n->mtime_ms = mtime_ms;
-	if (n->parent == NULL || was == mtime_ms)
+	if (n->parent == NULL || n->mtime_ms == mtime_ms) {
+		n->mtime_ms = mtime_ms; /* code/ itself: in memory only */
 		return 0;
-	rc = sched__code_store_node(s, n);
-	if (rc < 0)
-		n->mtime_ms = was;
-	return rc;
+	}
+	return be_of(s)->put(s, n, n->mode, mtime_ms, done, arg);
 }

@@ -278,31 +278,46 @@ void sched__code_prefetch(struct sched *s, struct sched_function *fn,
  * is that already. Returns 0 or -errno (it is tried again later). */
 static int make_revision(struct sched *s, struct code_fn *f)
 {
-	struct sched_code_state *c = st_of(s);
-	struct sched_function *fn = f->fn;
-	struct rt_buf text = { 0 }, kvs = { 0 };
-	char hash[65], (*objs)[65] = NULL, rev[32];
-	size_t nobjs = 0, i;
+	struct rt_buf text = { 0 };
+	char hash[65], (*objs)[65] = NULL;
+	size_t nobjs = 0;
 	uint64_t bytes = 0;
 	int files = 0, rc;
 
 	f->dirty = 0;
 	rc = sched__code_manifest_of(f, &text, hash, &objs, &nobjs, &bytes,
 				     &files);
-	if (rc < 0 || strcmp(hash, f->pub) == 0)
-		goto out;
-	if (c->shared && f->publishing) {
-		f->dirty = 1; /* once the one under way has ended */
+	if (rc == 0 && strcmp(hash, f->pub) != 0)
+		rc = be_of(s)->publish(s, f, hash, &text, &objs, nobjs, bytes,
+				       files);
+	if (rc < 0) {
+		f->dirty = 1; /* again at the next turn */
 		f->last_mono = rt_mono_ms();
-		goto out;
+		rt_log(RT_LOG_ERROR, "code: %s: no new revision: %s",
+		       f->fn->obj.name, strerror(-rc));
 	}
-	if (c->shared) {
-		/* The revision comes back through the watch. */
-		rc = sched__code_cl_publish(s, f, hash, &text, bytes, files);
-		goto out;
-	}
+	free(objs);
+	rt_buf_free(&text);
+	return rc;
+}
+
+/* The local backend's publish: the manifest and the objects synced, then
+ * the revision in one durable transaction, the model, the journal, the
+ * workers' prefetch and reconciling. */
+int sched__code_local_publish(struct sched *s, struct code_fn *f,
+			      const char *hash, const struct rt_buf *text,
+			      char (**objs)[65], size_t nobjs, uint64_t bytes,
+			      int files)
+{
+	struct sched_code_state *c = st_of(s);
+	struct sched_function *fn = f->fn;
+	struct rt_buf kvs = { 0 };
+	char rev[32];
+	size_t i;
+	int rc = 0;
+
 	if (hash[0])
-		rc = sched__code_object_put(c, hash, -1, text.data, text.len);
+		rc = sched__code_object_put(c, hash, -1, text->data, text->len);
 	if (rc == 0 && hash[0]) /* what an empty file's download reads */
 		rc = sched__code_object_put(c, c->empty, -1, NULL, 0);
 	if (rc == 0)
@@ -310,15 +325,15 @@ static int make_revision(struct sched *s, struct code_fn *f)
 	if (rc == 0)
 		rc = store_revision(s, f, hash, bytes, files);
 	if (rc < 0)
-		goto out;
+		return rc;
 	for (i = 0; i < nobjs; i++)
-		sched__code_ref_add(c, objs[i]);
+		sched__code_ref_add(c, (*objs)[i]);
 	for (i = 0; i < f->npub; i++)
 		sched__code_ref_drop(c, f->pub_objs[i]);
 	free(f->pub_objs);
-	f->pub_objs = objs;
+	f->pub_objs = *objs;
 	f->npub = nobjs;
-	objs = NULL;
+	*objs = NULL;
 	memcpy(f->pub, hash, 65);
 	f->pub_bytes = bytes;
 	f->pub_files = files;
@@ -337,17 +352,8 @@ static int make_revision(struct sched *s, struct code_fn *f)
 	if (hash[0])
 		sched__code_prefetch(s, fn, hash, bytes);
 	sched__reconcile(s, fn);
-out:
-	if (rc < 0) {
-		f->dirty = 1; /* again at the next turn */
-		f->last_mono = rt_mono_ms();
-		rt_log(RT_LOG_ERROR, "code: %s: no new revision: %s",
-		       fn->obj.name, strerror(-rc));
-	}
-	free(objs);
-	rt_buf_free(&text);
 	rt_buf_free(&kvs);
-	return rc;
+	return 0;
 }
 
 /* ============================================================== timers */

@@ -5,7 +5,6 @@
  * module (code.c says how it is cut).
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -42,7 +41,8 @@ static void send_error(struct sched *s, struct sched_worker *w,
 /* What pump_one did. */
 enum { PUMP_DONE, PUMP_FULL, PUMP_SENT, PUMP_WAIT };
 
-/* A cluster: an object the pump waits for has come from etcd, or not. */
+/* An object the pump waited for (the backend's obj_ready: a cluster's
+ * fetch) is here, or not. */
 static void on_pump_fetched(void *arg, int err, const char *hash)
 {
 	struct sched *s = arg;
@@ -87,25 +87,23 @@ static int pump_one(struct sched *s, struct sched_worker *w, struct code_out *o)
 
 		if (sched__conn_backlog(w->conn) >= SCHED_CODE_BACKLOG)
 			return PUMP_FULL;
-		if (o->fd < 0 && c->shared) {
-			/* A cluster: what this controller lacks comes from
-			 * etcd first. */
-			int rc = sched__code_obj_fetch(s, it->object,
-						       on_pump_fetched, s);
+		if (o->fd < 0) {
+			/* What this controller may not send yet (a cluster:
+			 * what it lacks is fetched first). */
+			const char *why = NULL;
+			int rc = be_of(s)->obj_ready(s, it->object,
+						     on_pump_fetched, s, &why);
 
 			if (rc == SCHED_CODE_LATER)
 				return PUMP_WAIT;
 			if (rc < 0) {
 				send_error(s, w, it->hash, it->object, -rc,
-					   "the object is not in etcd");
+					   why ? why
+					       : "the object cannot be sent");
 				o->head++;
 				continue;
 			}
-		}
-		if (o->fd < 0) {
-			o->fd = refs_of(c, it->object) > 0 || c->shared
-					? sched__code_object_open(c, it->object)
-					: -ENOENT;
+			o->fd = sched__code_object_open(c, it->object);
 			if (o->fd >= 0 && fstat(o->fd, &sb) < 0) {
 				close(o->fd);
 				o->fd = -EIO;
@@ -264,39 +262,6 @@ int sched_code_may_serve(const char *pub, const char (*objs)[65], size_t n,
 	return 0;
 }
 
-/* A cluster keeps only the manifest in pub_objs: the objects it names
- * are read from it here (it is local once a worker downloaded it). */
-static void pub_load(struct sched *s, struct code_fn *f)
-{
-	struct sched_code_state *c = st_of(s);
-	struct rt_buf p = { 0 }, text = { 0 }, why = { 0 };
-	char(*objs)[65];
-	char buf[65536];
-	ssize_t got;
-	int fd;
-
-	if (f->npub > 1 || f->pub_files <= 0 || f->pub_objs == NULL)
-		return;
-	objs = realloc(f->pub_objs, ((size_t)f->pub_files + 1) * 65);
-	if (objs == NULL)
-		return;
-	f->pub_objs = objs;
-	object_path(c, f->pub, &p);
-	fd = p.data ? open(p.data, O_RDONLY | O_CLOEXEC) : -1;
-	while (fd >= 0 && (got = read(fd, buf, sizeof(buf))) > 0)
-		rt_buf_append(&text, buf, (size_t)got);
-	if (fd >= 0 &&
-	    rt_code_manifest_parse(text.data ? text.data : "", text.len,
-				   f->pub_files, sched__code_pub_obj_cb, f,
-				   &why) < 0)
-		f->npub = 1;
-	if (fd >= 0)
-		close(fd);
-	rt_buf_free(&p);
-	rt_buf_free(&text);
-	rt_buf_free(&why);
-}
-
 struct may_ctx {
 	struct sched *s;
 	const char *hash;
@@ -315,8 +280,8 @@ static int may_cb(const char *key, void *value, void *arg)
 	f = cfn_get(x->s, (struct sched_function *)in->obj.parent);
 	if (f == NULL || strcmp(f->pub, x->hash) != 0)
 		return 0;
-	if (x->object != NULL && st_of(x->s)->shared)
-		pub_load(x->s, f);
+	if (x->object != NULL)
+		be_of(x->s)->pub_objects(x->s, f);
 	return sched_code_may_serve(f->pub, (const char(*)[65])f->pub_objs,
 				    f->npub, x->hash, x->object);
 }
@@ -345,15 +310,11 @@ void sched__code_on_message(struct sched *s, struct sched_worker *w,
 		return;
 	}
 	if (strcmp(m->type, "code.want") == 0) {
-		uint64_t size;
-
 		if (!may_serve(s, w, hash, NULL))
 			send_error(s, w, hash, hash, EACCES,
 				   "not the code of an instance on this "
 				   "worker");
-		else if (refs_of(c, hash) == 0 &&
-			 !(c->shared &&
-			   store_object_known(s->store, hash, &size) == 1))
+		else if (refs_of(c, hash) == 0 && !be_of(s)->obj_known(s, hash))
 			send_error(s, w, hash, hash, ENOENT,
 				   "no such revision of code (it changed "
 				   "since)");

@@ -3,16 +3,16 @@
  * to etcd as one compare-and-set (store_code_submit), with the objects it
  * names uploaded first, tried again when another controller's change won
  * a race, and its caller told once the watch brought it back. Part of the
- * code module (code.c says how it is cut).
+ * code module's cluster backend (code_cluster.h).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../../runtime/base/code.h"
-#include "code_internal.h"
-#include "../model/write.h"
+#include "../../../runtime/base/code.h"
+#include "code_cluster.h"
+#include "../../model/write.h"
 
 /* ---------------------------------------------------- changes to etcd */
 

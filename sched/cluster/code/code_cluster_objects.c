@@ -2,7 +2,7 @@
  * code_cluster_objects.c - code/ on a cluster: the objects, uploaded to
  * etcd before an entry names them and fetched from it when a read or a
  * worker needs one this controller lacks (sched_code_fetch). Part of the
- * code module (code.c says how it is cut).
+ * code module's cluster backend (code_cluster.h).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -11,17 +11,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../runtime/base/code.h"
-#include "../store/etcd/code_etcd.h"
-#include "code_internal.h"
+#include "../../../runtime/base/code.h"
+#include "../../store/etcd/code_etcd.h"
+#include "code_cluster.h"
 
-/* ============================================================ a cluster
- *
- * The tree is etcd's: a change here is a compare-and-set of P/cf keys
- * (store_code_submit), and the tree changes when the watch brings it
- * back (sched__code_on_remote), for this controller's changes as for the
- * others'. An object goes to etcd before the entry that names it; one that this
- * controller lacks is fetched when a read or a worker needs it. */
+/* ============================================================ objects */
 
 struct obj_waiter {
 	obj_fn fn;
@@ -233,16 +227,15 @@ static void on_fetched(void *arg, int err, const char *hash)
 	free(w);
 }
 
-int sched_code_fetch(struct sched *s, struct sched_code_node *n,
-		     sched_code_done_fn done, void *arg)
+/* The cluster backend's fetch (sched_code_fetch, code.h): the object of
+ * file `n`, unless it is here or not needed (open writes, no content). */
+int sched__code_cl_fetch(struct sched *s, struct sched_code_node *n,
+			 sched_code_done_fn done, void *arg)
 {
 	struct fetch_wait *w;
 	int rc;
 
-	if (is_dir(n))
-		return -EISDIR;
-	if (!st_of(s)->shared || n->stage != NULL || !n->hash[0] ||
-	    obj_local(st_of(s), n->hash))
+	if (n->stage != NULL || !n->hash[0] || obj_local(st_of(s), n->hash))
 		return 0;
 	w = calloc(1, sizeof(*w));
 	if (w == NULL)

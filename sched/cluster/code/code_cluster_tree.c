@@ -1,9 +1,9 @@
 /*
  * code_cluster_tree.c - code/ on a cluster: the tree's changes going to
- * etcd (the cl_ calls code_nodes.c, code_contents.c and
- * code_revisions.c make there) and coming back from the store's watch,
- * this controller's as the others'. Part of the code module (code.c says
- * how it is cut).
+ * etcd (the backend's create, remove, rename, put, commit and publish,
+ * which the code module's front calls through sched_code_cluster) and
+ * coming back from the store's watch, this controller's as the others'.
+ * Part of the code module's cluster backend (code_cluster.h).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -11,20 +11,23 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../../runtime/base/code.h"
-#include "code_internal.h"
+#include "../../../runtime/base/code.h"
+#include "code_cluster.h"
 
 /* ------------------------------------------------------ changes to etcd */
 
 int sched__code_cl_create(struct sched *s, struct sched_code_node *dir,
-			  const char *name, uint32_t mode,
-			  sched_code_done_fn done, void *arg)
+			  const char *name, const char *path, uint32_t mode,
+			  struct sched_code_node **out, sched_code_done_fn done,
+			  void *arg)
 {
 	struct code_req *q;
 	int rc = S_ISREG(mode) ? sched__code_object_put(
 					 st_of(s), st_of(s)->empty, -1, NULL, 0)
 			       : 0;
 
+	(void)path; /* found again at each try */
+	(void)out;  /* the watch makes the node */
 	if (rc < 0)
 		return rc;
 	q = sched__code_req_new(s, REQ_CREATE, dir->fn, done, arg);
@@ -51,12 +54,14 @@ int sched__code_cl_remove(struct sched *s, struct sched_code_node *dir,
 
 int sched__code_cl_rename(struct sched *s, struct sched_code_node *dir,
 			  const char *name, struct sched_code_node *newdir,
-			  const char *newname, unsigned flags,
-			  sched_code_done_fn done, void *arg)
+			  const char *newname, unsigned flags, const char *from,
+			  const char *to, sched_code_done_fn done, void *arg)
 {
 	struct sched_code_node *n = sched_code_child(dir, name);
 	struct code_req *q;
 
+	(void)from; /* found again at each try */
+	(void)to;
 	if (n == NULL)
 		return -ENOENT;
 	if (sched__code_subtree_size(n) > SCHED_CODE_RENAME_MAX)
@@ -115,14 +120,23 @@ int sched__code_cl_commit(struct sched *s, struct sched_code_node *n,
 /* Makes `f`'s tree, whose manifest is `text` (`hash`, "" for none), its
  * revision in etcd: the manifest goes up, then P/cr and the function's
  * next revision in one txn. The watch then brings both to every
- * controller (sched__code_on_remote, the store's listener). */
+ * controller (sched__code_on_remote, the store's listener). While one is
+ * under way, the next waits for its end (f->dirty). */
 int sched__code_cl_publish(struct sched *s, struct code_fn *f, const char *hash,
-			   const struct rt_buf *text, uint64_t bytes, int files)
+			   const struct rt_buf *text, char (**objs)[65],
+			   size_t nobjs, uint64_t bytes, int files)
 {
 	struct sched_code_state *c = st_of(s);
 	struct code_req *q;
 	int rc = 0;
 
+	(void)objs; /* the revision's objects come back with it */
+	(void)nobjs;
+	if (f->publishing) {
+		f->dirty = 1; /* once the one under way has ended */
+		f->last_mono = rt_mono_ms();
+		return 0;
+	}
 	if (hash[0])
 		rc = sched__code_object_put(c, hash, -1, text->data, text->len);
 	if (rc < 0)
