@@ -97,6 +97,22 @@ int rt_map_put(struct rt_map *m, const char *key, void *value)
 	return 0;
 }
 
+int rt_map_update(struct rt_map *m, const char *key, void *value)
+{
+	struct rt_map_entry *e;
+	uint64_t h;
+
+	if (m->nslots == 0)
+		return -ENOENT;
+	h = hash_str(key);
+	for (e = m->slots[h & (m->nslots - 1)]; e != NULL; e = e->next)
+		if (e->hash == h && strcmp(e->key, key) == 0) {
+			e->value = value;
+			return 0;
+		}
+	return -ENOENT;
+}
+
 void *rt_map_del(struct rt_map *m, const char *key)
 {
 	struct rt_map_entry **pp, *e;

@@ -99,9 +99,19 @@ struct rt_map {
 /* Returns the value stored under `key`, or NULL. */
 void *rt_map_get(const struct rt_map *m, const char *key);
 
+/* A result that must be looked at: a put that fails for want of memory
+ * leaves the map without the entry, and -Werror stops a caller that
+ * would not know. */
+#define RT_MUST __attribute__((warn_unused_result))
+
 /* Stores `value` under `key`, which must not be present yet. Returns 0,
  * -EEXIST or -ENOMEM. */
-int rt_map_put(struct rt_map *m, const char *key, void *value);
+RT_MUST int rt_map_put(struct rt_map *m, const char *key, void *value);
+
+/* Replaces the value under `key`, which is present, in place (it never
+ * allocates, so it cannot fail for want of memory). Returns 0 or
+ * -ENOENT. */
+int rt_map_update(struct rt_map *m, const char *key, void *value);
 
 /* Removes `key` and returns its value, or NULL if it was absent. */
 void *rt_map_del(struct rt_map *m, const char *key);
@@ -133,7 +143,7 @@ void *rt_idmap_get(const struct rt_idmap *m, uint64_t id);
 
 /* Stores `value` (non-NULL) under `id` (non-zero, not present). Returns 0 or
  * -ENOMEM. */
-int rt_idmap_put(struct rt_idmap *m, uint64_t id, void *value);
+RT_MUST int rt_idmap_put(struct rt_idmap *m, uint64_t id, void *value);
 
 /* Removes `id`; a no-op when absent. */
 void rt_idmap_del(struct rt_idmap *m, uint64_t id);

@@ -43,22 +43,37 @@
 
 void rt__fetch_ref_add(struct cache *c, const char *h)
 {
-	uintptr_t n = (uintptr_t)rt_map_del(&c->refs, h);
+	uintptr_t n = (uintptr_t)rt_map_get(&c->refs, h);
 
-	rt_map_put(&c->refs, h, (void *)(n + 1));
+	if (n > 0) {
+		rt_map_update(&c->refs, h, (void *)(n + 1));
+		return;
+	}
+	if (rt_map_put(&c->refs, h, (void *)1) < 0) {
+		/* A count lost: no object is unlinked any more (the next
+		 * start sweeps), lest one in use go. */
+		c->refs_lost = 1;
+		rt_log(RT_LOG_ERROR,
+		       "fetch: out of memory counting %.12s; objects are "
+		       "kept",
+		       h);
+	}
 }
 
 /* Drops a reference; an object that loses its last one is unlinked
  * (at once: a download of it that follows must not race a removal). */
 static void ref_drop(struct cache *c, const char *h)
 {
-	uintptr_t k = (uintptr_t)rt_map_del(&c->refs, h);
+	uintptr_t k = (uintptr_t)rt_map_get(&c->refs, h);
 	struct rt_buf p = { 0 };
 
 	if (k > 1) {
-		rt_map_put(&c->refs, h, (void *)(k - 1));
+		rt_map_update(&c->refs, h, (void *)(k - 1));
 		return;
 	}
+	rt_map_del(&c->refs, h);
+	if (c->refs_lost)
+		return;
 	path_of(&p, c->objects, h);
 	if (p.data != NULL)
 		unlink(p.data);

@@ -60,6 +60,7 @@ struct cache {
 	char *tmp;	    /* root/tmp */
 	struct rt_map all;  /* hash -> struct tree * */
 	struct rt_map refs; /* object -> trees referencing it (uintptr_t) */
+	int refs_lost;	    /* a count failed (no memory): none is unlinked */
 	struct rt_map uses; /* instance id -> hash (owned string) */
 	uint64_t seq;	    /* names of temporary files */
 	int works;	    /* jobs in the thread pool */

@@ -137,19 +137,21 @@ int sched__resume(struct sched *s, struct sched_worker *w)
 }
 
 /* Fills `set` with the ids of the functions that have an instance on
- * `w`: one pass over its assignments. */
-static void functions_on(const struct sched_worker *w, struct rt_idmap *set)
+ * `w`: one pass over its assignments. Returns 0 or -ENOMEM. */
+static int functions_on(const struct sched_worker *w, struct rt_idmap *set)
 {
 	size_t i, n;
 	void **v = rt_map_values(&w->assignments, &n);
+	int rc = v == NULL ? -ENOMEM : 0;
 
-	for (i = 0; v != NULL && i < n; i++) {
+	for (i = 0; rc == 0 && i < n; i++) {
 		struct sched_function *fn = sched__fn_of(v[i]);
 
 		if (rt_idmap_get(set, fn->obj.id) == NULL)
-			rt_idmap_put(set, fn->obj.id, fn);
+			rc = rt_idmap_put(set, fn->obj.id, fn);
 	}
 	free(v);
+	return rc;
 }
 
 /* Rebalance, first part: an instance of a loose function on a worker
@@ -229,7 +231,11 @@ pick_move(struct sched *s, struct sched_worker *hi, struct sched_worker *lo)
 
 	if (lo->fencing)
 		return NULL; /* it takes no new instance for now (fence.c) */
-	functions_on(lo, &there);
+	/* Without memory for the set, `lo` takes nothing this round. */
+	if (functions_on(lo, &there) < 0) {
+		rt_idmap_free(&there);
+		return NULL;
+	}
 	on = (struct sched_instance **)rt_map_values(&hi->assignments, &m);
 	for (k = 0, best = -1; on != NULL && k < m && best < 3; k++) {
 		int score;

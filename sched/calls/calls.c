@@ -96,10 +96,12 @@ void calls__summarise(struct sched *s, struct sched_function *fn,
 	sum->pending++;
 	sum->err = err;
 	snprintf(sum->reason, sizeof(sum->reason), "%s", reason);
-	if (rt_now_ms() / 1000 > sum->sec)
+	/* Reported with the next second's tick; with no room to remember
+	 * the function for it, now. */
+	if (rt_now_ms() / 1000 > sum->sec ||
+	    (rt_idmap_get(&s->calls_state.failing, fn->obj.id) == NULL &&
+	     rt_idmap_put(&s->calls_state.failing, fn->obj.id, fn) < 0))
 		calls__report(s, fn, sum);
-	else if (rt_idmap_get(&s->calls_state.failing, fn->obj.id) == NULL)
-		rt_idmap_put(&s->calls_state.failing, fn->obj.id, fn);
 }
 
 /* Records a failed call: `error` at once, the journal at most once a
@@ -437,13 +439,18 @@ static void scale_out(struct sched *s, struct sched_function *fn,
 	if (launched == 0)
 		return;
 	total += launched;
+	/* Above parallelism the function is watched for its scale-in; with
+	 * no room to watch it, it is not scaled out (the next tick tries
+	 * again). */
+	if (total > fn->spec.parallelism &&
+	    rt_idmap_get(&s->calls_state.scaled, fn->obj.id) == NULL &&
+	    rt_idmap_put(&s->calls_state.scaled, fn->obj.id, fn) < 0)
+		return;
 	fc->scale = total;
 	if (fn->spec.mode == SCHED_MODE_HOT) {
 		fc->stats.cold_starts += (uint64_t)launched;
 		s->calls_state.stats->cold_starts += (uint64_t)launched;
 	}
-	if (total > fn->spec.parallelism)
-		rt_idmap_put(&s->calls_state.scaled, fn->obj.id, fn);
 	sched__reconcile(s, fn);
 	for (i = first; i < total; i++) {
 		struct sched_instance *in;

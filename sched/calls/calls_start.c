@@ -141,7 +141,16 @@ int sched_call_start(struct sched *s, struct sched_function *fn,
 	c->cold = fn->spec.mode == SCHED_MODE_COLD;
 	/* An id is never reused: a result finds its own call. */
 	assert(rt_idmap_get(&s->calls_state.live, c->id) == NULL);
-	rt_idmap_put(&s->calls_state.live, c->id, c);
+	if (rt_idmap_put(&s->calls_state.live, c->id, c) < 0) {
+		sched_quota_release(s, c->held_tenant, len);
+		sched_stats_done(&fc->stats, now, SCHED_SYSTEM_ERROR, 0, -1);
+		sched_stats_done(s->calls_state.stats, now, SCHED_SYSTEM_ERROR,
+				 0, -1);
+		free(c->body);
+		free(c->timer);
+		free(c);
+		return -ENOMEM;
+	}
 	uv_timer_init(s->loop, c->timer);
 	c->timer->data = c;
 	uv_timer_start(c->timer, calls__on_deadline, (uint64_t)fn->spec.timeout,

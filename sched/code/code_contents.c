@@ -311,8 +311,10 @@ int sched__code_object_put(struct sched_code_state *c, const char *h, int fd,
 	}
 	if (rc == 0 && (fchmod(out, 0400) < 0 || rename(tmp, p.data) < 0))
 		rc = sched__code_errno_io();
-	if (rc == 0)
-		rt_map_put(&c->unsynced, h, (void *)1);
+	/* Synced with the next revision; with no room to remember it, now. */
+	if (rc == 0 && rt_map_put(&c->unsynced, h, (void *)1) < 0 &&
+	    fsync(out) < 0)
+		rc = sched__code_errno_io();
 done:
 	if (out >= 0)
 		close(out);

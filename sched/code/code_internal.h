@@ -69,9 +69,10 @@ struct sched_code_state {
 	char *objects; /* DATA/code/objects, owned */
 	char *tmp;     /* DATA/code/tmp, owned */
 	char empty[65];
-	struct rt_idmap nodes;	/* id -> struct sched_code_node * */
-	struct rt_idmap fns;	/* function id -> struct code_fn * */
-	struct rt_map refs;	/* object -> references (uintptr_t) */
+	struct rt_idmap nodes; /* id -> struct sched_code_node * */
+	struct rt_idmap fns;   /* function id -> struct code_fn * */
+	struct rt_map refs;    /* object -> references (uintptr_t) */
+	int refs_lost; /* a count failed (no memory): nothing is collected */
 	struct rt_map unsynced; /* objects written since the last revision */
 	char (*garbage)[65];	/* objects that lost their last reference */
 	size_t ngarbage, capgarbage;

@@ -435,8 +435,11 @@ void sched__code_on_timer(uv_timer_t *t)
 			next = due > now ? due - now : SCHED_CODE_QUIET_MS;
 	}
 	free(v);
-	/* Objects go only once every change is in a durable revision. */
-	if (!any_dirty(c)) {
+	/* Objects go only once every change is in a durable revision, and
+	 * only while every reference is counted. */
+	if (c->refs_lost) {
+		c->ngarbage = 0;
+	} else if (!any_dirty(c)) {
 		for (i = 0; i < GARBAGE_PER_TURN && c->ngarbage > 0; i++)
 			collect(c, c->garbage[--c->ngarbage]);
 		if (c->ngarbage > 0)

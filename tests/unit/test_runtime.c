@@ -98,14 +98,29 @@ static int count_cb(const char *key, void *value, void *arg)
 	return 0;
 }
 
+TEST(map_update_replaces_in_place)
+{
+	struct rt_map m = { 0 };
+	int a, b;
+
+	CHECK(rt_map_update(&m, "x", &a) == -ENOENT);
+	CHECK(rt_map_put(&m, "x", &a) == 0);
+	CHECK(rt_map_update(&m, "x", &b) == 0);
+	CHECK(rt_map_get(&m, "x") == &b);
+	CHECK(m.count == 1);
+	CHECK(rt_map_update(&m, "y", &a) == -ENOENT);
+	CHECK(rt_map_get(&m, "y") == NULL);
+	rt_map_free(&m);
+}
+
 TEST(map_each)
 {
 	struct rt_map m = { 0 };
 	int n = 0, x;
 
-	rt_map_put(&m, "a", &x);
-	rt_map_put(&m, "b", &x);
-	rt_map_put(&m, "c", &x);
+	CHECK(rt_map_put(&m, "a", &x) == 0);
+	CHECK(rt_map_put(&m, "b", &x) == 0);
+	CHECK(rt_map_put(&m, "c", &x) == 0);
 	CHECK(rt_map_each(&m, count_cb, &n) == 0);
 	CHECK(n == 3);
 	rt_map_free(&m);
@@ -146,9 +161,9 @@ TEST(map_values_snapshot)
 	v = rt_map_values(&m, &n);
 	CHECK(v != NULL && n == 0);
 	free(v);
-	rt_map_put(&m, "a", &a);
-	rt_map_put(&m, "b", &b);
-	rt_map_put(&m, "c", &c);
+	CHECK(rt_map_put(&m, "a", &a) == 0);
+	CHECK(rt_map_put(&m, "b", &b) == 0);
+	CHECK(rt_map_put(&m, "c", &c) == 0);
 	v = rt_map_values(&m, &n);
 	CHECK(n == 3);
 	/* The snapshot stays valid while the map changes. */
