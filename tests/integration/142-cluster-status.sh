@@ -125,8 +125,8 @@ check "and each endpoint's health" eval '[ "$(grep -c ": ok, revision" "$T/s.txt
 check "mkdir on a" mkdir -p "$T/ma/tenants/acme/prod/f1"
 W=$(mod_revision /fnfs/it2/fn/acme/prod/f1)
 check "the function's key has a revision ($W)" test -n "$W"
-check "every member has seen it within 15 s" wait_until 15 all_seen "$W"
-check "and none lags (the members' own writes are no lag)" wait_until 15 all_seen "$W" lag
+check "every member has seen it within 30 s" wait_until 30 all_seen "$W"
+check "and none lags (the members' own writes are no lag)" wait_until 30 all_seen "$W" lag
 
 # ---- a taken name is refused, without waiting for its lease
 # What a mount of a free name takes here and now (the machine may be
