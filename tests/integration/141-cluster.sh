@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# tests/run: alone
-# (side by side under load, 146 and 147 hung reading a follower's mount)
+# tests/run: lane
+# (an etcd cluster: at most $FNFS_TEST_LANE of them beside the others)
 # Three controllers of one cluster on a 3-member etcd (fnfs mount --store
 # etcd://... --cluster NAME), each with its own mountpoint and data
 # directory: what one mount writes, the others show; a write returns once

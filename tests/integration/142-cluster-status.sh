@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# tests/run: alone
-# (side by side under load, 146 and 147 hung reading a follower's mount)
+# tests/run: lane
+# (an etcd cluster: at most $FNFS_TEST_LANE of them beside the others)
 # fnfs cluster status: three controllers of one cluster on a 3-member etcd
 # (--workers 0 --store etcd://... --cluster it2 --name ctl-M) each keep a
 # key /fnfs/it2/ctl/NAME on a lease of their own; the status lists them

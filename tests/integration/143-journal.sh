@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# tests/run: alone
-# (side by side under load, 146 and 147 hung reading a follower's mount)
+# tests/run: lane
+# (an etcd cluster: at most $FNFS_TEST_LANE of them beside the others)
 # The cluster's journal (issue 14): three controllers of one cluster on a
 # 3-member etcd. A change made on one mount is journalled once, and every
 # mount's `events` holds the same bytes at the same offsets; `tail -f`

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# tests/run: alone
-# (side by side under load, 146 and 147 hung reading a follower's mount)
+# tests/run: lane
+# (an etcd cluster: at most $FNFS_TEST_LANE of them beside the others)
 # A follower forwards to the leader what only the leader can do (issue
 # 14): three controllers on a 3-member etcd with --listen on loopback and
 # the same cluster CA, a worker over mutual TLS at the leader. From each

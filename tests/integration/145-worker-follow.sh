@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# tests/run: alone
-# (side by side under load, 146 and 147 hung reading a follower's mount)
+# tests/run: lane
+# (an etcd cluster: at most $FNFS_TEST_LANE of them beside the others)
 # A worker given a list of controllers (fnfs worker --connect
 # tls://A,B,C): bad lists refused with the reason; the worker gets past
 # a dead address to a live controller; a controller killed -9 and

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# tests/run: alone
-# (side by side under load, 146 and 147 hung reading a follower's mount)
+# tests/run: lane
+# (an etcd cluster: at most $FNFS_TEST_LANE of them beside the others)
 # A cluster that runs instances (issue 14): three controllers on a
 # 3-member etcd, each with --listen on loopback and the same cluster CA,
 # two workers over mutual TLS given every controller's address. One

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# tests/run: alone
-# (side by side under load, 146 and 147 hung reading a follower's mount)
+# tests/run: lane
+# (an etcd cluster: at most $FNFS_TEST_LANE of them beside the others)
 # A write storm on a cluster (issue 14): 32 writers on three mounts of a
 # 3-member etcd, each writing its own function's timeout in a loop
 # while a controller is killed -9 at random, STORM_KILLS times (3 by

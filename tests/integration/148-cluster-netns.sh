@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# tests/run: alone
-# (side by side under load, 146 and 147 hung reading a follower's mount)
+# tests/run: lane
+# (an etcd cluster: at most $FNFS_TEST_LANE of them beside the others)
 # A cluster across "machines" (issue 14): network namespaces on a bridge,
 # so that traffic really crosses interfaces. A hub namespace holds the
 # bridge and a 3-member etcd; three controllers (a, b, c) each in a

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# tests/run: alone
-# (side by side under load, 146 and 147 hung reading a follower's mount)
+# tests/run: lane
+# (an etcd cluster: at most $FNFS_TEST_LANE of them beside the others)
 # Exactly one leader acts at any time, as etcd's own history shows
 # (issue 14's partitioned-leader acceptance), and what followers show of
 # an instance: machines on a bridge as in 148 (a hub with a 3-member

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# tests/run: alone
-# (side by side under load, 146 and 147 hung reading a follower's mount)
+# tests/run: lane
+# (an etcd cluster: at most $FNFS_TEST_LANE of them beside the others)
 # A leader whose lease lapses while etcd still answers (its process
 # stopped past --leader-ttl: what a machine too loaded to renew in time
 # looks like) holds its workers while it campaigns again: when it wins

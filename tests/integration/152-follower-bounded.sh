@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# tests/run: alone
-# (an etcd cluster test: see 146 and 147)
+# tests/run: lane
+# (an etcd cluster: at most $FNFS_TEST_LANE of them beside the others)
 # Every wait of a follower on the leader is bounded. Three controllers
 # on a 3-member etcd, with --listen and the cluster CA, a long lease
 # (--leader-ttl 30) so that a leader that stops answering stays the

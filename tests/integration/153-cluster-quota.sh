@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# tests/run: alone
-# (side by side under load, 146 and 147 hung reading a follower's mount)
+# tests/run: lane
+# (an etcd cluster: at most $FNFS_TEST_LANE of them beside the others)
 # A tenant's quotas on a cluster (issue 23, gap 1): two controllers on a
 # 3-member etcd, alice owning tenant acme. A limit root writes on the
 # follower is forwarded to the leader, which stores it in the shared
