@@ -113,6 +113,27 @@ int rt_map_update(struct rt_map *m, const char *key, void *value)
 	return -ENOENT;
 }
 
+int rt_map_ref(struct rt_map *m, const char *key)
+{
+	uintptr_t n = (uintptr_t)rt_map_get(m, key);
+
+	if (n > 0)
+		return rt_map_update(m, key, (void *)(n + 1));
+	return rt_map_put(m, key, (void *)1);
+}
+
+uintptr_t rt_map_unref(struct rt_map *m, const char *key)
+{
+	uintptr_t n = (uintptr_t)rt_map_get(m, key);
+
+	if (n > 1) {
+		rt_map_update(m, key, (void *)(n - 1));
+		return n - 1;
+	}
+	rt_map_del(m, key);
+	return 0;
+}
+
 void *rt_map_del(struct rt_map *m, const char *key)
 {
 	struct rt_map_entry **pp, *e;

@@ -113,6 +113,15 @@ RT_MUST int rt_map_put(struct rt_map *m, const char *key, void *value);
  * -ENOENT. */
 int rt_map_update(struct rt_map *m, const char *key, void *value);
 
+/* A map whose values are counts (uintptr_t): one more reference to
+ * `key` (a first one stored, later ones in place). Returns 0, or -ENOMEM
+ * for a first one that could not be stored. */
+RT_MUST int rt_map_ref(struct rt_map *m, const char *key);
+
+/* One reference to `key` fewer: the references left, 0 once the last is
+ * gone (and the key with it; 0 for an absent key too). Never fails. */
+uintptr_t rt_map_unref(struct rt_map *m, const char *key);
+
 /* Removes `key` and returns its value, or NULL if it was absent. */
 void *rt_map_del(struct rt_map *m, const char *key);
 

@@ -43,13 +43,7 @@
 
 void rt__fetch_ref_add(struct cache *c, const char *h)
 {
-	uintptr_t n = (uintptr_t)rt_map_get(&c->refs, h);
-
-	if (n > 0) {
-		rt_map_update(&c->refs, h, (void *)(n + 1));
-		return;
-	}
-	if (rt_map_put(&c->refs, h, (void *)1) < 0) {
+	if (rt_map_ref(&c->refs, h) < 0) {
 		/* A count lost: no object is unlinked any more (the next
 		 * start sweeps), lest one in use go. */
 		c->refs_lost = 1;
@@ -64,15 +58,9 @@ void rt__fetch_ref_add(struct cache *c, const char *h)
  * (at once: a download of it that follows must not race a removal). */
 static void ref_drop(struct cache *c, const char *h)
 {
-	uintptr_t k = (uintptr_t)rt_map_get(&c->refs, h);
 	struct rt_buf p = { 0 };
 
-	if (k > 1) {
-		rt_map_update(&c->refs, h, (void *)(k - 1));
-		return;
-	}
-	rt_map_del(&c->refs, h);
-	if (c->refs_lost)
+	if (rt_map_unref(&c->refs, h) > 0 || c->refs_lost)
 		return;
 	path_of(&p, c->objects, h);
 	if (p.data != NULL)

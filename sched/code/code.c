@@ -70,13 +70,7 @@ int sched__code_child_path(const struct sched_code_node *dir, const char *name,
 
 void sched__code_ref_add(struct sched_code_state *c, const char *h)
 {
-	uintptr_t n = (uintptr_t)rt_map_get(&c->refs, h);
-
-	if (n > 0) {
-		rt_map_update(&c->refs, h, (void *)(n + 1));
-		return;
-	}
-	if (rt_map_put(&c->refs, h, (void *)1) < 0) {
+	if (rt_map_ref(&c->refs, h) < 0) {
 		/* A count lost: nothing is collected until the next start,
 		 * which counts afresh, lest an object in use go. */
 		c->refs_lost = 1;
@@ -89,14 +83,7 @@ void sched__code_ref_add(struct sched_code_state *c, const char *h)
 
 void sched__code_ref_drop(struct sched_code_state *c, const char *h)
 {
-	uintptr_t n = (uintptr_t)rt_map_get(&c->refs, h);
-
-	if (n > 1) {
-		rt_map_update(&c->refs, h, (void *)(n - 1));
-		return;
-	}
-	rt_map_del(&c->refs, h);
-	if (c->refs_lost)
+	if (rt_map_unref(&c->refs, h) > 0 || c->refs_lost)
 		return;
 	if (c->ngarbage == c->capgarbage) {
 		size_t cap = c->capgarbage ? c->capgarbage * 2 : 64;

@@ -113,6 +113,20 @@ TEST(map_update_replaces_in_place)
 	rt_map_free(&m);
 }
 
+TEST(map_ref_counts)
+{
+	struct rt_map m = { 0 };
+
+	CHECK(rt_map_unref(&m, "x") == 0);
+	CHECK(rt_map_ref(&m, "x") == 0);
+	CHECK(rt_map_ref(&m, "x") == 0);
+	CHECK((uintptr_t)rt_map_get(&m, "x") == 2);
+	CHECK(rt_map_unref(&m, "x") == 1);
+	CHECK(rt_map_unref(&m, "x") == 0);
+	CHECK(rt_map_get(&m, "x") == NULL && m.count == 0);
+	rt_map_free(&m);
+}
+
 TEST(map_each)
 {
 	struct rt_map m = { 0 };
