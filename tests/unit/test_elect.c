@@ -185,6 +185,7 @@ struct got {
 	int done;
 	int rc;
 	int succeeded;
+	int64_t lease;	       /* a grant's lease */
 	struct etcd_kv leader; /* owned copy of a->leader (key, value) */
 	char keys[4][64];      /* the first keys a range read */
 	size_t nkeys;
@@ -198,6 +199,7 @@ static void got_cb(void *arg, const struct etcd_answer *a)
 	g->done = 1;
 	g->rc = a->rc;
 	g->succeeded = a->succeeded;
+	g->lease = a->lease_id;
 	for (g->nkeys = 0; g->nkeys < a->nkvs && g->nkeys < 4; g->nkeys++)
 		snprintf(g->keys[g->nkeys], sizeof(g->keys[0]), "%s",
 			 a->kvs[g->nkeys].key);
@@ -724,6 +726,53 @@ TEST(elect_live_resign)
 out:
 	for (i = 0; i < 2; i++)
 		cand_free(&k[i]);
+	loop_end(&loop);
+	etcd_cluster_stop(&cl);
+}
+
+/* A controller's key outlived the lease it gave up (the revoke did not
+ * reach etcd: it was away). On its new lease it does not follow itself,
+ * as if another led under its name: it revokes that lease again, and
+ * leads at once rather than after the old lease's ttl (60 s here). */
+TEST(elect_live_own_stale_key)
+{
+	struct etcd_cluster cl;
+	uv_loop_t loop;
+	struct cand k;
+	struct etcd_config cfg = { 0 };
+	struct etcd_client *raw = NULL;
+	struct got g = { .loop = &loop }, c = { .loop = &loop };
+	int64_t t0;
+
+	uv_loop_init(&loop);
+	memset(&k, 0, sizeof(k));
+	if (cluster_up(&cl) < 0)
+		goto out;
+	cfg.endpoints = cl.endpoints;
+	cfg.timeout_ms = 3000;
+	CHECK(etcd_client_new(&loop, &cfg, &raw) == 0);
+	if (raw == NULL)
+		goto out;
+	CHECK(await(&loop, etcd_lease_grant(raw, 60, got_cb, &g), &g) == 0);
+	CHECK(g.lease != 0);
+	CHECK(await(&loop,
+		    etcd_campaign(raw, NAME, g.lease, "ctl-a", 5, 3000, got_cb,
+				  &c),
+		    &c) == 0);
+	CHECK(c.leader.lease == g.lease);
+	t0 = rt_mono_ms();
+	CHECK(cand_start(&k, &loop, "ctl-a", cl.endpoints, 600) == 0);
+	CHECK(run_until(&loop, is_leader, &k, 10000) == 0);
+	fprintf(stderr, "  own stale key: leads %lld ms after its start: %s\n",
+		(long long)(k.lead_at - t0), k.history);
+	CHECK(k.lead_at - t0 < 5000);
+	CHECK(strstr(k.history, "follower") == NULL);
+out:
+	etcd_kv_clear(&g.leader);
+	etcd_kv_clear(&c.leader);
+	if (k.e != NULL)
+		cand_free(&k);
+	etcd_client_free(raw);
 	loop_end(&loop);
 	etcd_cluster_stop(&cl);
 }
