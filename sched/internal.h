@@ -97,6 +97,9 @@ struct sched {
 
 	struct sched_cluster *cluster; /* the role and its state (cluster.h),
 					owned */
+	/* The role's table, chosen once (cluster.c), for role.h's queries:
+	 * s->cluster->ops, NULL before sched_cluster_open. */
+	const struct sched_cluster_ops *role;
 	struct sched_calls_state calls_state; /* calls/calls_state.h */
 	struct sched_pool_state pool_state;   /* workers/pool_state.h */
 	long long held_requests; /* bytes in open invoke files (quota.h) */

@@ -21,6 +21,7 @@ int sched_cluster_open(struct sched *s)
 		return -ENOMEM;
 	s->cluster->ops = store_shared(s->store) ? &sched_cluster_etcd
 						 : &sched_cluster_single;
+	s->role = s->cluster->ops; /* role.h's queries */
 	return 0;
 }
 
@@ -35,6 +36,7 @@ void sched_cluster_close(struct sched *s)
 	free(s->cluster->leader_sock);
 	free(s->cluster);
 	s->cluster = NULL;
+	s->role = NULL;
 }
 
 /* The state's invariants, whatever the role: one role, chosen when the
@@ -76,54 +78,6 @@ int sched_cluster_stopping(struct sched *s)
 void sched_cluster_abort(struct sched *s)
 {
 	checked(s)->ops->abort(s);
-}
-
-int sched__acting(const struct sched *s)
-{
-	return checked(s)->ops->acting(s);
-}
-
-int sched_cluster_shared(const struct sched *s)
-{
-	return checked(s)->ops != &sched_cluster_single;
-}
-
-int sched_cluster_publishes(const struct sched *s)
-{
-	return checked(s)->ops->publishes(s);
-}
-
-int64_t sched_cluster_term(const struct sched *s)
-{
-	return checked(s)->term;
-}
-
-const char *sched_cluster_leader_name(const struct sched *s)
-{
-	return checked(s)->leader_name;
-}
-
-const char *sched_role(const struct sched *s)
-{
-	return checked(s)->ops->role(s);
-}
-
-int sched_leader(const struct sched *s, const char **name, const char **listen)
-{
-	const struct sched_cluster *c = checked(s);
-
-	if (c->leader_name == NULL)
-		return -ENOENT;
-	*name = c->leader_name;
-	*listen = c->leader_listen;
-	return 0;
-}
-
-const char *sched__leader_addr(const struct sched *s, int tcp)
-{
-	const struct sched_cluster *c = checked(s);
-
-	return tcp ? c->leader_listen : c->leader_sock;
 }
 
 int sched_cluster_state(struct sched *s, int64_t *revision, int *stale)

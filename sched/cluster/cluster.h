@@ -3,38 +3,20 @@
  * alone (single.c: it always acts, never forwards, tells nobody) or one
  * controller of a cluster sharing an etcd store (leader.c: elected,
  * taking office, stepping down, following the leader). The rest of
- * sched/ asks these functions, never the store or the election, whether
- * it leads, holds, forwards or shares its model. Everything runs on the
- * loop.
+ * sched/ asks role.h's queries (through the chosen table), never the
+ * store or the election, whether it leads, holds, forwards or shares its
+ * model; the daemon's start, tick and stop call the functions below.
+ * Everything runs on the loop.
  */
 #ifndef FNFS_SCHED_CLUSTER_H
 #define FNFS_SCHED_CLUSTER_H
 
 #include <stdint.h>
 
+#include "../model/role.h"
+
 struct sched;
 struct sched_options;
-
-/* What a role does; one table per kind of controller. */
-struct sched_cluster_ops {
-	const char *kind; /* "single", "etcd" */
-	/* After sched_start's own setup: campaign (a cluster). 0 or -errno. */
-	int (*start)(struct sched *s, const struct sched_options *opt);
-	/* Once a second. */
-	void (*tick)(struct sched *s);
-	/* Shutdown: 1 while a resignation is under way, 0 when none. */
-	int (*stop)(struct sched *s);
-	/* Each turn while shutting down: 1 while it waits, 0 when done. */
-	int (*stopping)(struct sched *s);
-	/* An unfinished stop: frees the elector at once. */
-	void (*abort)(struct sched *s);
-	/* Places, reconciles, runs the pool and admits workers. */
-	int (*acting)(const struct sched *s);
-	/* Leads a cluster: tells the others its derived state. */
-	int (*publishes)(const struct sched *s);
-	/* The word of sched_role. */
-	const char *(*role)(const struct sched *s);
-};
 
 /* The two roles: alone (single.c) and a cluster's controller (leader.c). */
 extern const struct sched_cluster_ops sched_cluster_single;
@@ -54,30 +36,6 @@ void sched_cluster_tick(struct sched *s);
 int sched_cluster_stop(struct sched *s);
 int sched_cluster_stopping(struct sched *s);
 void sched_cluster_abort(struct sched *s);
-
-/* Whether this controller places, reconciles, runs the pool and admits
- * workers: always alone; on a cluster, only the leader. */
-int sched__acting(const struct sched *s);
-
-/* Whether other controllers share this one's model (a cluster): changes
- * come back through the store's watch, and what only the leader knows is
- * shown as the leader tells it. 0 alone. */
-int sched_cluster_shared(const struct sched *s);
-
-/* Whether it leads a cluster, and so writes its derived state
- * (instances, workers, code) for the others. 0 alone. */
-int sched_cluster_publishes(const struct sched *s);
-
-/* The term it last took office in (the election key's creation
- * revision), 0 if it never led or is alone. */
-int64_t sched_cluster_term(const struct sched *s);
-
-/* The leader's --name, or NULL (none known, or alone). */
-const char *sched_cluster_leader_name(const struct sched *s);
-
-/* The leader's address for a worker that came over TCP (`tcp` 1: its
- * --listen IP:PORT) or over a Unix socket (its ctl.sock), or NULL. */
-const char *sched__leader_addr(const struct sched *s, int tcp);
 
 /* Appends to `out` (the controller's stats) the lines of a cluster's
  * controller: how far its tree follows the shared store, its role, its

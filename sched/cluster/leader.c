@@ -361,6 +361,19 @@ static const char *etcd_role(const struct sched *s)
 	}
 }
 
+static int64_t etcd_term(const struct sched *s)
+{
+	return s->cluster->term;
+}
+
+static void etcd_leader_of(const struct sched *s, const char **name,
+			   const char **listen, const char **sock)
+{
+	*name = s->cluster->leader_name;
+	*listen = s->cluster->leader_listen;
+	*sock = s->cluster->leader_sock;
+}
+
 const struct sched_cluster_ops sched_cluster_etcd = {
 	.kind = "etcd",
 	.start = etcd_start,
@@ -371,6 +384,9 @@ const struct sched_cluster_ops sched_cluster_etcd = {
 	.acting = etcd_acting,
 	.publishes = etcd_publishes,
 	.role = etcd_role,
+	.term = etcd_term,
+	.leader = etcd_leader_of,
+	.shared = 1,
 };
 
 /* ============================================ following the leader */

@@ -61,6 +61,19 @@ static const char *single_role(const struct sched *s)
 	return "single";
 }
 
+static int64_t single_term(const struct sched *s)
+{
+	(void)s;
+	return 0;
+}
+
+static void single_leader(const struct sched *s, const char **name,
+			  const char **listen, const char **sock)
+{
+	(void)s;
+	*name = *listen = *sock = NULL;
+}
+
 const struct sched_cluster_ops sched_cluster_single = {
 	.kind = "single",
 	.start = single_start,
@@ -71,4 +84,7 @@ const struct sched_cluster_ops sched_cluster_single = {
 	.acting = single_acting,
 	.publishes = single_publishes,
 	.role = single_role,
+	.term = single_term,
+	.leader = single_leader,
+	.shared = 0,
 };

@@ -1,0 +1,72 @@
+/*
+ * role.h - the controller's role as the rest of sched/ asks it: whether
+ * it acts, shares its model, publishes, and who leads. The role is a
+ * table (struct sched_cluster_ops) the cluster module chooses once when
+ * the store opens (cluster.h: single.c alone, leader.c on a cluster) and
+ * sets in s->role; these queries go through that table, so the layers
+ * below the cluster module ask it without calling into it (as redis's
+ * ae.c calls its chosen backend).
+ */
+#ifndef FNFS_SCHED_ROLE_H
+#define FNFS_SCHED_ROLE_H
+
+#include <stdint.h>
+
+struct sched;
+struct sched_options;
+
+/* What a role does; one table per kind of controller. */
+struct sched_cluster_ops {
+	const char *kind; /* "single", "etcd" */
+	/* After sched_start's own setup: campaign (a cluster). 0 or -errno. */
+	int (*start)(struct sched *s, const struct sched_options *opt);
+	/* Once a second. */
+	void (*tick)(struct sched *s);
+	/* Shutdown: 1 while a resignation is under way, 0 when none. */
+	int (*stop)(struct sched *s);
+	/* Each turn while shutting down: 1 while it waits, 0 when done. */
+	int (*stopping)(struct sched *s);
+	/* An unfinished stop: frees the elector at once. */
+	void (*abort)(struct sched *s);
+	/* Places, reconciles, runs the pool and admits workers. */
+	int (*acting)(const struct sched *s);
+	/* Leads a cluster: tells the others its derived state. */
+	int (*publishes)(const struct sched *s);
+	/* The word of sched_role. */
+	const char *(*role)(const struct sched *s);
+	/* The term it last took office in (0: never led, or alone). */
+	int64_t (*term)(const struct sched *s);
+	/* The leader's --name, --listen and control socket, each NULL when
+	 * not known (always alone). */
+	void (*leader)(const struct sched *s, const char **name,
+		       const char **listen, const char **sock);
+	int shared; /* other controllers share its model (a cluster) */
+};
+
+/* Whether this controller places, reconciles, runs the pool and admits
+ * workers: always alone; on a cluster, only the leader. */
+int sched__acting(const struct sched *s);
+
+/* Whether other controllers share this one's model (a cluster): changes
+ * come back through the store's watch, and what only the leader knows is
+ * shown as the leader tells it. 0 alone. */
+int sched_cluster_shared(const struct sched *s);
+
+/* Whether it leads a cluster, and so writes its derived state
+ * (instances, workers, code) for the others. 0 alone. */
+int sched_cluster_publishes(const struct sched *s);
+
+/* The term it last took office in (the election key's creation
+ * revision), 0 if it never led or is alone. */
+int64_t sched_cluster_term(const struct sched *s);
+
+/* The leader's --name, or NULL (none known, or alone). */
+const char *sched_cluster_leader_name(const struct sched *s);
+
+/* The leader's address for a worker that came over TCP (`tcp` 1: its
+ * --listen IP:PORT) or over a Unix socket (its ctl.sock), or NULL. */
+const char *sched__leader_addr(const struct sched *s, int tcp);
+
+/* sched_role and sched_leader, the public two, are in sched.h. */
+
+#endif
