@@ -266,3 +266,11 @@ void sched_owner_of(const struct sched_obj *o, struct sched_owner *out)
 	out->gid = 0;
 	out->mode = 0755;
 }
+
+char *sched__instance_id(const struct sched_instance *in)
+{
+	struct rt_buf b = { 0 };
+
+	sched_obj_path(&in->obj, &b);
+	return b.data;
+}

@@ -73,4 +73,9 @@ unsigned long sched__random(struct sched *s);
 /* Parses a whole write as an integer in [lo, hi]. Returns 0 or -EINVAL. */
 int sched__parse_int(const char *buf, size_t len, long lo, long hi, long *out);
 
+/* The instance's id as workers and the journal know it, its path
+ * TENANT/NS/FUNCTION/N: malloc'd (the caller frees it), NULL without
+ * memory. */
+char *sched__instance_id(const struct sched_instance *in);
+
 #endif

@@ -40,6 +40,33 @@ struct sched_cluster;  /* cluster/cluster_state.h */
 
 #define SCHED_ORPHANS 64 /* journal lines kept for a tenant not here yet */
 
+/*
+ * The calls that go up the layers (decide < model, store < code <
+ * workers < calls < act < cluster < face): what the lower ones tell the
+ * upper ones. sched_open (face/sched.c), the one place that knows every
+ * layer, sets them once; the lower layers call through them and name no
+ * file above their own (scripts/sched-cycles). Each says what happens,
+ * not who does it.
+ */
+struct sched_hooks {
+	/* An instance, worker or function leaves the model: what the
+	 * layers above hold for it goes too (act: its direct calls;
+	 * workers: its fence and connection; calls and code: the
+	 * function's queue and code). */
+	void (*instance_free)(struct sched_instance *in);
+	void (*worker_free)(struct sched_worker *w);
+	void (*function_drop)(struct sched *s, struct sched_function *fn);
+	/* act: a function's instances to what it wants, now; all of them
+	 * on the next loop turn; an idle instance retired. */
+	void (*reconcile)(struct sched *s, struct sched_function *fn);
+	void (*reconcile_soon)(struct sched *s);
+	void (*retire_idle)(struct sched *s, struct sched_instance *in);
+	/* act: a worker lost (its process gone, its connection closed):
+	 * its instances wait for it or go elsewhere; `quiet`: no event. */
+	void (*worker_lost)(struct sched *s, struct sched_worker *w,
+			    int quiet);
+};
+
 struct sched {
 	struct store *store;	   /* owned */
 	struct events events;	   /* the journal */
@@ -95,6 +122,7 @@ struct sched {
 	int64_t last_beat;    /* monotonic ms of the last heartbeat run */
 	int64_t last_ping;    /* monotonic ms of the last pings */
 
+	struct sched_hooks hooks;      /* the calls up the layers, set once */
 	struct sched_cluster *cluster; /* the role and its state (cluster.h),
 					owned */
 	/* The role's table, chosen once (cluster.c), for role.h's queries:
@@ -186,6 +214,22 @@ void sched__obj_row(const struct sched_obj *o, struct store_row *r);
 
 /* Unlinks and frees one object (its children must be gone). */
 void sched__obj_drop(struct sched *s, struct sched_obj *o);
+
+/* The tree's load at open (objects.c): every tenant, namespace and
+ * function row of the store into the model. 0 or -errno. */
+int sched__tree_load(struct sched *s);
+
+/* Frees every object of the model (sched_close). */
+void sched__tree_free(struct sched *s);
+
+/* The parent the store's row `r` names, or NULL; the row's own name. */
+struct sched_obj *sched__row_parent(struct sched *s, const struct store_row *r);
+const char *sched__row_name(const struct store_row *r);
+
+/* Makes the object of row `r` under `parent` (*out). Returns 0, -ENOMEM,
+ * or -EIO for a spec that does not read back (logged). */
+int sched__obj_from_row(struct sched *s, struct sched_obj *parent,
+			const struct store_row *r, struct sched_obj **out);
 
 /* sched_create, sched_remove, sched_tenant_chown and sched_function_write
  * as they commit through store_commit_then: each may also return

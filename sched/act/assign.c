@@ -13,24 +13,6 @@
 #include "../common.h"
 #include "../model/instance_state.h"
 
-static int check_free_cb(const char *key, void *value, void *arg)
-{
-	const struct sched_worker *w = value;
-
-	(void)key;
-	(void)arg;
-	/* A worker's free memory is never negative, except while one that
-	 * came back with less memory waits for this reconciliation. */
-	assert(w->used_mb >= 0);
-	assert(w->used_mb <= w->memory_mb || !w->online);
-	return 0;
-}
-
-void sched__check_free(struct sched *s)
-{
-	rt_map_each(&s->pool.children, check_free_cb, NULL);
-}
-
 /* Changes what worker `w` holds by `mb` and `count` instances, in the
  * model and in `v` (may be NULL) if it was built. */
 void sched__hold(struct sched_worker *w, struct sched_view *v, int mb,

@@ -18,8 +18,6 @@ struct sched_view {
 	int built;
 };
 
-/* Asserts that no worker's free memory is negative (debug builds). */
-void sched__check_free(struct sched *s);
 
 /* Changes what worker `w` holds by `mb` and `count` instances, in the
  * model and in `v` (may be NULL) if it was built. */

@@ -80,14 +80,6 @@ static json_t *run_spec(const struct sched *s, const struct sched_instance *in)
 		"concurrency", sched_spec_slots(sp));
 }
 
-char *sched__instance_id(const struct sched_instance *in)
-{
-	struct rt_buf b = { 0 };
-
-	sched_obj_path(&in->obj, &b);
-	return b.data;
-}
-
 int sched__send_start(struct sched *s, struct sched_instance *in,
 		      struct sched_wait *wait)
 {

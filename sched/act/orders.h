@@ -8,7 +8,6 @@
 #include "../internal.h"
 
 /* An instance's id "t/ns/fn/N", malloc'd (NULL without memory). */
-char *sched__instance_id(const struct sched_instance *in);
 
 /* Sends `start` with the function's run revision, the assignment's epoch
  * and the spec to the instance's worker; `wait` (may be NULL) waits for the

@@ -22,7 +22,6 @@
 #include "../internal.h"
 #include "../model/quota.h"
 #include "../workers/pool.h"
-#include "../act/reconcile.h"
 #include "../workers/requests.h"
 #include "../decide/slots.h"
 #include "calls_internal.h"
@@ -238,10 +237,10 @@ static void call_ended(struct sched *s, struct sched_function *fn,
 	if (in == NULL || in->busy > 0)
 		return;
 	if (in->retiring)
-		sched__retire_idle(s, in);
+		s->hooks.retire_idle(s, in);
 	else if ((in->worker != NULL && in->worker->draining) ||
 		 in->sent_revision != fn->run_revision)
-		sched__reconcile(s, fn);
+		s->hooks.reconcile(s, fn);
 }
 
 void calls__on_deadline(uv_timer_t *t)
@@ -451,7 +450,7 @@ static void scale_out(struct sched *s, struct sched_function *fn,
 		fc->stats.cold_starts += (uint64_t)launched;
 		s->calls_state.stats->cold_starts += (uint64_t)launched;
 	}
-	sched__reconcile(s, fn);
+	s->hooks.reconcile(s, fn);
 	for (i = first; i < total; i++) {
 		struct sched_instance *in;
 

@@ -19,7 +19,6 @@
 #include "../internal.h"
 #include "../model/quota.h"
 #include "../workers/pool.h"
-#include "../act/reconcile.h"
 #include "../workers/requests.h"
 #include "../decide/slots.h"
 
@@ -212,7 +211,7 @@ static void scale_in(struct sched *s, struct sched_function *fn)
 		rt_idmap_del(&s->calls_state.scaled, fn->obj.id);
 	}
 	if (changed)
-		sched__reconcile(s, fn);
+		s->hooks.reconcile(s, fn);
 }
 
 void sched__calls_tick(struct sched *s)

@@ -35,7 +35,7 @@
 #include "cluster_state.h"
 #include "../model/quota.h"
 #include "../act/reconcile.h"
-#include "../workers/reports.h"
+#include "../act/reports.h"
 
 /* The election's name under the cluster's prefix. */
 static int election_name(struct sched *s, struct rt_buf *out)
@@ -386,6 +386,10 @@ const struct sched_cluster_ops sched_cluster_etcd = {
 	.role = etcd_role,
 	.term = etcd_term,
 	.leader = etcd_leader_of,
+	.journal = sched__cluster_journal,
+	.journal_stop = sched__cluster_journal_stop,
+	.journal_flush = sched__cluster_journal_flush,
+	.journal_flushed = sched__cluster_journal_flushed,
 	.shared = 1,
 };
 

@@ -74,6 +74,30 @@ static void single_leader(const struct sched *s, const char **name,
 	*name = *listen = *sock = NULL;
 }
 
+/* Alone, the journal is the controller's own: nothing to send. */
+static int single_journal(struct sched *s, int64_t now, const char *tenant,
+			  const char *kind, const char *object, const char *kvs)
+{
+	(void)s;
+	(void)now;
+	(void)tenant;
+	(void)kind;
+	(void)object;
+	(void)kvs;
+	return 0;
+}
+
+static void single_journal_nothing(struct sched *s)
+{
+	(void)s;
+}
+
+static int single_journal_flushed(const struct sched *s)
+{
+	(void)s;
+	return 1;
+}
+
 const struct sched_cluster_ops sched_cluster_single = {
 	.kind = "single",
 	.start = single_start,
@@ -86,5 +110,9 @@ const struct sched_cluster_ops sched_cluster_single = {
 	.role = single_role,
 	.term = single_term,
 	.leader = single_leader,
+	.journal = single_journal,
+	.journal_stop = single_journal_nothing,
+	.journal_flush = single_journal_nothing,
+	.journal_flushed = single_journal_flushed,
 	.shared = 0,
 };

@@ -16,7 +16,6 @@
 #include "../../runtime/base/code.h"
 #include "code_internal.h"
 #include "../common.h"
-#include "../act/reconcile.h"
 #include "../workers/requests.h"
 
 #define GARBAGE_PER_TURN 256 /* objects unlinked per timer turn */
@@ -351,7 +350,7 @@ int sched__code_local_publish(struct sched *s, struct code_fn *f,
 	sched__event(s, &fn->obj, "function.updated", kvs.data);
 	if (hash[0])
 		sched__code_prefetch(s, fn, hash, bytes);
-	sched__reconcile(s, fn);
+	s->hooks.reconcile(s, fn);
 	rt_buf_free(&kvs);
 	return 0;
 }

@@ -12,7 +12,6 @@
 #include "owners.h"
 #include "quota.h"
 #include "../act/reconcile.h"
-#include "../workers/workers.h"
 
 /* ============================================================== attributes */
 

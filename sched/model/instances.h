@@ -1,7 +1,6 @@
 /*
- * instances.h - the files of functions and instances (state, restart,
- * status, stats, pid, log): sched_file_read and sched_file_write of
- * sched.h, and what report.c shows of a function.
+ * instances.h - the one-word state of a function (function_state.c),
+ * which its files (face/files.c) and report.c show.
  */
 #ifndef FNFS_SCHED_INSTANCES_H
 #define FNFS_SCHED_INSTANCES_H
@@ -12,5 +11,9 @@
  * instance counts. */
 const char *sched__function_state(struct sched_function *fn, int *nrun,
 				  int *nwant);
+
+/* The same, with the pending and failed counts too. */
+const char *sched__function_states(struct sched_function *fn, int *nrun,
+				   int *nwant, int *npend, int *nfail);
 
 #endif

@@ -66,6 +66,24 @@ static int tree_cb(const char *key, void *value, void *arg)
 }
 #endif
 
+static int check_free_cb(const char *key, void *value, void *arg)
+{
+	const struct sched_worker *w = value;
+
+	(void)key;
+	(void)arg;
+	/* A worker's free memory is never negative, except while one that
+	 * came back with less memory waits for this reconciliation. */
+	assert(w->used_mb >= 0);
+	assert(w->used_mb <= w->memory_mb || !w->online);
+	return 0;
+}
+
+void sched__check_free(struct sched *s)
+{
+	rt_map_each(&s->pool.children, check_free_cb, NULL);
+}
+
 void sched__model_check(struct sched *s)
 {
 	sched__check_free(s);

@@ -16,4 +16,7 @@
  * instance and every worker's map. */
 void sched__model_check(struct sched *s);
 
+/* Asserts that no worker's free memory is negative (debug builds). */
+void sched__check_free(struct sched *s);
+
 #endif

@@ -23,8 +23,9 @@ static void journal_now(struct sched *s, struct sched_tenant *t,
 	uint64_t at = sched_events_end(s);
 	int64_t now = rt_now_ms();
 
-	if (sched__cluster_journal(s, now, t ? t->obj.name : NULL, kind, object,
-				   kvs))
+	/* The role's journal (a cluster's in etcd) takes it, or not. */
+	if (s->role != NULL &&
+	    s->role->journal(s, now, t ? t->obj.name : NULL, kind, object, kvs))
 		return;
 	events_append(&s->events, now, kind, object, kvs);
 	if (t != NULL)
@@ -145,17 +146,19 @@ void sched__adopt_orphans(struct sched *s, struct sched_tenant *t)
 
 void sched__journal_stop(struct sched *s)
 {
-	sched__cluster_journal_stop(s);
+	if (s->role != NULL)
+		s->role->journal_stop(s);
 }
 
 void sched__journal_flush(struct sched *s)
 {
-	sched__cluster_journal_flush(s);
+	if (s->role != NULL)
+		s->role->journal_flush(s);
 }
 
 int sched__journal_flushed(const struct sched *s)
 {
-	return sched__cluster_journal_flushed(s);
+	return s->role == NULL || s->role->journal_flushed(s);
 }
 
 void sched_event(struct sched *s, const char *kind, const char *object,

@@ -11,7 +11,8 @@
 static const struct sched_cluster_ops *role_of(const struct sched *s)
 {
 	assert(s->role != NULL);
-	assert(s->role->acting != NULL && s->role->leader != NULL);
+	assert(s->role->acting != NULL && s->role->leader != NULL &&
+	       s->role->journal != NULL);
 	return s->role;
 }
 

@@ -40,6 +40,16 @@ struct sched_cluster_ops {
 	 * not known (always alone). */
 	void (*leader)(const struct sched *s, const char **name,
 		       const char **listen, const char **sock);
+	/* The cluster's journal (cluster_journal.c): sends an event of
+	 * time `now` and tenant `tenant` (NULL: none), which its watch
+	 * brings back, and returns 1; 0 alone (the caller appends it). Its
+	 * stop, its flush (send what it holds at once from now on), and
+	 * whether nothing is left to send that it can (1 alone). */
+	int (*journal)(struct sched *s, int64_t now, const char *tenant,
+		       const char *kind, const char *object, const char *kvs);
+	void (*journal_stop)(struct sched *s);
+	void (*journal_flush)(struct sched *s);
+	int (*journal_flushed)(const struct sched *s);
 	int shared; /* other controllers share its model (a cluster) */
 };
 

@@ -12,7 +12,6 @@
 #include "../common.h"
 #include "conn.h"
 #include "fence.h"
-#include "../act/reconcile.h"
 #include "requests.h"
 
 #define BEAT_MS	     250  /* how often silence is looked for */
@@ -118,7 +117,7 @@ static void gate_done(void *arg, int err)
 	} else {
 		sched__event(s, &w->obj, "worker.healed", kvs.data);
 		/* It may take work now. */
-		sched__reconcile_soon(s);
+		s->hooks.reconcile_soon(s);
 	}
 	rt_buf_free(&kvs);
 	free(g);

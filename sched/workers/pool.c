@@ -14,7 +14,6 @@
 
 #include "../common.h"
 #include "pool.h"
-#include "reports.h"
 #include "requests.h"
 
 struct sched_local *sched__local_of(struct sched *s, const char *id)
@@ -231,7 +230,7 @@ void sched__pool_check(struct sched *s)
 		}
 		if (!l->wanted && w != NULL && w->online && !w->leaving) {
 			w->leaving = 1;
-			sched__worker_lost(s, w, 0);
+			s->hooks.worker_lost(s, w, 0);
 			sched__send(s, w,
 				    json_pack("{s:s}", "type", "shutdown"));
 		}

@@ -12,7 +12,7 @@
 
 #include "../../../runtime/base/code.h"
 #include "code_cluster.h"
-#include "../../model/write.h"
+#include "../../face/write.h"
 
 /* ---------------------------------------------------- changes to etcd */
 

@@ -10,14 +10,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../act/assign.h"
+#include "assign.h"
 #include "../common.h"
 #include "../calls/direct.h"
-#include "fence.h"
+#include "../workers/fence.h"
 #include "../model/instance_state.h"
-#include "../act/reconcile.h"
+#include "reconcile.h"
 #include "reports.h"
-#include "requests.h"
+#include "../workers/requests.h"
 
 static int load_cb(const struct store_instance *r, void *arg)
 {

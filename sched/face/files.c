@@ -1,5 +1,5 @@
 /*
- * instances.c - the files of functions and instances: state and restart
+ * files.c - the files of functions and instances: state and restart
  * (what is wanted, stored before anything changes, then acted on),
  * status, stats, pid, and logs (asked of the workers).
  *
@@ -14,12 +14,12 @@
 #include <string.h>
 
 #include "../common.h"
-#include "instances.h"
-#include "invariants.h"
+#include "../model/instances.h"
+#include "../model/invariants.h"
 #include "../act/orders.h"
 #include "../act/reconcile.h"
 #include "../workers/requests.h"
-#include "../workers/workers.h"
+#include "workers.h"
 
 static const char *desired_word(const struct sched_instance *in)
 {
@@ -71,49 +71,12 @@ static int render_instance(struct sched_instance *in, enum sched_file f,
 	}
 }
 
-/* The one-word state of a function (spec 4). */
-static const char *function_state(struct sched_function *fn, int *nrun,
-				  int *nwant, int *npend, int *nfail)
-{
-	struct sched_collect c = sched__instances_of(fn);
-	int i;
-
-	*nrun = *nwant = *npend = *nfail = 0;
-	for (i = 0; i < c.n; i++) {
-		struct sched_instance *in = c.v[i];
-
-		if (!in->desired_run)
-			continue;
-		(*nwant)++;
-		*nrun += in->state == SCHED_RUNNING;
-		*npend += in->state == SCHED_PENDING;
-		*nfail += in->state == SCHED_FAILED;
-	}
-	free(c.v);
-	if (*nwant == 0)
-		return "stopped";
-	if (*nrun == *nwant)
-		return "running";
-	if (*nrun == 0 && *nfail > 0 && *npend == 0)
-		return "failed";
-	if (*nrun == 0 && *npend > 0)
-		return "pending";
-	return "degraded";
-}
-
-const char *sched__function_state(struct sched_function *fn, int *nrun,
-				  int *nwant)
-{
-	int npend, nfail;
-
-	return function_state(fn, nrun, nwant, &npend, &nfail);
-}
-
 static int render_function(struct sched_function *fn, enum sched_file f,
 			   struct rt_buf *out)
 {
 	int nrun, nwant, npend, nfail, i, busy = 0;
-	const char *st = function_state(fn, &nrun, &nwant, &npend, &nfail);
+	const char *st = sched__function_states(fn, &nrun, &nwant, &npend,
+						&nfail);
 	struct sched_collect c;
 
 	if (f == SCHED_FN_STATE)

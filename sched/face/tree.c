@@ -1,344 +1,27 @@
 /*
- * sched.c - the controller's model of tenants, namespaces and functions,
- * kept in memory, mirrored in the store, and journalled as events.
+ * tree.c - the tree's changes: a tenant, namespace or function created
+ * or removed, a tenant's owner, and the store's listener that applies
+ * every committed change (this controller's and, on a cluster, the
+ * others') to the model.
  *
  * Every change follows one order: validate, write the store (committed),
  * then change the model and journal it. A failure at any step before the
- * model changes leaves everything as it was. The journal is journal.c,
- * a function's attribute files attrs.c. Over 600 lines: the objects, the
- * store's load at open and the changes applied from it (creates,
- * removes, owners) share the tree's index and its one order of steps.
+ * model changes leaves everything as it was.
  */
 #include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "../internal.h"
-#include "owners.h"
-#include "quota.h"
+#include "../model/owners.h"
+#include "../model/quota.h"
 #include "../act/reconcile.h"
-#include "../workers/workers.h"
-
-/* Journal size kept in memory. */
-#define EVENTS_CAP (4u << 20)
+#include "face.h"
 
 static const char *const type_words[] = { "root",     "tenant",	  "namespace",
 					  "function", "instance", "pool",
 					  "worker" };
-
-/* ================================================================== objects */
-
-struct sched_obj *sched__obj_new(struct sched *s, enum sched_obj_type type,
-				 struct sched_obj *parent, const char *name,
-				 int64_t created, int64_t updated)
-{
-	struct sched_obj *o;
-	size_t size = type == SCHED_FUNCTION   ? sizeof(struct sched_function)
-		      : type == SCHED_INSTANCE ? sizeof(struct sched_instance)
-		      : type == SCHED_WORKER   ? sizeof(struct sched_worker)
-		      : type == SCHED_TENANT   ? sizeof(struct sched_tenant)
-					       : sizeof(struct sched_obj);
-
-	o = calloc(1, size);
-	if (o == NULL)
-		return NULL;
-	o->id = s->next_id++;
-	o->type = type;
-	snprintf(o->name, sizeof(o->name), "%s", name);
-	o->parent = parent;
-	o->created_ms = created;
-	o->updated_ms = updated;
-	if (type == SCHED_FUNCTION)
-		sched_spec_init(&((struct sched_function *)o)->spec);
-	if (type == SCHED_TENANT)
-		((struct sched_tenant *)o)->owner.mode = SCHED_TENANT_MODE;
-	if (rt_map_put(&parent->children, name, o) < 0) {
-		free(o);
-		return NULL;
-	}
-	if (rt_idmap_put(&s->index, o->id, o) < 0) {
-		rt_map_del(&parent->children, name);
-		free(o);
-		return NULL;
-	}
-	return o;
-}
-
-#define obj_new sched__obj_new
-
-static void obj_free(struct sched_obj *o)
-{
-	if (o->type == SCHED_FUNCTION) {
-		struct sched_function *fn = (struct sched_function *)o;
-
-		sched_spec_free(&fn->spec);
-		free(fn->error);
-		free(fn->calls);
-	} else if (o->type == SCHED_INSTANCE) {
-		sched__instance_free((struct sched_instance *)o);
-	} else if (o->type == SCHED_WORKER) {
-		sched__worker_free((struct sched_worker *)o);
-	} else if (o->type == SCHED_TENANT) {
-		events_part_free(&((struct sched_tenant *)o)->events);
-		events_limit_free(&((struct sched_tenant *)o)->limit);
-	}
-	rt_map_free(&o->children);
-	free(o);
-}
-
-void sched__obj_drop(struct sched *s, struct sched_obj *o)
-{
-	if (o->type == SCHED_FUNCTION)
-		sched__quota_fn_drop((struct sched_function *)o);
-	if (o->type == SCHED_FUNCTION)
-		sched__calls_free(s, (struct sched_function *)o);
-	if (o->type == SCHED_FUNCTION)
-		sched__code_drop(s, (struct sched_function *)o);
-	rt_map_del(&o->parent->children, o->name);
-	rt_idmap_del(&s->index, o->id);
-	obj_free(o);
-}
-
-static int free_tree_cb(const char *key, void *value, void *arg)
-{
-	struct sched_obj *o = value;
-
-	(void)key;
-	(void)arg;
-	rt_map_each(&o->children, free_tree_cb, NULL);
-	obj_free(o);
-	return 0;
-}
-
-struct sched_obj *sched_pool(struct sched *s)
-{
-	return &s->pool;
-}
-
-struct sched_obj *sched_find(struct sched *s, uint64_t id)
-{
-	if (id == SCHED_ROOT_ID)
-		return &s->root;
-	if (id == SCHED_POOL_ID)
-		return &s->pool;
-	return rt_idmap_get(&s->index, id);
-}
-
-struct sched_obj *sched_child(struct sched_obj *parent, const char *name)
-{
-	return rt_map_get(&parent->children, name);
-}
-
-int sched_obj_path(const struct sched_obj *o, struct rt_buf *out)
-{
-	int rc = 0;
-
-	if (o->parent != NULL && o->parent->type != SCHED_ROOT &&
-	    o->parent->type != SCHED_POOL) {
-		rc = sched_obj_path(o->parent, out);
-		if (rc == 0)
-			rc = rt_buf_puts(out, "/");
-	}
-	return rc < 0 ? rc : rt_buf_puts(out, o->name);
-}
-
-/* Fills a store row naming `o`. */
-void sched__obj_row(const struct sched_obj *o, struct store_row *r)
-{
-	const struct sched_obj *ns = NULL, *t = o;
-
-	memset(r, 0, sizeof(*r));
-	if (o->type == SCHED_FUNCTION) {
-		ns = o->parent;
-		t = ns->parent;
-		r->name = o->name;
-	} else if (o->type == SCHED_NAMESPACE) {
-		ns = o;
-		t = o->parent;
-	}
-	r->kind = (enum store_kind)(o->type - SCHED_TENANT);
-	r->tenant = t->name;
-	r->ns = ns ? ns->name : NULL;
-	r->created_ms = o->created_ms;
-	r->updated_ms = o->updated_ms;
-	if (o->type == SCHED_TENANT) {
-		const struct sched_owner *w =
-			&((const struct sched_tenant *)o)->owner;
-
-		r->uid = w->uid;
-		r->gid = w->gid;
-		r->mode = w->mode;
-	}
-}
-
-static void apply_change(void *arg, const struct store_change *c);
-
-/* ======================================================= open and close */
-
-/* The parent a row of the store names, or NULL. */
-static struct sched_obj *row_parent(struct sched *s, const struct store_row *r)
-{
-	struct sched_obj *t;
-
-	if (r->kind == STORE_TENANT)
-		return &s->root;
-	t = sched_child(&s->root, r->tenant);
-	if (t == NULL || r->kind == STORE_NAMESPACE)
-		return t;
-	return sched_child(t, r->ns);
-}
-
-static const char *row_name(const struct store_row *r)
-{
-	return r->kind == STORE_TENANT	    ? r->tenant
-	       : r->kind == STORE_NAMESPACE ? r->ns
-					    : r->name;
-}
-
-/* Makes the object of row `r` under `parent`. Returns 0, -ENOMEM, or
- * -EIO for a spec that does not read back (logged). */
-static int obj_from_row(struct sched *s, struct sched_obj *parent,
-			const struct store_row *r, struct sched_obj **out)
-{
-	struct rt_buf why = { 0 };
-	struct sched_obj *o;
-
-	*out = NULL;
-	o = obj_new(s, (enum sched_obj_type)(r->kind + SCHED_TENANT), parent,
-		    row_name(r), r->created_ms, r->updated_ms);
-	if (o == NULL)
-		return -ENOMEM;
-	if (r->kind == STORE_TENANT) {
-		struct sched_owner *w = &((struct sched_tenant *)o)->owner;
-
-		w->uid = r->uid;
-		w->gid = r->gid;
-		w->mode = r->mode & SCHED_TENANT_MODE_MASK;
-	}
-	if (r->kind == STORE_FUNCTION) {
-		struct sched_function *fn = (struct sched_function *)o;
-
-		fn->revision = r->revision;
-		fn->run_revision = r->run_revision ? r->run_revision
-						   : r->revision;
-		if (sched_spec_from_json(&fn->spec, r->spec, strlen(r->spec),
-					 &why) < 0) {
-			rt_log(RT_LOG_ERROR, "store: %s/%s/%s: bad spec: %s",
-			       r->tenant, r->ns, r->name, why.data);
-			rt_buf_free(&why);
-			sched__obj_drop(s, o);
-			return -EIO;
-		}
-		sched__quota_fn_update(fn);
-	}
-	*out = o;
-	return 0;
-}
-
-static int load_row(const struct store_row *r, void *arg)
-{
-	struct sched *s = arg;
-	struct sched_obj *parent = row_parent(s, r), *o;
-
-	if (parent == NULL) {
-		rt_log(RT_LOG_WARN, "store: %s/%s has no parent; skipped",
-		       r->tenant, r->ns ? r->ns : "");
-		return 0;
-	}
-	if (!rt_name_valid(row_name(r))) {
-		rt_log(RT_LOG_WARN, "store: bad name \"%s\"; skipped",
-		       row_name(r));
-		return 0;
-	}
-	return obj_from_row(s, parent, r, &o);
-}
-
-int sched_open_config(struct sched **out, const char *datadir,
-		      struct uv_loop_s *loop, const struct store_config *c)
-{
-	struct sched *s = calloc(1, sizeof(*s));
-	struct rt_buf path = { 0 };
-	struct store_config sc = *c;
-	int rc = -ENOMEM;
-
-	if (s == NULL)
-		goto out;
-	events_init(&s->events, EVENTS_CAP);
-	s->next_id = SCHED_POOL_ID + 1;
-	s->root.id = SCHED_ROOT_ID;
-	s->root.type = SCHED_ROOT;
-	s->root.created_ms = s->root.updated_ms = rt_now_ms();
-	s->pool.id = SCHED_POOL_ID;
-	s->pool.type = SCHED_POOL;
-	s->pool.created_ms = s->pool.updated_ms = s->root.created_ms;
-	s->datadir = strdup(datadir);
-	s->calls_state.stats = calloc(1, sizeof(*s->calls_state.stats));
-	if (mkdir(datadir, 0700) < 0 && errno != EEXIST) {
-		rc = -errno;
-		rt_log(RT_LOG_ERROR, "mkdir %s: %s", datadir, strerror(errno));
-		goto out;
-	}
-	if (rt_buf_printf(&path, "%s/fnfs.db", datadir) < 0)
-		goto out;
-	sc.path = path.data;
-	rc = store_open_config(&s->store, &sc, loop);
-	if (rc == 0)
-		rc = store_load(s->store, load_row, s);
-	if (rc == 0)
-		rc = sched_cluster_open(s);
-	if (rc == 0)
-		store_listen(s->store, apply_change, s);
-	if (rc == 0)
-		rc = sched__cluster_journal_open(s, loop, &sc);
-	if (rc == 0)
-		rc = sched__code_open(s);
-	/* Instances and workers are loaded by sched_start. */
-out:
-	rt_buf_free(&path);
-	if (rc < 0) {
-		sched_close(s);
-		s = NULL;
-	}
-	*out = s;
-	return rc;
-}
-
-int sched_open(struct sched **out, const char *datadir)
-{
-	struct store_config c = { 0 };
-
-	return sched_open_config(out, datadir, NULL, &c);
-}
-
-void sched_close(struct sched *s)
-{
-	if (s == NULL)
-		return;
-	/* Instances first: they are in workers' assignment maps. */
-	rt_map_each(&s->root.children, free_tree_cb, NULL);
-	rt_map_free(&s->root.children);
-	rt_map_each(&s->pool.children, free_tree_cb, NULL);
-	rt_map_free(&s->pool.children);
-	sched_cluster_close(s);
-	free(s->datadir);
-	free(s->pool_state.self);
-	free(s->pool_state.log_path);
-	free(s->sock_path);
-	rt_idmap_free(&s->requests);
-	rt_idmap_free(&s->index);
-	rt_idmap_free(&s->calls_state.live);
-	rt_idmap_free(&s->calls_state.scaled);
-	rt_idmap_free(&s->calls_state.failing);
-	free(s->calls_state.stats);
-	sched__code_close(s);
-	store_close(s->store);
-	events_close(&s->events);
-	events_limit_free(&s->limit);
-	free(s);
-}
 
 /* ======================================================= applying changes */
 
@@ -363,7 +46,7 @@ static void apply_insert(struct sched *s, struct sched_obj *parent,
 	struct sched_obj *o;
 	char rev[32];
 
-	if (obj_from_row(s, parent, r, &o) < 0)
+	if (sched__obj_from_row(s, parent, r, &o) < 0)
 		return; /* logged; the next start loads it */
 	if (o->type == SCHED_TENANT && s->norphans > 0)
 		sched__adopt_orphans(s, (struct sched_tenant *)o);
@@ -469,14 +152,14 @@ out:
  * model (a parent missing, a row already there) is logged and skipped.
  * On a shared store a change is journalled by the controller whose write
  * it was (c->own), once for the cluster. */
-static void apply_change(void *arg, const struct store_change *c)
+void sched__apply_change(void *arg, const struct store_change *c)
 {
 	struct sched *s = arg;
 	const struct store_row *r = &c->row;
-	struct sched_obj *parent = row_parent(s, r), *o;
+	struct sched_obj *parent = sched__row_parent(s, r), *o;
 	int quiet = sched_cluster_shared(s) && !c->own;
 
-	o = parent ? sched_child(parent, row_name(r)) : NULL;
+	o = parent ? sched_child(parent, sched__row_name(r)) : NULL;
 	if (c->op == STORE_INSERT && parent != NULL && o == NULL)
 		apply_insert(s, parent, r, quiet);
 	else if (o == NULL)

@@ -9,15 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "admit.h"
+#include "../workers/admit.h"
 #include "../common.h"
 #include "../calls/direct.h"
 #include "../act/drain.h"
-#include "fence.h"
-#include "pool.h"
-#include "../act/reconcile.h"
-#include "reports.h"
-#include "requests.h"
+#include "../workers/fence.h"
+#include "../workers/pool.h"
+#include "../act/reports.h"
+#include "../workers/requests.h"
 #include "workers.h"
 
 void sched__worker_free(struct sched_worker *w)
@@ -186,7 +185,7 @@ void sched__on_register(struct sched *s, struct conn *c, const struct rt_msg *m)
 		s->recovery_until = 0;
 		sched_event(s, "recovery.done", "workers", NULL);
 	}
-	sched__reconcile_soon(s);
+	s->hooks.reconcile_soon(s);
 }
 
 /* Removes worker `w`'s row and its recorded process, both or neither.
@@ -246,7 +245,7 @@ void sched__worker_gone(struct sched *s, struct sched_worker *w,
 		sched__worker_lost(s, w, 0);
 	}
 	rt_buf_free(&kvs);
-	sched__reconcile_soon(s);
+	s->hooks.reconcile_soon(s);
 }
 
 static int known_cb(const struct store_worker *r, void *arg)
@@ -301,7 +300,7 @@ void sched__on_message(struct sched *s, struct sched_worker *w,
 		if (!w->leaving) {
 			w->leaving = 1;
 			sched__worker_lost(s, w, 0);
-			sched__reconcile_soon(s);
+			s->hooks.reconcile_soon(s);
 		}
 	} else if (strncmp(m->type, "code.", 5) == 0) {
 		sched__code_on_message(s, w, m);

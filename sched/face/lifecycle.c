@@ -18,10 +18,10 @@
 #include "../workers/listen.h"
 #include "../workers/fence.h"
 #include "../workers/pool.h"
-#include "reconcile.h"
-#include "../workers/reports.h"
+#include "../act/reconcile.h"
+#include "../act/reports.h"
 #include "../workers/requests.h"
-#include "../workers/workers.h"
+#include "workers.h"
 #include "../../runtime/worker/worker.h"
 
 /* How long an unmount waits for the cluster journal's last lines. */

@@ -7,7 +7,7 @@
 #ifndef FNFS_SCHED_WORKERS_H
 #define FNFS_SCHED_WORKERS_H
 
-#include "conn.h"
+#include "../workers/conn.h"
 
 /* Loads the workers known from before (offline until they register).
  * Returns 0 or -errno. */
