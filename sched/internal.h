@@ -41,8 +41,8 @@ struct sched_cluster;  /* cluster/cluster_state.h */
 #define SCHED_ORPHANS 64 /* journal lines kept for a tenant not here yet */
 
 /*
- * The calls that go up the layers (decide < model, store < code <
- * workers < calls < act < cluster < face): what the lower ones tell the
+ * The calls that go up the layers (decide < model, store < workers <
+ * code < calls < act < cluster < face): what the lower ones tell the
  * upper ones. sched_open (face/sched.c), the one place that knows every
  * layer, sets them once; the lower layers call through them and name no
  * file above their own (scripts/sched-cycles). Each says what happens,

@@ -76,6 +76,17 @@ void sched__call_refused(struct sched *s, struct sched_function *fn, int err,
 		calls__summarise(s, fn, &fn->calls->refused, err, reason);
 }
 
+int sched_quota_hold(struct sched *s, struct sched_function *fn, size_t n)
+{
+	struct rt_buf why = { 0 };
+	int rc = sched__quota_hold(s, fn, n, &why);
+
+	if (rc < 0 && rc != -ENOENT)
+		sched__call_refused(s, fn, -rc, why.data);
+	rt_buf_free(&why);
+	return rc;
+}
+
 int sched_call_start(struct sched *s, struct sched_function *fn,
 		     const char *body, size_t len, sched_call_fn done,
 		     void *arg, struct sched_call **out)

@@ -417,7 +417,7 @@ static int render_stats(struct sched *s, struct rt_buf *out)
 	sched_stats_render(&v, out);
 	rc = rt_buf_printf(out, "restarts_total %lld\nqueue_depth %d\n",
 			   tot.restarts, tot.queue);
-	return rc < 0 ? rc : sched__cluster_render(s, out);
+	return rc < 0 ? rc : sched__role_render(s, out);
 }
 
 /* Adds the counters of `src` to `dst`: totals, histogram, and the
@@ -505,7 +505,7 @@ static void stats_step(struct sched *s, struct sched_cursor *c, struct text *t)
 	report__tprintf(t, "restarts_total %lld\nqueue_depth %d\n",
 			tot.restarts, tot.queue);
 	if (t->err == 0)
-		t->err = sched__cluster_render(s, t->b);
+		t->err = sched__role_render(s, t->b);
 	free(sum);
 }
 

@@ -37,9 +37,7 @@ int sched_cluster_stop(struct sched *s);
 int sched_cluster_stopping(struct sched *s);
 void sched_cluster_abort(struct sched *s);
 
-/* Appends to `out` (the controller's stats) the lines of a cluster's
- * controller: how far its tree follows the shared store, its role, its
- * leader and term. Nothing alone. Returns 0 or -ENOMEM. */
+/* A cluster's controller's lines of the stats (the role's render). */
 int sched__cluster_render(struct sched *s, struct rt_buf *out);
 
 /* ---- a cluster's journal (cluster_journal.c) */

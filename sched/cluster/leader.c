@@ -390,6 +390,7 @@ const struct sched_cluster_ops sched_cluster_etcd = {
 	.journal_stop = sched__cluster_journal_stop,
 	.journal_flush = sched__cluster_journal_flush,
 	.journal_flushed = sched__cluster_journal_flushed,
+	.render = sched__cluster_render,
 	.shared = 1,
 };
 

@@ -98,6 +98,14 @@ static int single_journal_flushed(const struct sched *s)
 	return 1;
 }
 
+/* Alone, the stats have no cluster's lines. */
+static int single_render(struct sched *s, struct rt_buf *out)
+{
+	(void)s;
+	(void)out;
+	return 0;
+}
+
 const struct sched_cluster_ops sched_cluster_single = {
 	.kind = "single",
 	.start = single_start,
@@ -114,5 +122,6 @@ const struct sched_cluster_ops sched_cluster_single = {
 	.journal_stop = single_journal_nothing,
 	.journal_flush = single_journal_nothing,
 	.journal_flushed = single_journal_flushed,
+	.render = single_render,
 	.shared = 0,
 };

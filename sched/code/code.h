@@ -176,9 +176,17 @@ struct rt_msg;
 struct sched_worker;
 struct store;
 
-/* Loads the trees and revisions of code (sched_open). Returns 0 or
- * -errno. */
-int sched__code_open(struct sched *s);
+struct sched_code_backend; /* code_internal.h */
+
+/* The two backends: a controller alone (code_local.c) and a cluster's
+ * (sched/cluster/code/code_cluster.c). */
+extern const struct sched_code_backend sched_code_local;
+extern const struct sched_code_backend sched_code_cluster;
+
+/* Loads the trees and revisions of code (sched_open), kept by backend
+ * `be`, chosen once by the role (sched_code_cluster when the model is
+ * shared). Returns 0 or -errno. */
+int sched__code_open(struct sched *s, const struct sched_code_backend *be);
 
 /* Starts the timers of revisions, sending and garbage (sched_start). */
 void sched__code_start(struct sched *s);

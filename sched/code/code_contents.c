@@ -15,6 +15,25 @@
 #include "../../runtime/base/code.h"
 #include "code_internal.h"
 
+/* Makes DATA/code, its objects/ and tmp/ (0700) unless they are there:
+ * a data directory whose functions never had code has none. */
+int sched__code_make_dirs(struct sched_code_state *c)
+{
+	const char *const v[3] = { c->root, c->objects, c->tmp };
+	int i;
+
+	if (c->made)
+		return 0;
+	for (i = 0; i < 3; i++)
+		if (mkdir(v[i], 0700) < 0 && errno != EEXIST) {
+			rt_log(RT_LOG_ERROR, "code: cannot make %s: %s", v[i],
+			       strerror(errno));
+			return sched__code_errno_io();
+		}
+	c->made = 1;
+	return 0;
+}
+
 /* ============================================================ contents */
 
 /* Opens object `h` for reading. Returns an fd or -errno. */

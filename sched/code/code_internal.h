@@ -164,11 +164,6 @@ struct sched_code_backend {
 	void (*pub_objects)(struct sched *s, struct code_fn *f);
 };
 
-/* The two backends: a controller alone (code_local.c) and a cluster's
- * (sched/cluster/code/code_cluster.c). */
-extern const struct sched_code_backend sched_code_local;
-extern const struct sched_code_backend sched_code_cluster;
-
 /* ---------------------------------------------- small helpers */
 
 static inline struct sched_code_state *st_of(struct sched *s)

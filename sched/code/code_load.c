@@ -166,25 +166,6 @@ static void clear_tmp(const char *dir)
 	rt_buf_free(&p);
 }
 
-/* Makes DATA/code, its objects/ and tmp/ (0700) unless they are there:
- * a data directory whose functions never had code has none. */
-int sched__code_make_dirs(struct sched_code_state *c)
-{
-	const char *const v[3] = { c->root, c->objects, c->tmp };
-	int i;
-
-	if (c->made)
-		return 0;
-	for (i = 0; i < 3; i++)
-		if (mkdir(v[i], 0700) < 0 && errno != EEXIST) {
-			rt_log(RT_LOG_ERROR, "code: cannot make %s: %s", v[i],
-			       strerror(errno));
-			return sched__code_errno_io();
-		}
-	c->made = 1;
-	return 0;
-}
-
 /* Every operation of backend `be` is set (struct sched_code_backend). */
 static const struct sched_code_backend *
 backend_complete(const struct sched_code_backend *be)
@@ -199,7 +180,7 @@ backend_complete(const struct sched_code_backend *be)
 	return be;
 }
 
-int sched__code_open(struct sched *s)
+int sched__code_open(struct sched *s, const struct sched_code_backend *be)
 {
 	struct sched_code_state *c = calloc(1, sizeof(*c));
 	struct rt_buf p = { 0 };
@@ -220,9 +201,7 @@ int sched__code_open(struct sched *s)
 	rt_buf_free(&p);
 	if (c->root == NULL || c->objects == NULL || c->tmp == NULL)
 		return -ENOMEM;
-	/* The role says whether the tree is this controller's alone. */
-	c->be = backend_complete(sched_cluster_shared(s) ? &sched_code_cluster
-							 : &sched_code_local);
+	c->be = backend_complete(be);
 	clear_tmp(c->tmp);
 	rc = rt_sha256_hex("", 0, c->empty);
 	if (rc < 0)

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "../internal.h"
+#include "../code/code.h"
 #include "../act/reconcile.h"
 #include "../act/reports.h"
 #include "workers.h"
@@ -75,7 +76,11 @@ int sched_open_config(struct sched **out, const char *datadir,
 	if (rc == 0)
 		rc = sched__cluster_journal_open(s, loop, &sc);
 	if (rc == 0)
-		rc = sched__code_open(s);
+		/* The role says whether the tree is this controller's
+		 * alone. */
+		rc = sched__code_open(s, sched_cluster_shared(s)
+						 ? &sched_code_cluster
+						 : &sched_code_local);
 	/* Instances and workers are loaded by sched_start. */
 out:
 	rt_buf_free(&path);

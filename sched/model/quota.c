@@ -291,32 +291,29 @@ out:
 	return rc;
 }
 
-int sched_quota_hold(struct sched *s, struct sched_function *fn, size_t n)
+int sched__quota_hold(struct sched *s, struct sched_function *fn, size_t n,
+		      struct rt_buf *why)
 {
 	struct sched_tenant *t = sched__tenant_of(&fn->obj);
-	struct rt_buf why = { 0 };
 	int rc = 0;
 
 	if (t == NULL)
 		return -ENOENT;
 	if (n == 0)
 		return 0;
-	rc = check(s, t, SCHED_QUOTA_REQUEST_BYTES, (long long)n, &why);
+	rc = check(s, t, SCHED_QUOTA_REQUEST_BYTES, (long long)n, why);
 	if (rc == 0 && sched_quota_over(SCHED_REQUEST_BYTES_MAX,
 					s->held_requests, (long long)n)) {
-		rt_buf_printf(&why,
+		rt_buf_printf(why,
 			      "fnfs holds %lld bytes of requests not yet "
 			      "read, its bound: try again later",
 			      (long long)SCHED_REQUEST_BYTES_MAX);
 		rc = -EAGAIN;
 	}
-	if (rc < 0)
-		sched__call_refused(s, fn, -rc, why.data);
-	else {
+	if (rc == 0) {
 		t->quota.used[SCHED_QUOTA_REQUEST_BYTES] += (long long)n;
 		s->held_requests += (long long)n;
 	}
-	rt_buf_free(&why);
 	return rc;
 }
 

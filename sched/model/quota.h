@@ -147,4 +147,9 @@ void sched__quota_setting_changed(struct sched *s, const char *key);
 int sched_quota_get(struct sched *s, struct sched_obj *t,
 		    enum sched_quota_res r, long long *used, long long *limit);
 
+/* sched_quota_hold's check and take (calls_start.c journals a refusal):
+ * 0, or -EDQUOT / -EAGAIN with the reason in `why`, or -ENOENT. */
+int sched__quota_hold(struct sched *s, struct sched_function *fn, size_t n,
+		      struct rt_buf *why);
+
 #endif

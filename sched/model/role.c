@@ -23,12 +23,14 @@ int sched__acting(const struct sched *s)
 
 int sched_cluster_shared(const struct sched *s)
 {
+	/* cluster check: the role's own answer, read from its table. */
 	return role_of(s)->shared;
 }
 
 int sched_cluster_publishes(const struct sched *s)
 {
-	/* Only a cluster's controller tells others its derived state. */
+	/* Only a cluster's controller tells others its derived state.
+	 * cluster check: the role's own table, asserted. */
 	assert(!role_of(s)->publishes(s) || role_of(s)->shared);
 	return role_of(s)->publishes(s);
 }
@@ -65,4 +67,9 @@ const char *sched__leader_addr(const struct sched *s, int tcp)
 
 	role_of(s)->leader(s, &name, &listen, &sock);
 	return tcp ? listen : sock;
+}
+
+int sched__role_render(struct sched *s, struct rt_buf *out)
+{
+	return role_of(s)->render(s, out);
 }

@@ -12,6 +12,7 @@
 
 #include <stdint.h>
 
+struct rt_buf;
 struct sched;
 struct sched_options;
 
@@ -50,6 +51,10 @@ struct sched_cluster_ops {
 	void (*journal_stop)(struct sched *s);
 	void (*journal_flush)(struct sched *s);
 	int (*journal_flushed)(const struct sched *s);
+	/* Appends to `out` (the controller's stats) the lines of a
+	 * cluster's controller: how far its tree follows the shared store,
+	 * its role, its leader and term. Nothing alone. 0 or -ENOMEM. */
+	int (*render)(struct sched *s, struct rt_buf *out);
 	int shared; /* other controllers share its model (a cluster) */
 };
 
@@ -76,6 +81,9 @@ const char *sched_cluster_leader_name(const struct sched *s);
 /* The leader's address for a worker that came over TCP (`tcp` 1: its
  * --listen IP:PORT) or over a Unix socket (its ctl.sock), or NULL. */
 const char *sched__leader_addr(const struct sched *s, int tcp);
+
+/* The role's lines of the controller's stats (see the table's render). */
+int sched__role_render(struct sched *s, struct rt_buf *out);
 
 /* sched_role and sched_leader, the public two, are in sched.h. */
 

@@ -11,7 +11,7 @@
 
 #include "../../sched/common.h"
 #include "../../sched/internal.h"
-#include "../../sched/workers/workers.h"
+#include "../../sched/face/workers.h"
 #include "unit.h"
 
 static char dir_path[64];
