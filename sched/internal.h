@@ -63,8 +63,7 @@ struct sched_hooks {
 	void (*retire_idle)(struct sched *s, struct sched_instance *in);
 	/* act: a worker lost (its process gone, its connection closed):
 	 * its instances wait for it or go elsewhere; `quiet`: no event. */
-	void (*worker_lost)(struct sched *s, struct sched_worker *w,
-			    int quiet);
+	void (*worker_lost)(struct sched *s, struct sched_worker *w, int quiet);
 };
 
 struct sched {

@@ -18,7 +18,6 @@ struct sched_view {
 	int built;
 };
 
-
 /* Changes what worker `w` holds by `mb` and `count` instances, in the
  * model and in `v` (may be NULL) if it was built. */
 void sched__hold(struct sched_worker *w, struct sched_view *v, int mb,

@@ -54,4 +54,3 @@ int store_config_valid(const struct store_config *c)
 		return c->url == NULL && !c->force;
 	return shared == 1 && c->path == NULL;
 }
-

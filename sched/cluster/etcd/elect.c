@@ -441,7 +441,8 @@ static void on_polled(struct elect *e, struct ticket *t,
 		take_leadership(e, kv->key, kv->key_len, kv->create_revision);
 		return;
 	}
-	if (kv != NULL && kv->value != NULL && strcmp(kv->value, e->self) == 0) {
+	if (kv != NULL && kv->value != NULL &&
+	    strcmp(kv->value, e->self) == 0) {
 		/* Our own key, on a lease we gave up whose revoke did not
 		 * reach etcd (it was away): nobody else leads. It goes
 		 * with that lease, revoked again now; until then, no
