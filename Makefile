@@ -117,12 +117,16 @@ run: deps
 	$(MAKE) --no-print-directory fnfs
 	./scripts/demo
 
-# tests/run -j: independent tests side by side (see tests/run). A
-# sanitized build runs several times slower: its tests get 900 s each.
+# tests/run -j: independent tests side by side (see tests/run), after
+# scripts/check-house (the house's rules: sizes, asserts, backends,
+# faces, cluster checks, cycles; on the plain build, whose objects it
+# reads). A sanitized build runs several times slower: its tests get
+# 900 s each.
 JOBS ?=
 TEST_ENV = $(if $(SANITIZE),FNFS_TEST_TIMEOUT=$${FNFS_TEST_TIMEOUT:-900})
 test: deps
 	$(MAKE) --no-print-directory fnfs $(B)/unit-tests
+	$(if $(SANITIZE),,./scripts/check-house)
 	$(TEST_ENV) ./tests/run $(if $(JOBS),-j $(JOBS)) $(B)/unit-tests
 
 # The edit-compile-test loop: the unit tests and the tests marked
