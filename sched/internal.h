@@ -20,6 +20,9 @@
 #include "cluster/cluster.h"
 #include "calls/calls_state.h"
 #include "workers/pool_state.h"
+#include "workers/links_state.h"
+#include "act/act_state.h"
+#include "model/journal_state.h"
 
 /* Default silence that makes a worker offline, ms. */
 #define SCHED_HEARTBEAT_TIMEOUT_MS 3000
@@ -37,8 +40,6 @@
 struct sched_conn_ops; /* conn.h */
 struct sched_peer_ops; /* conn.h */
 struct sched_cluster;  /* cluster/cluster_state.h */
-
-#define SCHED_ORPHANS 64 /* journal lines kept for a tenant not here yet */
 
 /*
  * The calls that go up the layers (decide < model, store < workers <
@@ -67,10 +68,8 @@ struct sched_hooks {
 };
 
 struct sched {
-	struct store *store;	   /* owned */
-	struct events events;	   /* the journal */
-	struct events_limit limit; /* the root's refusals held back */
-	int limits_held;	   /* some source holds refusals */
+	struct store *store;		    /* owned */
+	struct sched_journal_state journal; /* model/journal.c's */
 	struct rt_idmap index; /* id -> struct sched_obj *, all but the root */
 	struct sched_obj root; /* the tree's root; children are tenants */
 	struct sched_obj pool; /* workers/; children are workers */
@@ -79,47 +78,21 @@ struct sched {
 	uint32_t run_as_uid;   /* who root's tenants' functions run as */
 	uint32_t run_as_gid;
 
-	/* Lines of the cluster's journal whose tenant was not here yet (the
-	 * watch of the tenants may bring it after them), the oldest first:
-	 * the tenant's part takes them when it comes. */
-	struct sched_orphan {
-		uint64_t at;
-		char tenant[64];
-	} orphans[SCHED_ORPHANS];
-	size_t norphans;
-
 	/* The cluster side (sched_start). */
-	uv_loop_t *loop;		       /* NULL until started */
-	uv_pipe_t server;		       /* DATA/ctl.sock */
-	const struct sched_conn_ops *conn_ops; /* conn.c's callbacks up */
-	const struct sched_peer_ops *peer_ops; /* peer controllers (conn.h),
-						  or NULL: refused */
-	char *sock_path;		       /* owned */
-	struct sched_listen *listen; /* --listen (listen.h), owned, or NULL */
-	struct conn *conns;	     /* every open connection (conn.c) */
-	uv_timer_t tick;	     /* once a second: health, pool, pending */
-	uint64_t tick_last;	     /* rt_mono_ms() of the last tick */
-	uv_timer_t reconcile_timer;  /* sched__reconcile_soon's next turn */
-	int reconcile_due;	     /* sched__reconcile_soon was asked */
-	int64_t held_max_ms;	     /* the loop's longest hold (on_tick) */
-	struct rt_wire_flusher flusher; /* frames to workers, per loop turn */
-	struct rt_idmap requests;	/* seq -> struct sched_request * */
-	uint64_t next_seq;
+	uv_loop_t *loop;	/* NULL until started */
+	uv_timer_t tick;	/* once a second: health, pool, pending */
+	uint64_t tick_last;	/* rt_mono_ms() of the last tick */
+	int64_t held_max_ms;	/* the loop's longest hold (on_tick) */
 	int64_t recovery_until; /* monotonic ms: known workers may return */
 	int64_t journal_until;	/* monotonic ms: a shutdown's journal flush */
-	int capacity_changed;	/* memory was freed: place pending ones */
 	int strategy;		/* enum sched_strategy (persisted) */
 	int heartbeat_timeout;	/* ms */
 	uint64_t rng;		/* state of sched__random */
 	int shutting_down;
-	int reconciling_all; /* inside sched__reconcile_all */
 	void (*shutdown_done)(void *arg);
 	void *shutdown_arg;
 	uv_timer_t shutdown_timer;
 	struct sched_code_state *code; /* functions' code/ (code.c) */
-	uv_timer_t heartbeat; /* every 250 ms: silence, pings (fence.c) */
-	int64_t last_beat;    /* monotonic ms of the last heartbeat run */
-	int64_t last_ping;    /* monotonic ms of the last pings */
 
 	struct sched_hooks hooks;      /* the calls up the layers, set once */
 	struct sched_cluster *cluster; /* the role and its state (cluster.h),
@@ -129,6 +102,8 @@ struct sched {
 	const struct sched_cluster_ops *role;
 	struct sched_calls_state calls_state; /* calls/calls_state.h */
 	struct sched_pool_state pool_state;   /* workers/pool_state.h */
+	struct sched_links_state links;	      /* workers/links_state.h */
+	struct sched_act_state act;	      /* act/act_state.h */
 	long long held_requests; /* bytes in open invoke files (quota.h) */
 };
 

@@ -99,7 +99,7 @@ int sched__unassign(struct sched *s, struct sched_instance *in, int persist,
 	free(in->log_worker);
 	in->log_worker = strdup(in->worker->obj.name);
 	in->worker = NULL;
-	s->capacity_changed = 1;
+	s->act.capacity_changed = 1;
 	in->pid = 0;
 	in->sent_revision = 0;
 	in->sent_stop = 0;

@@ -187,7 +187,7 @@ int sched__act(struct sched *s, struct sched_instance *in,
 		sched__hold(in->worker, v, delta, 0);
 		in->reserved_mb = fn->spec.memory;
 		if (delta < 0)
-			s->capacity_changed = 1;
+			s->act.capacity_changed = 1;
 	}
 	switch (res.action) {
 	case DECIDE_NONE:
@@ -300,7 +300,7 @@ void sched__retire_idle(struct sched *s, struct sched_instance *in)
 	began = store_begin_derived(s->store) == 0;
 	retire(s, in, 1, 0);
 	sched__derived_end(s, began, 0, fn->obj.name);
-	if (!s->reconciling_all)
+	if (!s->act.reconciling_all)
 		sched__model_check(s);
 }
 
@@ -354,7 +354,7 @@ void sched__reconcile(struct sched *s, struct sched_function *fn)
 	free(c.v);
 	sched__view_free(&v);
 	sched__derived_end(s, began, rc, fn->obj.name);
-	if (!s->reconciling_all)
+	if (!s->act.reconciling_all)
 		sched__model_check(s);
 }
 
@@ -385,17 +385,17 @@ static void on_reconcile_due(uv_timer_t *t)
 {
 	struct sched *s = t->data;
 
-	s->reconcile_due = 0;
+	s->act.reconcile_due = 0;
 	if (!s->shutting_down)
 		sched__reconcile_all(s);
 }
 
 void sched__reconcile_soon(struct sched *s)
 {
-	if (s->shutting_down || s->reconcile_due)
+	if (s->shutting_down || s->act.reconcile_due)
 		return;
-	s->reconcile_due = 1;
-	uv_timer_start(&s->reconcile_timer, on_reconcile_due, 0, 0);
+	s->act.reconcile_due = 1;
+	uv_timer_start(&s->act.reconcile_timer, on_reconcile_due, 0, 0);
 }
 
 void sched__reconcile_all(struct sched *s)
@@ -406,11 +406,11 @@ void sched__reconcile_all(struct sched *s)
 		return; /* a follower: the leader does it */
 	began = store_begin_derived(s->store) == 0;
 
-	s->reconciling_all++;
+	s->act.reconciling_all++;
 	rt_map_each(&s->root.children, reconcile_root, s);
-	s->reconciling_all--;
+	s->act.reconciling_all--;
 	sched__derived_end(s, began, 0, "reconciliation");
-	if (!s->reconciling_all)
+	if (!s->act.reconciling_all)
 		sched__model_check(s);
 }
 

@@ -23,7 +23,7 @@ int sched__cluster_journal_open(struct sched *s, struct uv_loop_s *loop,
 		return 0;
 	store_etcd_config(c, &ec);
 	return journal_etcd_open(&s->cluster->journal, loop, &ec, c->cluster, 0,
-				 &s->events, sched__journal_line, s);
+				 &s->journal.events, sched__journal_line, s);
 }
 
 void sched__cluster_journal_close(struct sched *s)

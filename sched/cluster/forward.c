@@ -474,7 +474,8 @@ static int link_open(struct sched_fwd_state *st, const char *name,
 	l->timer.data = l;
 	l->handles = 2;
 	l->connect_req.data = l;
-	rt_wire_out_init(&l->out, &st->s->flusher, (uv_stream_t *)&l->tcp);
+	rt_wire_out_init(&l->out, &st->s->links.flusher,
+			 (uv_stream_t *)&l->tcp);
 	st->link = l;
 	uv_timer_start(&l->timer, link_timeout, FWD_LINK_MS, 0);
 	rc = uv_tcp_connect(&l->connect_req, &l->tcp, (struct sockaddr *)&ss,
@@ -738,7 +739,7 @@ void sched_fwd_close(struct sched *s)
 	}
 	rt_idmap_free(&st->out);
 	SSL_CTX_free(st->ctx);
-	s->peer_ops = NULL;
+	s->links.peer_ops = NULL;
 	s->cluster->fwd = NULL;
 	uv_timer_stop(&st->watch);
 	uv_close((uv_handle_t *)&st->watch, watch_closed);

@@ -193,5 +193,5 @@ void sched_fwd_serve(struct sched *s, const struct sched_fwd_serve_ops *ops,
 		return;
 	s->cluster->fwd->ops = ops;
 	s->cluster->fwd->ops_arg = arg;
-	s->peer_ops = ops != NULL ? &peer_ops : NULL;
+	s->links.peer_ops = ops != NULL ? &peer_ops : NULL;
 }

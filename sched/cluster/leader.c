@@ -259,7 +259,7 @@ static int etcd_start(struct sched *s, const struct sched_options *opt)
 	if (s->cluster->name == NULL)
 		goto out;
 	v = json_pack("{s:s, s:s?, s:s}", "name", s->cluster->name, "listen",
-		      opt->listen, "sock", s->sock_path);
+		      opt->listen, "sock", s->links.sock_path);
 	self = v ? json_dumps(v, JSON_COMPACT) : NULL;
 	if (self == NULL || election_name(s, &name) < 0)
 		goto out;

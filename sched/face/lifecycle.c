@@ -85,8 +85,8 @@ static void on_tick(uv_timer_t *t)
 	}
 	sched__pool_check(s);
 	sched__calls_tick(s);
-	if (s->capacity_changed || was_recovering) {
-		s->capacity_changed = 0;
+	if (s->act.capacity_changed || was_recovering) {
+		s->act.capacity_changed = 0;
 		sched__reconcile_all(s);
 	}
 }
@@ -118,9 +118,9 @@ int sched_start(struct sched *s, struct uv_loop_s *loop,
 	};
 
 	s->loop = loop;
-	s->conn_ops = &ops;
+	s->links.conn_ops = &ops;
 	s->calls_state.no_direct = opt->no_direct_calls;
-	s->next_seq = 1;
+	s->links.next_seq = 1;
 	s->heartbeat_timeout = opt->heartbeat_timeout > 0
 				       ? opt->heartbeat_timeout
 				       : SCHED_HEARTBEAT_TIMEOUT_MS;
@@ -183,44 +183,44 @@ int sched_start(struct sched *s, struct uv_loop_s *loop,
 		struct rt_buf p = { 0 };
 
 		rt_buf_printf(&p, "%s/ctl.sock", s->datadir);
-		s->sock_path = p.data;
+		s->links.sock_path = p.data;
 	}
-	unlink(s->sock_path);
-	uv_pipe_init(loop, &s->server, 0);
-	s->server.data = s;
+	unlink(s->links.sock_path);
+	uv_pipe_init(loop, &s->links.server, 0);
+	s->links.server.data = s;
 	/* Born 0600 whatever the umask (bind takes its mode from it), and
 	 * made so again for good measure. */
 	mask = umask(0177);
-	rc = uv_pipe_bind(&s->server, s->sock_path);
+	rc = uv_pipe_bind(&s->links.server, s->links.sock_path);
 	umask(mask);
-	if (rc == 0 && chmod(s->sock_path, RT_PRIVATE_FILE_MODE) < 0)
+	if (rc == 0 && chmod(s->links.sock_path, RT_PRIVATE_FILE_MODE) < 0)
 		rc = -errno;
 	if (rc == 0)
-		rc = uv_listen((uv_stream_t *)&s->server, 64,
+		rc = uv_listen((uv_stream_t *)&s->links.server, 64,
 			       sched__on_connection);
 	if (rc < 0) {
-		rt_log(RT_LOG_ERROR, "cannot listen on %s: %s", s->sock_path,
-		       uv_strerror(rc));
-		uv_close((uv_handle_t *)&s->server, NULL);
+		rt_log(RT_LOG_ERROR, "cannot listen on %s: %s",
+		       s->links.sock_path, uv_strerror(rc));
+		uv_close((uv_handle_t *)&s->links.server, NULL);
 		return -EIO;
 	}
-	rc = rt_wire_flusher_start(&s->flusher, loop);
+	rc = rt_wire_flusher_start(&s->links.flusher, loop);
 	if (rc < 0) {
 		rt_log(RT_LOG_ERROR, "cannot start the frame flusher: %s",
 		       uv_strerror(rc));
-		uv_close((uv_handle_t *)&s->server, NULL);
+		uv_close((uv_handle_t *)&s->links.server, NULL);
 		return -EIO;
 	}
 	if (opt->listen != NULL &&
 	    sched__listen_start(s, opt->listen, opt->insecure) < 0) {
-		rt_wire_flusher_stop(&s->flusher);
-		uv_close((uv_handle_t *)&s->server, NULL);
+		rt_wire_flusher_stop(&s->links.flusher);
+		uv_close((uv_handle_t *)&s->links.server, NULL);
 		return -EIO;
 	}
 	uv_timer_init(loop, &s->tick);
 	s->tick.data = s;
-	uv_timer_init(loop, &s->reconcile_timer);
-	s->reconcile_timer.data = s;
+	uv_timer_init(loop, &s->act.reconcile_timer);
+	s->act.reconcile_timer.data = s;
 	uv_timer_start(&s->tick, on_tick, 1000, 1000);
 	sched__code_start(s);
 	sched__heartbeat_start(s);
@@ -279,17 +279,17 @@ static void finish_shutdown(struct sched *s)
 	uv_close((uv_handle_t *)&s->shutdown_timer, close_noop);
 	uv_timer_stop(&s->tick);
 	uv_close((uv_handle_t *)&s->tick, close_noop);
-	uv_timer_stop(&s->reconcile_timer);
-	uv_close((uv_handle_t *)&s->reconcile_timer, close_noop);
+	uv_timer_stop(&s->act.reconcile_timer);
+	uv_close((uv_handle_t *)&s->act.reconcile_timer, close_noop);
 	sched__code_stop(s);
 	sched__journal_stop(s);
 	sched__heartbeat_stop(s);
-	uv_close((uv_handle_t *)&s->server, close_noop);
+	uv_close((uv_handle_t *)&s->links.server, close_noop);
 	sched__listen_close(s);
-	unlink(s->sock_path);
+	unlink(s->links.sock_path);
 	rt_map_each(&s->pool.children, close_conn_cb, NULL);
 	sched__conn_close_all(s);
-	rt_wire_flusher_stop(&s->flusher);
+	rt_wire_flusher_stop(&s->links.flusher);
 	sched__requests_end_all(s);
 	sched_cluster_abort(s);
 	for (i = 0; i < SCHED_POOL_MAX; i++) {
@@ -310,7 +310,7 @@ static void finish_shutdown(struct sched *s)
 		 * (now, or by kill -9 before) and cannot remove them: its
 		 * instances die with it. Bounded, and at once where there is
 		 * no group; the FUSE mount is gone. */
-		rt_cgroup_prune(s->pool_state.locals[i].id, s->sock_path,
+		rt_cgroup_prune(s->pool_state.locals[i].id, s->links.sock_path,
 				killed ? 1000 : 100);
 	}
 	done(s->shutdown_arg);
@@ -322,7 +322,7 @@ static void on_shutdown_poll(uv_timer_t *t)
 	int64_t now = rt_mono_ms();
 
 	if ((pending_local(s) == 0 && online_local(s) == 0 &&
-	     s->requests.count == 0 && !sched_cluster_stopping(s) &&
+	     s->links.requests.count == 0 && !sched_cluster_stopping(s) &&
 	     (sched__journal_flushed(s) || now > s->journal_until)) ||
 	    now > s->recovery_until)
 		finish_shutdown(s);
@@ -368,7 +368,7 @@ static int stop_workers_cb(const char *key, void *value, void *arg)
 		 * one pass (a live one's are not, and it re-creates its root
 		 * when it comes back). */
 		if (!w->local)
-			rt_cgroup_prune(w->obj.name, s->sock_path, 0);
+			rt_cgroup_prune(w->obj.name, s->links.sock_path, 0);
 		return 0;
 	}
 	if (w->local)

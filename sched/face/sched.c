@@ -47,7 +47,7 @@ int sched_open_config(struct sched **out, const char *datadir,
 
 	if (s == NULL)
 		goto out;
-	events_init(&s->events, EVENTS_CAP);
+	events_init(&s->journal.events, EVENTS_CAP);
 	s->next_id = SCHED_POOL_ID + 1;
 	s->root.id = SCHED_ROOT_ID;
 	s->root.type = SCHED_ROOT;
@@ -108,8 +108,8 @@ void sched_close(struct sched *s)
 	free(s->datadir);
 	free(s->pool_state.self);
 	free(s->pool_state.log_path);
-	free(s->sock_path);
-	rt_idmap_free(&s->requests);
+	free(s->links.sock_path);
+	rt_idmap_free(&s->links.requests);
 	rt_idmap_free(&s->index);
 	rt_idmap_free(&s->calls_state.live);
 	rt_idmap_free(&s->calls_state.scaled);
@@ -117,7 +117,7 @@ void sched_close(struct sched *s)
 	free(s->calls_state.stats);
 	sched__code_close(s);
 	store_close(s->store);
-	events_close(&s->events);
-	events_limit_free(&s->limit);
+	events_close(&s->journal.events);
+	events_limit_free(&s->journal.limit);
 	free(s);
 }

@@ -48,7 +48,7 @@ static void apply_insert(struct sched *s, struct sched_obj *parent,
 
 	if (sched__obj_from_row(s, parent, r, &o) < 0)
 		return; /* logged; the next start loads it */
-	if (o->type == SCHED_TENANT && s->norphans > 0)
+	if (o->type == SCHED_TENANT && s->journal.norphans > 0)
 		sched__adopt_orphans(s, (struct sched_tenant *)o);
 	touch(parent, r->created_ms);
 	if (r->kind == STORE_FUNCTION) {

@@ -306,8 +306,9 @@ void sched__on_message(struct sched *s, struct sched_worker *w,
 		sched__code_on_message(s, w, m);
 	} else if (strcmp(m->type, "reply") == 0) {
 		long long seq = rt_msg_int(m, "seq", 0);
-		struct sched_request *r = seq > 0 ? rt_idmap_get(&s->requests,
-								 (uint64_t)seq)
+		struct sched_request *r = seq > 0 ? rt_idmap_get(
+							    &s->links.requests,
+							    (uint64_t)seq)
 						  : NULL;
 
 		if (r != NULL && r->worker == w)

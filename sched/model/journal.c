@@ -27,9 +27,9 @@ static void journal_now(struct sched *s, struct sched_tenant *t,
 	if (s->role != NULL &&
 	    s->role->journal(s, now, t ? t->obj.name : NULL, kind, object, kvs))
 		return;
-	events_append(&s->events, now, kind, object, kvs);
+	events_append(&s->journal.events, now, kind, object, kvs);
 	if (t != NULL)
-		events_part_add(&t->events, &s->events, at);
+		events_part_add(&t->events, &s->journal.events, at);
 }
 
 /* Whether a line is a refusal that events_limit limits: a kind ending in
@@ -50,11 +50,11 @@ static int limited(const char *kind, const char *kvs)
 void sched__journal(struct sched *s, struct sched_tenant *t, const char *kind,
 		    const char *object, const char *kvs)
 {
-	struct events_limit *lm = t ? &t->limit : &s->limit;
+	struct events_limit *lm = t ? &t->limit : &s->journal.limit;
 
 	if (limited(kind, kvs) &&
 	    !events_limit_offer(lm, rt_now_ms(), kind, object, kvs)) {
-		s->limits_held = 1;
+		s->journal.limits_held = 1;
 		return;
 	}
 	journal_now(s, t, kind, object, kvs);
@@ -94,11 +94,12 @@ void sched__journal_tick(struct sched *s, int all)
 {
 	struct flush_ctx x = { s, NULL, rt_now_ms(), all, 0 };
 
-	if (!s->limits_held)
+	if (!s->journal.limits_held)
 		return;
-	x.left = events_limit_flush(&s->limit, x.now, all, flush_line, &x);
+	x.left = events_limit_flush(&s->journal.limit, x.now, all, flush_line,
+				    &x);
 	rt_map_each(&s->root.children, flush_tenant, &x);
-	s->limits_held = x.left > 0;
+	s->journal.limits_held = x.left > 0;
 }
 
 /* A line of the cluster's journal came back at `at`: its tenant's part
@@ -109,21 +110,21 @@ void sched__journal_line(void *arg, const char *tenant, uint64_t at)
 	struct sched_obj *t = tenant ? sched_child(&s->root, tenant) : NULL;
 
 	if (t != NULL && t->type == SCHED_TENANT) {
-		events_part_add(&((struct sched_tenant *)t)->events, &s->events,
-				at);
+		events_part_add(&((struct sched_tenant *)t)->events,
+				&s->journal.events, at);
 		return;
 	}
 	if (tenant == NULL)
 		return;
-	if (s->norphans == SCHED_ORPHANS) {
-		memmove(s->orphans, s->orphans + 1,
-			(SCHED_ORPHANS - 1) * sizeof(*s->orphans));
-		s->norphans--;
+	if (s->journal.norphans == SCHED_ORPHANS) {
+		memmove(s->journal.orphans, s->journal.orphans + 1,
+			(SCHED_ORPHANS - 1) * sizeof(*s->journal.orphans));
+		s->journal.norphans--;
 	}
-	s->orphans[s->norphans].at = at;
-	snprintf(s->orphans[s->norphans].tenant, sizeof(s->orphans[0].tenant),
-		 "%s", tenant);
-	s->norphans++;
+	s->journal.orphans[s->journal.norphans].at = at;
+	snprintf(s->journal.orphans[s->journal.norphans].tenant,
+		 sizeof(s->journal.orphans[0].tenant), "%s", tenant);
+	s->journal.norphans++;
 }
 
 /* Tenant `t` came: its lines that came first go to its part. */
@@ -131,17 +132,18 @@ void sched__adopt_orphans(struct sched *s, struct sched_tenant *t)
 {
 	size_t i, k = 0;
 
-	for (i = 0; i < s->norphans; i++) {
-		struct sched_orphan *o = &s->orphans[i];
+	for (i = 0; i < s->journal.norphans; i++) {
+		struct sched_orphan *o = &s->journal.orphans[i];
 
-		if (o->at < s->events.first)
+		if (o->at < s->journal.events.first)
 			continue; /* gone from the journal */
 		if (strcmp(o->tenant, t->obj.name) == 0)
-			events_part_add_line(&t->events, &s->events, o->at);
+			events_part_add_line(&t->events, &s->journal.events,
+					     o->at);
 		else
-			s->orphans[k++] = *o;
+			s->journal.orphans[k++] = *o;
 	}
-	s->norphans = k;
+	s->journal.norphans = k;
 }
 
 void sched__journal_stop(struct sched *s)
@@ -180,18 +182,19 @@ void sched__event(struct sched *s, const struct sched_obj *o, const char *kind,
 
 uint64_t sched_events_end(const struct sched *s)
 {
-	return events_end(&s->events);
+	return events_end(&s->journal.events);
 }
 
 size_t sched_events_at(const struct sched *s, uint64_t off, const char **p,
 		       uint64_t *first)
 {
-	return events_at(&s->events, off, p, first);
+	return events_at(&s->journal.events, off, p, first);
 }
 
 int64_t sched_events_mtime(const struct sched *s)
 {
-	return s->events.last_ms ? s->events.last_ms : s->root.created_ms;
+	return s->journal.events.last_ms ? s->journal.events.last_ms
+					 : s->root.created_ms;
 }
 
 uint64_t sched_tenant_events_end(const struct sched_obj *t)
@@ -204,7 +207,7 @@ size_t sched_tenant_events_at(const struct sched *s, const struct sched_obj *t,
 			      uint64_t *first)
 {
 	return events_part_at(&((const struct sched_tenant *)t)->events,
-			      &s->events, off, buf, size, first);
+			      &s->journal.events, off, buf, size, first);
 }
 
 int64_t sched_tenant_events_mtime(const struct sched_obj *t)

@@ -99,7 +99,7 @@ static int admit_tcp(struct sched *s, const struct sched_peer *p,
 	int r;
 
 	if (p->transport == SCHED_TCP) {
-		if (s->listen != NULL && s->listen->insecure)
+		if (s->links.listen != NULL && s->links.listen->insecure)
 			return 0;
 		rt_buf_puts(why, "plain TCP is refused: connect with "
 				 "tls:// (the controller was not started "

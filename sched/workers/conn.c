@@ -114,11 +114,11 @@ static void peer_hello(struct conn *c, const struct rt_msg *m)
 				"it needs a certificate of role controller");
 		goto out;
 	}
-	if (s->peer_ops == NULL) {
+	if (s->links.peer_ops == NULL) {
 		refuse_close(c, "this controller serves no peer controllers");
 		goto out;
 	}
-	if (s->peer_ops->on_peer(s, c, m, &why) < 0) {
+	if (s->links.peer_ops->on_peer(s, c, m, &why) < 0) {
 		refuse_close(c, why.data ? why.data : "refused");
 		goto out;
 	}
@@ -135,8 +135,8 @@ static void handle(struct conn *c, const struct rt_msg *m)
 	struct sched_worker *w = c->worker;
 
 	if (c->is_peer) {
-		if (s->peer_ops != NULL)
-			s->peer_ops->on_message(s, c, m);
+		if (s->links.peer_ops != NULL)
+			s->links.peer_ops->on_message(s, c, m);
 		else
 			sched__conn_close(c, "peers are no longer served");
 		return;
@@ -150,10 +150,10 @@ static void handle(struct conn *c, const struct rt_msg *m)
 			refuse_close(c, "a controller's certificate may not "
 					"register as a worker");
 		else
-			s->conn_ops->on_register(s, c, m);
+			s->links.conn_ops->on_register(s, c, m);
 		return;
 	}
-	s->conn_ops->on_message(s, w, m);
+	s->links.conn_ops->on_message(s, w, m);
 }
 
 static void conn_closed(uv_handle_t *h)
@@ -174,11 +174,11 @@ static void conn_link(struct conn *c)
 {
 	struct sched *s = c->s;
 
-	c->next = s->conns;
-	if (s->conns != NULL)
-		s->conns->pprev = &c->next;
-	s->conns = c;
-	c->pprev = &s->conns;
+	c->next = s->links.conns;
+	if (s->links.conns != NULL)
+		s->links.conns->pprev = &c->next;
+	s->links.conns = c;
+	c->pprev = &s->links.conns;
 }
 
 /* Closes the handles now (idempotent). */
@@ -242,9 +242,9 @@ void sched__conn_close(struct conn *c, const char *why)
 	c->closing = 1;
 	c->worker = NULL;
 	if (w != NULL)
-		c->s->conn_ops->on_gone(c->s, w, why);
-	if (c->is_peer && c->s->peer_ops != NULL)
-		c->s->peer_ops->on_gone(c->s, c);
+		c->s->links.conn_ops->on_gone(c->s, w, why);
+	if (c->is_peer && c->s->links.peer_ops != NULL)
+		c->s->links.peer_ops->on_gone(c->s, c);
 	conn_end(c, 1);
 }
 
@@ -278,7 +278,7 @@ static void tls_read(struct conn *c, const char *data, size_t n);
  * handshake) or, as a frame's length starts, anything else. */
 static void sniff(struct conn *c, const char *data)
 {
-	struct sched_listen *l = c->s->listen;
+	struct sched_listen *l = c->s->links.listen;
 
 	c->sniffed = 1;
 	if ((unsigned char)data[0] == 0x16 && l != NULL && l->tls != NULL) {
@@ -417,8 +417,8 @@ static int admit(struct conn *c)
 		if (rt_proc_id_of(cred.pid, &c->peer.proc) < 0)
 			c->peer.proc.pid = 0; /* gone already */
 	}
-	if (c->s->conn_ops->on_accept != NULL)
-		rc = c->s->conn_ops->on_accept(c->s, &c->peer, &why);
+	if (c->s->links.conn_ops->on_accept != NULL)
+		rc = c->s->links.conn_ops->on_accept(c->s, &c->peer, &why);
 	if (rc < 0) {
 		/* Told in a frame where it can be read: plain, or once the
 		 * TLS handshake is over; else it is just closed. */
@@ -465,7 +465,7 @@ static struct conn *conn_accept(uv_stream_t *server, int status, int tcp)
 	}
 	c->h.stream.data = c;
 	conn_link(c);
-	rt_wire_out_init(&c->out, &s->flusher, &c->h.stream);
+	rt_wire_out_init(&c->out, &s->links.flusher, &c->h.stream);
 	if (uv_accept(server, &c->h.stream) < 0) {
 		c->closing = 1;
 		conn_end(c, 0);
@@ -546,10 +546,10 @@ void sched__conn_close_all(struct sched *s)
 {
 	struct conn *c;
 
-	while ((c = s->conns) != NULL) {
+	while ((c = s->links.conns) != NULL) {
 		c->worker = NULL; /* told no one */
-		if (c->is_peer && s->peer_ops != NULL)
-			s->peer_ops->on_gone(s, c); /* its requests end */
+		if (c->is_peer && s->links.peer_ops != NULL)
+			s->links.peer_ops->on_gone(s, c); /* its requests end */
 		c->is_peer = 0;
 		if (!c->closing) {
 			c->closing = 1;

@@ -225,8 +225,8 @@ static void on_beat(uv_timer_t *t)
 		return;
 	/* Time this loop itself was stalled (a slow disk, say) is not the
 	 * workers' silence: their heartbeats may be waiting to be read. */
-	stall = s->last_beat ? now - s->last_beat - BEAT_MS : 0;
-	s->last_beat = now;
+	stall = s->links.last_beat ? now - s->links.last_beat - BEAT_MS : 0;
+	s->links.last_beat = now;
 	if (stall > STALL_MIN_MS)
 		rt_map_each(&s->pool.children, excuse_cb, &stall);
 	/* Every silent worker now, one at a time (each closing changes the
@@ -234,19 +234,19 @@ static void on_beat(uv_timer_t *t)
 	for (guard = 0; guard < SCHED_POOL_MAX * 64; guard++)
 		if (rt_map_each(&s->pool.children, health_cb, s) == 0)
 			break;
-	if (now - s->last_ping >= PING_MS) {
-		s->last_ping = now;
+	if (now - s->links.last_ping >= PING_MS) {
+		s->links.last_ping = now;
 		rt_map_each(&s->pool.children, ping_cb, s);
 	}
 }
 
 void sched__heartbeat_start(struct sched *s)
 {
-	uv_timer_init(s->loop, &s->heartbeat);
-	s->heartbeat.data = s;
-	s->last_beat = rt_mono_ms();
-	s->last_ping = s->last_beat;
-	uv_timer_start(&s->heartbeat, on_beat, BEAT_MS, BEAT_MS);
+	uv_timer_init(s->loop, &s->links.heartbeat);
+	s->links.heartbeat.data = s;
+	s->links.last_beat = rt_mono_ms();
+	s->links.last_ping = s->links.last_beat;
+	uv_timer_start(&s->links.heartbeat, on_beat, BEAT_MS, BEAT_MS);
 }
 
 static void close_noop(uv_handle_t *h)
@@ -256,8 +256,8 @@ static void close_noop(uv_handle_t *h)
 
 void sched__heartbeat_stop(struct sched *s)
 {
-	uv_timer_stop(&s->heartbeat);
-	uv_close((uv_handle_t *)&s->heartbeat, close_noop);
+	uv_timer_stop(&s->links.heartbeat);
+	uv_close((uv_handle_t *)&s->links.heartbeat, close_noop);
 }
 
 void sched__on_pong(struct sched *s, struct sched_worker *w,

@@ -94,7 +94,7 @@ int sched__listen_start(struct sched *s, const char *hostport, int insecure)
 		goto out;
 	}
 	rt_addr_format((struct sockaddr *)&ss, l->addr, sizeof(l->addr));
-	s->listen = l;
+	s->links.listen = l;
 	rt_log(RT_LOG_INFO, "listening for workers on %s (TLS 1.3%s)", l->addr,
 	       insecure ? ", and plain TCP" : "");
 	if (insecure)
@@ -114,11 +114,11 @@ out:
 
 void sched__listen_close(struct sched *s)
 {
-	struct sched_listen *l = s->listen;
+	struct sched_listen *l = s->links.listen;
 
 	if (l == NULL)
 		return;
-	s->listen = NULL;
+	s->links.listen = NULL;
 	l->server.data = l;
 	uv_close((uv_handle_t *)&l->server, listen_closed);
 }

@@ -55,7 +55,7 @@ static void local_spawn(struct sched *s, struct sched_local *l)
 {
 	char mem[32];
 	char *argv[] = { s->pool_state.self, "worker", "--connect",
-			 s->sock_path,	     "--id",   l->id,
+			 s->links.sock_path, "--id",   l->id,
 			 "--memory",	     mem,      NULL };
 	uv_process_options_t opt;
 	uv_stdio_container_t stdio[3];

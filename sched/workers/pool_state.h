@@ -1,7 +1,7 @@
 /*
  * pool_state.h - the state the pool (sched/workers/pool.c) owns: the
  * designated local workers, how they are started and the start limit.
- * Reached as s->pool_state; sched_start (act/lifecycle.c) fills it from
+ * Reached as s->pool_state; sched_start (face/lifecycle.c) fills it from
  * the options.
  */
 #ifndef FNFS_SCHED_POOL_STATE_H

@@ -31,11 +31,11 @@ static int unlink_cb(struct sched *s, struct sched_wait *w)
 	size_t i;
 
 	/* Outstanding requests of this wait will find it gone. */
-	for (i = 0; i < s->requests.nslots; i++) {
-		struct sched_request *r = s->requests.values[i];
+	for (i = 0; i < s->links.requests.nslots; i++) {
+		struct sched_request *r = s->links.requests.values[i];
 
-		if (r != NULL && s->requests.keys[i] != 0 &&
-		    s->requests.keys[i] != UINT64_MAX && r->wait == w)
+		if (r != NULL && s->links.requests.keys[i] != 0 &&
+		    s->links.requests.keys[i] != UINT64_MAX && r->wait == w)
 			r->wait = NULL;
 	}
 	return 0;
@@ -149,7 +149,7 @@ void sched__request_done(struct sched *s, struct sched_request *r,
 {
 	struct sched_wait *w = r->wait;
 
-	rt_idmap_del(&s->requests, r->seq);
+	rt_idmap_del(&s->links.requests, r->seq);
 	if (m != NULL)
 		reply_reason(s, r, m, rt_msg_int(m, "err", 0));
 	if (w != NULL) {
@@ -201,14 +201,14 @@ int sched__request(struct sched *s, struct sched_worker *w, json_t *header,
 		json_decref(header);
 		return -ENOMEM;
 	}
-	r->seq = s->next_seq++;
+	r->seq = s->links.next_seq++;
 	r->wait = wait;
 	r->worker = w;
 	r->slot = slot;
 	r->instance_id = instance_id;
 	/* A seq is never reused: an answer finds its own request. */
-	assert(r->seq > 0 && rt_idmap_get(&s->requests, r->seq) == NULL);
-	if (rt_idmap_put(&s->requests, r->seq, r) < 0) {
+	assert(r->seq > 0 && rt_idmap_get(&s->links.requests, r->seq) == NULL);
+	if (rt_idmap_put(&s->links.requests, r->seq, r) < 0) {
 		free(r);
 		json_decref(header);
 		return -ENOMEM;
@@ -225,13 +225,13 @@ void sched__requests_fail(struct sched *s, struct sched_worker *w)
 {
 	size_t i;
 
-	for (i = 0; i < s->requests.nslots; i++) {
+	for (i = 0; i < s->links.requests.nslots; i++) {
 		struct sched_request *r;
 
-		if (s->requests.keys[i] == 0 ||
-		    s->requests.keys[i] == UINT64_MAX)
+		if (s->links.requests.keys[i] == 0 ||
+		    s->links.requests.keys[i] == UINT64_MAX)
 			continue;
-		r = s->requests.values[i];
+		r = s->links.requests.values[i];
 		if (r->worker == w)
 			sched__request_done(s, r, NULL);
 	}
@@ -241,8 +241,9 @@ void sched__requests_end_all(struct sched *s)
 {
 	size_t i;
 
-	for (i = 0; i < s->requests.nslots; i++)
-		if (s->requests.keys[i] != 0 &&
-		    s->requests.keys[i] != UINT64_MAX)
-			sched__request_done(s, s->requests.values[i], NULL);
+	for (i = 0; i < s->links.requests.nslots; i++)
+		if (s->links.requests.keys[i] != 0 &&
+		    s->links.requests.keys[i] != UINT64_MAX)
+			sched__request_done(s, s->links.requests.values[i],
+					    NULL);
 }

@@ -753,6 +753,7 @@ TEST(etcd_live_endpoints_and_timeouts)
 	struct got g = { 0 }, h = { 0 }, s = { 0 };
 	char eps[160], none[64];
 	int64_t start;
+	int rc;
 
 	if (live_start(&l, 500) < 0) {
 		CHECK(!"etcd runs (scripts/install-deps installs it)");
@@ -777,8 +778,13 @@ TEST(etcd_live_endpoints_and_timeouts)
 	 * timeout (500 ms). */
 	kill(l.pid, SIGSTOP);
 	start = rt_mono_ms();
-	CHECK(await(&l, etcd_put(l.c, "/e", "2", 1, 0, got_cb, &s), &s) ==
-	      -ETIMEDOUT);
+	rc = await(&l, etcd_put(l.c, "/e", "2", 1, 0, got_cb, &s), &s);
+	if (rc != -ETIMEDOUT)
+		fprintf(stderr,
+			"  the put to a stopped member: %d (%s) after %lld "
+			"ms\n",
+			rc, s.error, (long long)(rt_mono_ms() - start));
+	CHECK(rc == -ETIMEDOUT);
 	CHECK(rt_mono_ms() - start < 1500);
 	kill(l.pid, SIGCONT);
 	got_reset(&s);

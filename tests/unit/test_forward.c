@@ -182,7 +182,7 @@ static void pair_start(struct sched **a, struct sched **b, struct served *v)
 	memset(v, 0, sizeof(*v));
 	v->s = *a;
 	sched_fwd_serve(*a, &ops, v);
-	sched__fwd_target(*b, "a", (*a)->listen->addr);
+	sched__fwd_target(*b, "a", (*a)->links.listen->addr);
 	rt_buf_free(&msg);
 }
 
@@ -334,7 +334,7 @@ TEST(forward_leader_change_and_lost_link_end_with_eagain)
 	run_until(&c2.done, 20000);
 	CHECK(c2.done && c2.err == EAGAIN);
 	/* Back to a: linked again; then the leader goes. */
-	sched__fwd_target(b, "a", a->listen->addr);
+	sched__fwd_target(b, "a", a->links.listen->addr);
 	CHECK(sched_fwd_call(b, "tenants/t/ns/fn/invoke", "z", 1, &who,
 			     on_answer, &c3, &f) == SCHED_LATER);
 	run_until(&v.calls, 20000);
