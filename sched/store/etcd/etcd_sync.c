@@ -137,6 +137,28 @@ static int await(struct etcd_sync *s, int rc, struct wait *w,
 	return rc;
 }
 
+/* The client, made again if a call that broke its bound ended the last
+ * one; NULL if it cannot be. */
+static struct etcd_client *client(struct etcd_sync *s)
+{
+	if (s->c == NULL && s->open &&
+	    etcd_client_new(&s->loop, &s->cfg, &s->c) < 0)
+		s->c = NULL;
+	return s->c;
+}
+
+static const char *dup_or_null(const char *v, int *rc)
+{
+	char *d;
+
+	if (v == NULL)
+		return NULL;
+	d = strdup(v);
+	if (d == NULL)
+		*rc = -ENOMEM;
+	return d;
+}
+
 const char *etcd_sync_where(const struct etcd_sync *s)
 {
 	return s->c ? etcd_client_endpoint(s->c) : "closed";
@@ -146,7 +168,7 @@ int etcd_sync_open(struct etcd_sync *s, const struct etcd_config *cfg,
 		   struct rt_buf *why)
 {
 	struct etcd_config c = *cfg;
-	int rc;
+	int rc = 0;
 
 	memset(s, 0, sizeof(*s));
 	if (c.timeout_ms <= 0)
@@ -155,7 +177,15 @@ int etcd_sync_open(struct etcd_sync *s, const struct etcd_config *cfg,
 	if (uv_loop_init(&s->loop) < 0)
 		return -ENOMEM;
 	s->open = 1;
-	rc = etcd_client_new(&s->loop, &c, &s->c);
+	/* Kept to make the client again after a call that broke its bound
+	 * (the process was stopped, say): the next call still works. */
+	s->cfg = c;
+	s->cfg.endpoints = dup_or_null(c.endpoints, &rc);
+	s->cfg.ca = dup_or_null(c.ca, &rc);
+	s->cfg.cert = dup_or_null(c.cert, &rc);
+	s->cfg.key = dup_or_null(c.key, &rc);
+	if (rc == 0)
+		rc = etcd_client_new(&s->loop, &s->cfg, &s->c);
 	if (rc < 0) {
 		rt_buf_printf(why, "%s: %s",
 			      rc == -EINVAL ? "bad etcd endpoints"
@@ -177,6 +207,11 @@ void etcd_sync_close(struct etcd_sync *s)
 	for (i = 0; i < 1000 && uv_run(&s->loop, UV_RUN_NOWAIT) != 0; i++)
 		;
 	uv_loop_close(&s->loop);
+	free((char *)s->cfg.endpoints);
+	free((char *)s->cfg.ca);
+	free((char *)s->cfg.cert);
+	free((char *)s->cfg.key);
+	memset(&s->cfg, 0, sizeof(s->cfg));
 	s->open = 0;
 }
 
@@ -188,7 +223,7 @@ int etcd_sync_range(struct etcd_sync *s, const char *key, const char *range_end,
 	int rc;
 
 	etcd_sync_kvs_free(out);
-	if (s->c == NULL)
+	if (client(s) == NULL)
 		return -EIO;
 	rc = etcd_range(s->c, key, range_end, revision, limit, on_answer, &w);
 	rc = await(s, rc, &w, why);
@@ -204,7 +239,7 @@ int etcd_sync_txn(struct etcd_sync *s, const struct etcd_cmp *cmp, size_t ncmp,
 	struct wait w = { .loop = &s->loop };
 	int rc;
 
-	if (s->c == NULL)
+	if (client(s) == NULL)
 		return -EIO;
 	rc = etcd_txn(s->c, cmp, ncmp, ops, nops, NULL, 0, on_answer, &w);
 	rc = await(s, rc, &w, why);
@@ -219,7 +254,7 @@ int etcd_sync_delete(struct etcd_sync *s, const char *key,
 	struct wait w = { .loop = &s->loop };
 	int rc;
 
-	if (s->c == NULL)
+	if (client(s) == NULL)
 		return -EIO;
 	rc = etcd_delete(s->c, key, range_end, on_answer, &w);
 	rc = await(s, rc, &w, why);

@@ -14,8 +14,10 @@
 /* A client on its own loop. */
 struct etcd_sync {
 	uv_loop_t loop;
-	struct etcd_client *c;
-	int bound_ms; /* the longest a call waits, margin included */
+	struct etcd_client *c;	/* NULL after a call broke its bound: the
+				   next call makes a new one from `cfg` */
+	struct etcd_config cfg; /* its strings owned (etcd_sync_open's) */
+	int bound_ms;		/* the longest a call waits, margin included */
 	int open;
 };
 
