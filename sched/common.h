@@ -2,7 +2,7 @@
  * common.h - small helpers the modules of sched/ share: an instance's
  * function and path, storing an instance or a worker's row, the end of a
  * derived transaction, instance events, and a few parsers. Calls nothing
- * above it (sched.c's events and store.c only).
+ * above the model (model/journal.c, model/objects.c and the store).
  */
 #ifndef FNFS_SCHED_COMMON_H
 #define FNFS_SCHED_COMMON_H

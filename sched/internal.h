@@ -1,7 +1,7 @@
 /*
  * internal.h - what every file of sched/ shares: the controller's state
  * (struct sched) and the structs several modules use (calls, requests,
- * waits, local workers), with the helpers of sched.c (the model) and
+ * waits, local workers), with the helpers of model/objects.c (the model) and
  * calls.c. Each other module declares what others may use in its own
  * header: common.h, conn.h, requests.h, assign.h, orders.h, reconcile.h,
  * reports.h, drain.h, pool.h, workers.h, instances.h. Not for fs/.
@@ -175,7 +175,7 @@ struct sched_wait {
 	int nparts;
 };
 
-/* ---- sched.c */
+/* ---- the model's objects (model/objects.c) */
 
 /* Makes a child object of `type` below `parent` with `name`. */
 struct sched_obj *sched__obj_new(struct sched *s, enum sched_obj_type type,

@@ -2,7 +2,7 @@
  * calls_state.h - the state the calls module (sched/calls/) owns: the
  * calls under way, the call being started, the counters over every call
  * and the functions it watches. Reached as s->calls_state; only
- * sched/calls/, and the open and close of sched.c, touch it.
+ * sched/calls/, and the open and close of face/sched.c, touch it.
  */
 #ifndef FNFS_SCHED_CALLS_STATE_H
 #define FNFS_SCHED_CALLS_STATE_H

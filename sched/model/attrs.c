@@ -1,6 +1,6 @@
 /*
  * attrs.c - a function's attribute files: a write validated, committed
- * to the store and applied (sched.c's order), a refused one recorded in
+ * to the store and applied (face/tree.c's order), a refused one recorded in
  * the function's error file and the journal, and the files rendered.
  */
 #include <errno.h>
