@@ -739,7 +739,7 @@ int64_t sched_tenant_events_mtime(const struct sched_obj *t);
 void sched_event(struct sched *s, const char *kind, const char *object,
 		 const char *kvs);
 
-/* ---- a user's writes to the tree (sched/model/write.c): mkdir, rmdir,
+/* ---- a user's writes to the tree (sched/face/write.c): mkdir, rmdir,
  * chown/chmod of a tenant, an attribute's value, whichever store stands
  * behind them */
 

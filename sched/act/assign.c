@@ -95,7 +95,7 @@ int sched__unassign(struct sched *s, struct sched_instance *in, int persist,
 	assert(in->reserved_mb >= 0 && in->worker->used_mb >= in->reserved_mb);
 	sched__hold(in->worker, v, -in->reserved_mb, -1);
 	in->reserved_mb = 0;
-	/* Its log stays there: `log` still reads it (instances.c). */
+	/* Its log stays there: `log` still reads it (face/files.c). */
 	free(in->log_worker);
 	in->log_worker = strdup(in->worker->obj.name);
 	in->worker = NULL;

@@ -589,7 +589,7 @@ static void fwd_timeout(uv_timer_t *t)
 	fwd_finish(f, ETIMEDOUT, NULL, NULL, 0);
 }
 
-/* The bound of a write to `path`: the leader's (instances.c's
+/* The bound of a write to `path`: the leader's (face/files.c's
  * wait_bound), plus the link's margin. */
 static int write_bound(struct sched *s, const char *path)
 {

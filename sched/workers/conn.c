@@ -3,7 +3,7 @@
  * socket (plain, or TLS through runtime/base/tls.c): accepting, reading and
  * decoding frames, sending, closing. It knows nothing of what the
  * messages mean: it hands them to the callbacks of struct sched_conn_ops
- * (set by lifecycle.c), so no call goes back up.
+ * (set by face/lifecycle.c), so no call goes back up.
  */
 #include <errno.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
  * conn.h - the connections of workers to the controller's socket: frames
  * in and out, and closing. The bottom of the cluster side: it calls
  * nothing in sched/ but the callbacks of struct sched_conn_ops, which
- * lifecycle.c sets at sched_start.
+ * face/lifecycle.c sets at sched_start.
  */
 #ifndef FNFS_SCHED_CONN_H
 #define FNFS_SCHED_CONN_H

@@ -304,7 +304,7 @@ int etcd_keys_row(const char *cluster, const struct store_row *r,
 }
 
 /* Whether `s` may be an instance's last exit: "", "oom", "status:N",
- * "signal:N" (sched/workers/reports.c's words), at most 31 bytes. */
+ * "signal:N" (sched/act/reports.c's words), at most 31 bytes. */
 int etcd_keys__last_exit_ok(const char *s)
 {
 	size_t n = strlen(s), i, from;

@@ -33,7 +33,7 @@ int etcd_keys__path_plain(unsigned char c);
 int etcd_keys__path_ok(const char *p, size_t n);
 
 /* Whether `s` may be an instance's last exit: "", "oom", "status:N",
- * "signal:N" (sched/workers/reports.c's words), at most 31 bytes. */
+ * "signal:N" (sched/act/reports.c's words), at most 31 bytes. */
 int etcd_keys__last_exit_ok(const char *s);
 
 #endif
