@@ -114,6 +114,8 @@ static int batch_claim(struct batch *b, struct rt_buf *why)
 	return rc;
 }
 
+#define LOST_CLAIM_MS 1500 /* the bound of lost_claim's question */
+
 /* After a write that failed (a timeout: this process may have been
  * stopped while another import took over): whether the claim is lost,
  * asked with a txn of no operations under the same compares. Returns
@@ -122,8 +124,12 @@ static int batch_claim(struct batch *b, struct rt_buf *why)
 static int lost_claim(struct batch *b, struct rt_buf *why)
 {
 	struct rt_buf w = { 0 };
-	int rc = batch_txn(b, NULL, 0, 0, &w);
+	int was = etcd_sync_bound(b->s, LOST_CLAIM_MS), rc;
 
+	/* A healthy etcd (this process was stopped) answers at once; one
+	 * without quorum is not waited for a second time. */
+	rc = batch_txn(b, NULL, 0, 0, &w);
+	etcd_sync_bound(b->s, was);
 	if (rc == -EEXIST && w.data != NULL) {
 		rt_buf_reset(why);
 		rt_buf_puts(why, w.data);

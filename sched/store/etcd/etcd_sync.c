@@ -159,6 +159,14 @@ static const char *dup_or_null(const char *v, int *rc)
 	return d;
 }
 
+int etcd_sync_bound(struct etcd_sync *s, int ms)
+{
+	int was = s->bound_ms;
+
+	s->bound_ms = ms > 0 ? ms : s->open_bound_ms;
+	return was;
+}
+
 const char *etcd_sync_where(const struct etcd_sync *s)
 {
 	return s->c ? etcd_client_endpoint(s->c) : "closed";
@@ -173,7 +181,7 @@ int etcd_sync_open(struct etcd_sync *s, const struct etcd_config *cfg,
 	memset(s, 0, sizeof(*s));
 	if (c.timeout_ms <= 0)
 		c.timeout_ms = TIMEOUT_MS;
-	s->bound_ms = c.timeout_ms + MARGIN_MS;
+	s->bound_ms = s->open_bound_ms = c.timeout_ms + MARGIN_MS;
 	if (uv_loop_init(&s->loop) < 0)
 		return -ENOMEM;
 	s->open = 1;

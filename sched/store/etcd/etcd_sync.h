@@ -18,6 +18,7 @@ struct etcd_sync {
 				   next call makes a new one from `cfg` */
 	struct etcd_config cfg; /* its strings owned (etcd_sync_open's) */
 	int bound_ms;		/* the longest a call waits, margin included */
+	int open_bound_ms;	/* etcd_sync_open's */
 	int open;
 };
 
@@ -31,6 +32,12 @@ struct etcd_sync_kvs {
 
 /* Frees what `r` holds (the struct is zeroed). */
 void etcd_sync_kvs_free(struct etcd_sync_kvs *r);
+
+/* Sets the bound of the calls that follow (ms, margin included; 0: the
+ * one etcd_sync_open chose) and returns the one before: a question
+ * that is only worth a short wait (is etcd back?) asks with a short
+ * bound. */
+int etcd_sync_bound(struct etcd_sync *s, int ms);
 
 /* Makes a client of `cfg` on a new loop. Returns 0, -EINVAL (bad
  * endpoints; `why` says so), -ENOMEM or -EIO. */
