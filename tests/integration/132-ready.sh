@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
+# tests/run parts: tcp never notify socket
 # Readiness: an instance is `starting` until it is ready (ready tcp,
 # http:/PATH, notify; started as before), calls reach it only then,
 # `restart` returns once the new process is ready, and one that is never
 # ready within ready_timeout is stopped and makes `restart` fail with
 # ETIMEDOUT, with the reason in `error`.
+#
+# Four parts (tests/run runs them side by side, each on a mount of its
+# own; run by hand, it does them in turn on one): tcp (ready tcp and
+# http:/PATH), never (never ready, and the probes' sockets closed after),
+# notify (FN_NOTIFY_FD, a readiness slower than 10 s), socket (on the
+# FN_LISTENER socket, network none, started, the socket directory).
 . "$(dirname "$0")/lib.sh"
 start_fnfs || exit 1
 check "the local worker registers" wait_until 10 state_is "$MNT/workers/local-1/state" healthy
@@ -25,7 +32,11 @@ reason() { awk '$1 == "reason" { $1 = ""; sub(/^ /, ""); print }' "$1/status"; }
 reason_has() { reason "$1" | grep -q -- "$2"; }
 # before A B: time A is not after time B.
 before() { python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) <= float(sys.argv[2]) + 0.001 else 1)' "$1" "$2"; }
+# part NAME: this run does part NAME ($FNFS_TEST_PART; none: every part).
+part() { [ -z "${FNFS_TEST_PART:-}" ] || [ "$FNFS_TEST_PART" = "$1" ]; }
 
+# ==== part tcp
+if part tcp; then
 # ---- ready tcp: a daemon that listens on $PORT after 2 s
 D=$NS/tcpd
 mkdir "$D"
@@ -82,7 +93,10 @@ write "$H2/ready_timeout" 2
 write "$H2/command" "$SERVER 0 $REC/http404 http"
 check "a 404 is not ready" wait_until 10 reason_has "$H2/instances/0" "not ready within 2 s: GET /nothere on 127.0.0.1:[0-9]* answered 404"
 write "$H2/state" stop
+fi
 
+# ==== part never
+if part never; then
 # ---- never ready: restart fails with ETIMEDOUT after ready_timeout
 N=$NS/never
 mkdir "$N"
@@ -103,6 +117,27 @@ echo never >"$N/restart_policy"
 check "restart_policy never: failed once not ready" wait_until 15 state_is "$N/instances/0/state" failed
 check "failed says why" reason_has "$N/instances/0" "not ready within 2 s: .*; restart_policy never restarts it"
 
+# Every probe's handles are closed: the worker holds as many descriptors
+# after instances started and were stopped unready as before.
+W=$(worker_pids | head -n 1)
+# Its sockets: probes connect with them (the other instances are ready
+# or stopped by now: nothing else probes).
+fds() { ls -l "/proc/$W/fd" | grep -c "socket:"; }
+write "$N/restart_policy" always
+write "$N/state" stop
+check "the unready function stops" wait_until 10 state_is "$N/instances/0/state" stopped
+before_fds=$(fds)
+for _ in 1 2 3; do
+	write "$N/restart" 1 2>/dev/null
+done
+write "$N/state" stop
+check "and stops again" wait_until 10 state_is "$N/instances/0/state" stopped
+after_fds=$(fds)
+check "the worker holds no more sockets after unready restarts ($before_fds -> $after_fds)" test "$after_fds" -le "$before_fds"
+fi
+
+# ==== part notify
+if part notify; then
 # ---- notify: a line on FN_NOTIFY_FD
 M=$NS/notify
 mkdir "$M"
@@ -148,7 +183,10 @@ write "$M2/command" 'exec 3>&-; exec sleep 1000'
 check_fails_with "notify closed without a line: restart fails" "Connection timed out" write "$M2/restart" 1
 check "error says the descriptor was closed" grep -q "not ready within 2 s: FN_NOTIFY_FD was closed without a line" "$M2/error"
 write "$M2/state" stop
+fi
 
+# ==== part socket
+if part socket; then
 # ---- ready tcp on FN_LISTENER: a server on the socket only
 U=$NS/unixd
 mkdir "$U"
@@ -192,24 +230,6 @@ check "and returns at the spawn, before it listens" wait_until 10 eval '[ "$(cou
 check "(not after)" eval '[ "$(count "$REC/plain" listening)" = 0 ] || before "$t1" "$(last "$REC/plain" listening)"'
 check "no FN_NOTIFY_FD or PORT" eval '[ -z "$(env_of "$(pid_of "$S/instances/0")" FN_NOTIFY_FD)$(env_of "$(pid_of "$S/instances/0")" PORT)" ]'
 
-# Every probe's handles are closed: the worker holds as many descriptors
-# after instances started and were stopped unready as before.
-W=$(worker_pids | head -n 1)
-# Its sockets: probes connect with them (the other instances are ready
-# or stopped by now: nothing else probes).
-fds() { ls -l "/proc/$W/fd" | grep -c "socket:"; }
-write "$N/restart_policy" always
-write "$N/state" stop
-check "the unready function stops" wait_until 10 state_is "$N/instances/0/state" stopped
-before_fds=$(fds)
-for i in 1 2 3; do
-	write "$N/restart" 1 2>/dev/null
-done
-write "$N/state" stop
-check "and stops again" wait_until 10 state_is "$N/instances/0/state" stopped
-after_fds=$(fds)
-check "the worker holds no more sockets after unready restarts ($before_fds -> $after_fds)" test "$after_fds" -le "$before_fds"
-
 # The FN_LISTENER directory goes with what wanted it: a function probed by
 # tcp has one; set to `started`, its next process has none, and the
 # directory is gone.
@@ -224,4 +244,5 @@ check "it has a socket directory ($sockdir)" test -d "$sockdir"
 write "$E/ready" started
 check "set to started, it runs" wait_until 10 state_is "$E/instances/0/state" running
 check "and its socket directory is gone" wait_until 30 eval '[ ! -e "$sockdir" ]'
+fi
 done_testing

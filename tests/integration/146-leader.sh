@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # tests/run: lane
+# tests/run parts: kill unmount
 # (an etcd cluster: at most $FNFS_TEST_LANE of them beside the others)
 # A cluster that runs instances (issue 14): three controllers on a
 # 3-member etcd, each with --listen on loopback and the same cluster CA,
@@ -11,6 +12,12 @@
 # within --leader-ttl + 2 s, every instance still running with the same
 # pid and none restarted, and writes work on the survivors. A clean
 # unmount of the leader hands over at once, again without a restart.
+#
+# Two parts (tests/run runs them side by side, each on an etcd and a
+# cluster of its own; run by hand, it does both in turn on one), both
+# from the function's $N instances running: kill (what the followers
+# show, the leader killed -9, scaling through a follower, the old leader
+# back) and unmount (the clean unmount of the leader there is then).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/etcd.sh"
 . "$(dirname "$0")/cluster.sh"
@@ -35,6 +42,9 @@ done
 CERTS=$T/certs
 mkdir -p "$CERTS"
 for w in w1 w2; do "$FNFS" ca issue --data "$T/da" "$w" --out "$CERTS" >/dev/null; done
+
+# part NAME: this run does part NAME ($FNFS_TEST_PART; none: every part).
+part() { [ -z "${FNFS_TEST_PART:-}" ] || [ "$FNFS_TEST_PART" = "$1" ]; }
 
 # start_ctl M: mounts controller M with data $T/dM on $T/mM.
 start_ctl() {
@@ -70,11 +80,13 @@ mark_env "$F"
 echo "/bin/sleep 3600" >"$F/command"
 check "a function of $N instances" write "$F/parallelism" "$N"
 check "all $N run" wait_until 60 running_all "$F" "$N"
-
-# What the followers show: the same instances, workers and pids.
 snapshot() { # snapshot MOUNT: "N worker pid" per instance
 	placement_of "$1/tenants/acme/prod/sleeper"
 }
+
+# ==== part kill
+if part kill; then
+# What the followers show: the same instances, workers and pids.
 snapshot "$T/m$L" >"$T/before"
 for m in a b c; do
 	[ "$m" = "$L" ] && continue
@@ -126,7 +138,16 @@ snapshot "$T/m$L2" >"$T/before2"
 check "controller $L mounts again" start_ctl "$L"
 check "and follows" wait_until 10 eval '[ "$(role_of "$L")" = follower ]'
 check "showing the same instances" wait_until 10 eval 'diff <(snapshot "$T/m$L") "$T/before2" >/dev/null'
+NOW=$((N + 2))
+fi
 
+# ==== part unmount
+if part unmount; then
+if [ -n "${FNFS_TEST_PART:-}" ]; then
+	# The leader and the instances as part kill leaves them.
+	L2=$L NOW=$N
+	snapshot "$T/m$L2" >"$T/before2"
+fi
 # ---- a clean unmount of the leader hands over without a restart
 fusermount3 -u "$T/m$L2"
 check "the leader exits after its unmount" wait_until 10 eval '! alive "${CPID[$L2]}"'
@@ -135,9 +156,11 @@ check "a new leader at once (it resigned)" wait_until 2 eval '[ -n "$(leader)" ]
 L3=$(leader)
 check "the workers come back to $L3" wait_until 20 eval 'state_is "$T/m$L3/workers/w1/state" healthy && state_is "$T/m$L3/workers/w2/state" healthy'
 check "every instance with the same pid" wait_until 20 eval 'diff <(snapshot "$T/m$L3") "$T/before2" >/dev/null'
-check_eq "$((N + 2)) processes still" "$(procs_with "$RUN_MARK")" $((N + 2))
+check_eq "$NOW processes still" "$(procs_with "$RUN_MARK")" "$NOW"
+fi
 
 # ---- the end
+[ -n "${L3:-}" ] || L3=$(leader)
 check "parallelism 0 on the leader" write "$T/m$L3/tenants/acme/prod/sleeper/parallelism" 0
 check "every process ends" wait_until 20 eval '[ "$(procs_with "$RUN_MARK")" = 0 ]'
 for m in a b c; do

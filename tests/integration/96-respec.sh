@@ -13,8 +13,8 @@ no_negative_free() {
 	local w f m
 	for w in "$MNT"/workers/*/; do
 		[ -f "$w/free" ] || continue
-		f=$(cat "$w/free")
-		m=$(cat "$w/memory")
+		slurp f "$w/free"
+		slurp m "$w/memory"
 		[ "$f" -ge 0 ] || { echo "# $w free $f" >&2; return 1; }
 		[ "$f" -le "$m" ] || return 1
 	done

@@ -125,19 +125,21 @@ etcd_restart() {
 	etcd_run "$1" existing
 }
 
-# etcd_cleanup: ends every member still running (SIGTERM, then kill -9
-# after 10 s), by pid.
+# etcd_cleanup: ends every member still running, by pid: kill -9 (their
+# data goes with the test's directory). A SIGTERM'd leader first hands
+# its leadership over, and with the other members stopping too it waits
+# for that the whole request timeout (7 s) at every test's end.
 etcd_cleanup() {
 	local i p
 	for i in "${!ETCD_PID[@]}"; do
 		p=${ETCD_PID[$i]}
-		[ -n "$p" ] && kill "$p" 2>/dev/null
+		[ -n "$p" ] && kill -9 "$p" 2>/dev/null
 	done
 	for i in "${!ETCD_PID[@]}"; do
 		p=${ETCD_PID[$i]}
 		[ -n "$p" ] || continue
-		wait_until 10 eval '! kill -0 "$p" 2>/dev/null' || kill -9 "$p" 2>/dev/null
 		wait "$p" 2>/dev/null
+		wait_until 10 eval '! kill -0 "$p" 2>/dev/null'
 		ETCD_PID[i]=""
 	done
 }
