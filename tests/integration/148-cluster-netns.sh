@@ -53,6 +53,19 @@ running_once() { # every instance's process runs once, on w1 or w2
 	[ "$(($(ns_count "${NS[w1]}") + $(ns_count "${NS[w2]}")))" = "$N" ] &&
 		[ "$(procs_with "$RUN_MARK")" = "$N" ]
 }
+# shows_before DESCRIPTION SECONDS MOUNT [COMMAND]: within SECONDS the
+# mount shows the instances of $T/before (and COMMAND, evaluated,
+# succeeds); if not, what differs is shown.
+shows_before() {
+	# shellcheck disable=SC2034 # read in the eval
+	local m=$3 also=${4:-true}
+	if wait_until "$2" eval 'diff <(snapshot "$m") "$T/before" >/dev/null && eval "$also"'; then
+		ok "$1"
+	else
+		not_ok "$1"
+		diff <(snapshot "$m") "$T/before" | head -n 20 | sed 's/^/   # /'
+	fi
+}
 # part NAME: this run does part NAME ($FNFS_TEST_PART; none: every part).
 part() { [ -z "${FNFS_TEST_PART:-}" ] || [ "$FNFS_TEST_PART" = "$1" ]; }
 
@@ -91,7 +104,7 @@ L2=$(leader)
 check "it is another controller ($L2, ${ms} ms after the cut)" test -n "$L2" -a "$L2" != "$L"
 check_fails_with "a write on the cut-off mount fails" "Input/output error" write_checked "$T/m$L/$F/timeout" 44
 check "the workers come to $L2" wait_until 20 eval 'state_is "$T/m$L2/workers/w1/state" healthy && state_is "$T/m$L2/workers/w2/state" healthy'
-check "all $N taken over, same workers and pids" wait_until 20 eval 'diff <(snapshot "$T/m$L2") "$T/before" >/dev/null && running_all "$T/m$L2/$F" "$N"'
+shows_before "all $N taken over, same workers and pids" 20 "$T/m$L2" 'running_all "$T/m$L2/$F" "$N"'
 check "each still runs exactly once" running_once
 check_eq "none restarted" "$(restarts_of "$T/m$L2/$F")" 0
 check "writes work on $L2" write_checked "$T/m$L2/$F/timeout" 45
@@ -99,7 +112,7 @@ check "writes work on $L2" write_checked "$T/m$L2/$F/timeout" 45
 # ---- healed: it follows
 heal "$L"
 check "healed, $L follows" wait_until 15 eval '[ "$(role_of "$L")" = follower ]'
-check "and shows the instances as they are" wait_until 10 eval 'diff <(snapshot "$T/m$L") "$T/before" >/dev/null'
+shows_before "and shows the instances as they are" 10 "$T/m$L"
 check "each still runs exactly once" running_once
 
 # ---- restart and calls from a follower

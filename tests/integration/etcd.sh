@@ -131,17 +131,20 @@ etcd_restart() {
 # for that the whole request timeout (7 s) at every test's end.
 etcd_cleanup() {
 	local i p
-	for i in "${!ETCD_PID[@]}"; do
-		p=${ETCD_PID[$i]}
-		[ -n "$p" ] && kill -9 "$p" 2>/dev/null
-	done
-	for i in "${!ETCD_PID[@]}"; do
-		p=${ETCD_PID[$i]}
-		[ -n "$p" ] || continue
-		wait "$p" 2>/dev/null
-		wait_until 10 eval '! kill -0 "$p" 2>/dev/null'
-		ETCD_PID[i]=""
-	done
+	# (2>/dev/null: bash's "Killed" for each.)
+	{
+		for i in "${!ETCD_PID[@]}"; do
+			p=${ETCD_PID[$i]}
+			[ -n "$p" ] && kill -9 "$p"
+		done
+		for i in "${!ETCD_PID[@]}"; do
+			p=${ETCD_PID[$i]}
+			[ -n "$p" ] || continue
+			wait "$p"
+			wait_until 10 eval '! kill -0 "$p"'
+			ETCD_PID[i]=""
+		done
+	} 2>/dev/null
 }
 
 # ---- the v3 JSON gateway, by hand
