@@ -155,7 +155,9 @@ check "it comes back itself, with the same instance" wait_until 15 eval 'state_i
 # keeps its id: only the same process may come back for it.
 kill -STOP "${WPID[hand]}" "$lpid"
 crash_fnfs
-check "remount after kill -9" start_fnfs --heartbeat-timeout 3000
+# Its recovery window (heartbeat timeout + 3 s) must outlast the checks
+# below on a loaded machine: past it, the pool starts a new local-1.
+check "remount after kill -9" start_fnfs --heartbeat-timeout 10000
 check_eq "hand waits to be recovered" "$(cat "$W/hand/state")" "offline"
 out=$(fake_worker hand)
 check "a newcomer cannot take the id of a worker waiting to be recovered" grep -q "^refused worker hand (pid ${WPID[hand]}) is not gone" <<<"$out"
