@@ -23,8 +23,9 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/users.sh"
 
+# Under tests/run, from this test's own range (lib.sh: free_ports).
 free_port() {
-	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+	free_ports 1
 }
 PORT=$(free_port)
 CA=$T/certs/ca.pem
