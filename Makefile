@@ -123,16 +123,19 @@ run: deps
 # reads). A sanitized build runs several times slower: its tests get
 # 900 s each.
 JOBS ?=
+# The build itself side by side too (make test on a fresh clone builds
+# everything): one job per CPU; BUILD_J= (empty) for one at a time.
+BUILD_J ?= -j$(shell nproc 2>/dev/null || echo 2)
 TEST_ENV = $(if $(SANITIZE),FNFS_TEST_TIMEOUT=$${FNFS_TEST_TIMEOUT:-900})
 test: deps
-	$(MAKE) --no-print-directory fnfs $(B)/unit-tests
+	$(MAKE) --no-print-directory $(BUILD_J) fnfs $(B)/unit-tests
 	$(if $(SANITIZE),,./scripts/check-house)
 	$(TEST_ENV) ./tests/run $(if $(JOBS),-j $(JOBS)) $(B)/unit-tests
 
 # The edit-compile-test loop: the unit tests and the tests marked
 # "# tests/run: smoke", side by side.
 check-fast:
-	$(MAKE) --no-print-directory fnfs $(B)/unit-tests
+	$(MAKE) --no-print-directory $(BUILD_J) fnfs $(B)/unit-tests
 	$(TEST_ENV) ./tests/run --smoke $(if $(JOBS),-j $(JOBS)) $(B)/unit-tests
 
 unit: $(B)/unit-tests

@@ -149,7 +149,12 @@ cp -r "$A"/. "$N/code"/
 write "$N/isolation" none
 write "$N/mode" hot
 write "$N/command" ./run.sh
-check "isolation none runs from its code too" wait_until 15 running_all "$N" 1
+# Its code is a revision 500 ms after the cp (the quiet time): until
+# then the instance runs without it. Wait for an instance of that one.
+check "its code becomes a revision" wait_until 15 grep -q "function.updated acme/prod/bare revision=[0-9]* changed=code" "$MNT/events"
+# shellcheck disable=SC2034 # read in the eval below
+nrev=$(cat "$N/revision")
+check "isolation none runs from its code too" wait_until 15 eval 'running_all "$N" 1 && [ "$(inst_rev "$N/instances/0")" = "$nrev" ]'
 out=$("$FNFS" invoke acme/prod/bare --mount "$MNT" <<<q)
 check "with isolation none, the cwd is the code and read-only" eval '[[ "$out" == "bonjour q $DATA/cache/local-1/code/trees/"*"/t read-only" ]]'
 # shellcheck disable=SC2034 # read in the eval below

@@ -11,8 +11,8 @@ check_eq "two starts in the last minute, of 3 allowed" "$(stat_of "$W/status" st
 
 p1=$(cat "$W/local-1/pid")
 kill -9 "$p1"
-check "a dead local worker is replaced (the third start)" wait_until 10 eval 'state_is "$W/local-1/state" healthy && [ "$(cat "$W/local-1/pid")" != "$p1" ]'
-p1=$(cat "$W/local-1/pid")
+check "a dead local worker is replaced (the third start)" wait_until 10 worker_replaced "$W/local-1" "$p1"
+p1=$(stat_of "$W/local-1/status" pid)
 kill -9 "$p1"
 check "past the limit, the pool pauses and says so" wait_until 10 grep -q 'pool.paused workers starts_per_minute=3 reason="start limit reached; waiting"' "$MNT/events"
 check_eq "workers/status shows the pause" "$(stat_of "$W/status" paused) $(stat_of "$W/status" missing)" "yes 1"

@@ -149,7 +149,7 @@ vp=$(cat "$W/$victim/pid")
 old=($(pids_with "FN_WORKER=$victim"))
 kill -9 "$vp"
 check "kill -9: the processes on $victim die with it (${#old[@]})" wait_until 30 none_alive "${old[@]}"
-check "kill -9: the pool replaces $victim" wait_until 15 eval 'state_is "$W/$victim/state" healthy && [ "$(cat "$W/$victim/pid")" != "$vp" ]'
+check "kill -9: the pool replaces $victim" wait_until 15 worker_replaced "$W/$victim" "$vp"
 check "the daemons run again" wait_until 15 running_all "$D" 4
 check_groups "kill -9: the groups the dead worker left are gone" no_empty_groups
 

@@ -246,6 +246,22 @@ state_is() {
 	[ "$s" = "$2" ]
 }
 
+# worker_replaced WORKER-DIR OLDPID: the worker is healthy with a pid
+# other than OLDPID, both read from one snapshot (its status): read from
+# two files, a worker seen healthy then gone offline before its pid is
+# read passes with an empty pid.
+worker_replaced() {
+	local st state="" pid=""
+	slurp st "$1/status"
+	while read -r k v; do
+		case $k in
+		state) state=$v ;;
+		pid) pid=$v ;;
+		esac
+	done <<<"$st"
+	[ "$state" = healthy ] && [ -n "$pid" ] && [ "$pid" != 0 ] && [ "$pid" != "$2" ]
+}
+
 # pid_of INSTANCE-DIR: the instance's pid ("" if none).
 pid_of() {
 	cat "$1/pid" 2>/dev/null
