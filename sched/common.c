@@ -194,38 +194,134 @@ struct sched_instance **sched__instances_sorted(struct sched_function *fn,
 	return c.v;
 }
 
-int sched__worker_persist(struct sched *s, struct sched_worker *w)
+const char *sched__worker_word(const struct sched *s,
+			       const struct sched_worker *w)
 {
-	json_t *t = json_array(), *n = json_array();
-	char *tj, *nj, *tok, *save = NULL, *copy;
-	struct store_worker r;
-	int rc;
+	if (w->view[0] != '\0')
+		return w->view;
+	if (!w->online)
+		return w->revoked ? "revoked" : "offline";
+	if (w->leaving || w->draining)
+		return w->assignments.count > 0 ? "draining" : "drained";
+	if (rt_mono_ms() - w->heartbeat_mono > s->heartbeat_timeout / 2)
+		return "unhealthy";
+	return "healthy";
+}
 
-	copy = strdup(w->tags ? w->tags : "");
-	for (tok = strtok_r(copy, " ", &save); tok;
+/* What a cluster's leader tells of `w` in its row `r`, and notes as told;
+ * nothing elsewhere (r's state NULL). */
+static void worker_told(const struct sched *s, struct sched_worker *w,
+			struct store_worker *r)
+{
+	r->state = NULL;
+	r->pid = 0;
+	r->since_ms = 0;
+	if (!sched_cluster_publishes(s))
+		return;
+	/* A leader shows its own view: it was told nothing. */
+	assert(w->view[0] == '\0');
+	r->state = sched__worker_word(s, w);
+	r->pid = w->online && w->pid > 0 ? w->pid : 0;
+	r->since_ms = w->since_ms > 0 ? w->since_ms : 0;
+	snprintf(w->told, sizeof(w->told), "%s", r->state);
+	w->told_pid = r->pid;
+}
+
+/* The row of `w`, into `r`, with tags `tj` and namespaces `nj`. */
+static void worker_row(const struct sched *s, struct sched_worker *w,
+		       const char *tj, const char *nj, struct store_worker *r)
+{
+	r->id = w->obj.name;
+	r->memory_mb = w->memory_mb;
+	r->tags = tj;
+	r->namespaces = nj;
+	r->local = w->local;
+	r->drained = w->draining;
+	worker_told(s, w, r);
+}
+
+/* A JSON array of the space separated words of `words` (NULL: none), as
+ * compact text to free; NULL without memory. */
+static char *json_of_words(const char *words)
+{
+	json_t *a = json_array();
+	char *tok, *save = NULL, *copy = strdup(words ? words : ""), *text;
+
+	for (tok = copy ? strtok_r(copy, " ", &save) : NULL; tok;
 	     tok = strtok_r(NULL, " ", &save))
-		json_array_append_new(t, json_string(tok));
+		json_array_append_new(a, json_string(tok));
+	text = a != NULL && copy != NULL ? json_dumps(a, JSON_COMPACT) : NULL;
 	free(copy);
-	copy = strdup(w->namespaces ? w->namespaces : "");
-	for (tok = strtok_r(copy, " ", &save); tok;
-	     tok = strtok_r(NULL, " ", &save))
-		json_array_append_new(n, json_string(tok));
-	free(copy);
-	tj = json_dumps(t, JSON_COMPACT);
-	nj = json_dumps(n, JSON_COMPACT);
-	r.id = w->obj.name;
-	r.memory_mb = w->memory_mb;
-	r.tags = tj;
-	r.namespaces = nj;
-	r.local = w->local;
-	r.drained = w->draining;
-	rc = tj != NULL && nj != NULL ? store_worker_put(s->store, &r)
-				      : -ENOMEM;
+	json_decref(a);
+	return text;
+}
+
+/* Stores (`publish` 0) or tells (1) the row of `w`. */
+static int worker_write(struct sched *s, struct sched_worker *w, int publish)
+{
+	char *tj = json_of_words(w->tags), *nj = json_of_words(w->namespaces);
+	struct store_worker r;
+	int rc = -ENOMEM;
+
+	if (tj == NULL || nj == NULL)
+		goto out;
+	worker_row(s, w, tj, nj, &r);
+	rc = publish ? store_worker_publish(s->store, &r)
+		     : store_worker_put(s->store, &r);
+out:
 	free(tj);
 	free(nj);
-	json_decref(t);
-	json_decref(n);
 	return rc;
+}
+
+int sched__worker_persist(struct sched *s, struct sched_worker *w)
+{
+	return worker_write(s, w, 0);
+}
+
+static int publish_cb(const char *key, void *value, void *arg)
+{
+	struct sched *s = arg;
+	struct sched_worker *w = value;
+	int pid = w->online && w->pid > 0 ? w->pid : 0;
+
+	(void)key;
+	if (strcmp(w->told, sched__worker_word(s, w)) == 0 &&
+	    w->told_pid == pid)
+		return 0;
+	/* What the others are told is not the model: a failure (out of
+	 * memory) leaves them one change behind, until the next tick. */
+	if (worker_write(s, w, 1) < 0) {
+		w->told[0] = '\0';
+		rt_log(RT_LOG_ERROR, "worker %s: cannot tell the others",
+		       w->obj.name);
+	}
+	return 0;
+}
+
+void sched__workers_publish(struct sched *s)
+{
+	if (sched_cluster_publishes(s))
+		rt_map_each(&s->pool.children, publish_cb, s);
+}
+
+char *sched__words_of_json(const json_t *a)
+{
+	struct rt_buf b = { 0 };
+	size_t i, n = json_array_size(a);
+	const char *v;
+
+	if (rt_buf_puts(&b, "") < 0)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		v = json_string_value(json_array_get(a, i));
+		if (v != NULL &&
+		    rt_buf_printf(&b, "%s%s", b.len ? " " : "", v) < 0) {
+			rt_buf_free(&b);
+			return NULL;
+		}
+	}
+	return b.data;
 }
 
 unsigned long sched__random(struct sched *s)

@@ -7,6 +7,8 @@
 #ifndef FNFS_SCHED_COMMON_H
 #define FNFS_SCHED_COMMON_H
 
+#include <jansson.h>
+
 #include "internal.h"
 
 /* The instances of a function, in order of their number (a malloc'd
@@ -63,9 +65,26 @@ struct sched_collect sched__instances_of(struct sched_function *fn);
 struct sched_instance **sched__instances_sorted(struct sched_function *fn,
 						int *n);
 
-/* Stores a worker's row (id, memory, tags, namespaces, local, drained).
- * Returns 0 or -errno of the store. */
+/* Stores a worker's row (id, memory, tags, namespaces, local, drained;
+ * on a cluster also its state word, pid and since_ms, what the others
+ * show). Returns 0 or -errno of the store. */
 STORE_MUST int sched__worker_persist(struct sched *s, struct sched_worker *w);
+
+/* The one word of worker `w`'s state: `healthy`, `unhealthy`,
+ * `draining`, `drained`, `offline` or `revoked`; on a follower, the
+ * word the cluster's leader told (w->view), when it told one. */
+const char *sched__worker_word(const struct sched *s,
+			       const struct sched_worker *w);
+
+/* A cluster's leader: tells the other controllers each worker whose word
+ * or pid changed since it last told them (store_worker_publish); a no-op
+ * elsewhere. Called once a second, and at once after a worker's change. */
+void sched__workers_publish(struct sched *s);
+
+/* The strings of JSON array `a` (["a","b"]), joined by one space ("a
+ * b"); NULL, not an array or no strings: "". Returns a string to free,
+ * or NULL without memory. */
+char *sched__words_of_json(const json_t *a);
 
 /* A pseudo-random number (xorshift), for the random strategy. */
 unsigned long sched__random(struct sched *s);

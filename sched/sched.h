@@ -403,6 +403,14 @@ struct sched_worker {
 	int direct_ok; /* on this machine, in our network and mount
 			* namespaces: the controller may call its http
 			* instances itself (direct.c) */
+	/* A cluster's follower: the leader's word for it, as told in etcd
+	 * ("": none told, or not a follower), its pid and since when. */
+	char view[16];
+	int view_pid;
+	int64_t view_since_ms;
+	/* A cluster's leader: the word and pid it last told the others. */
+	char told[16];
+	int told_pid;
 };
 
 /* Opens the controller state in `datadir` (created if missing): the store

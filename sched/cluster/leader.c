@@ -75,6 +75,21 @@ static int close_worker_cb(const char *key, void *value, void *arg)
 	return 0;
 }
 
+/* Forgets what a follower was told of each worker (`view`) and what a
+ * leader told (`told`): a new leader shows its own view, and tells the
+ * others all of it at its first tick. */
+static int forget_told_cb(const char *key, void *value, void *arg)
+{
+	struct sched_worker *w = value;
+
+	(void)key;
+	(void)arg;
+	w->view[0] = '\0';
+	w->told[0] = '\0';
+	w->told_pid = 0;
+	return 0;
+}
+
 /* Stops acting as the leader. With `release`, its workers go to the
  * next one; without (etcd cannot be reached, so nobody can be elected
  * where this controller cannot see it), it keeps their connections, so
@@ -97,6 +112,7 @@ static void stop_leading(struct sched *s, const char *why, int release)
 		rt_log(RT_LOG_WARN, "controller %s: no longer the leader: %s",
 		       s->cluster->name, why);
 		s->cluster->holding = !release;
+		rt_map_each(&s->pool.children, forget_told_cb, s);
 	}
 	if (release && s->cluster->holding) {
 		s->cluster->holding = 0;
@@ -167,6 +183,7 @@ static void take_office(struct sched *s)
 	s->cluster->taking = 0;
 	s->cluster->leading = 1;
 	s->cluster->holding = 0;
+	rt_map_each(&s->pool.children, forget_told_cb, s);
 	s->cluster->leader_since = rt_now_ms();
 	/* Its term: the creation revision of its election key, which
 	 * fences its writes and which its instances' values say. */
@@ -479,6 +496,19 @@ static void follow_instance(struct sched *s, const struct store_instance *r,
 					 : "none now");
 }
 
+/* Sets `*words` to the words of JSON array `text`; kept on a failure. */
+static void replace_words(char **words, const char *text)
+{
+	json_t *a = text ? json_loads(text, 0, NULL) : NULL;
+	char *v = sched__words_of_json(a);
+
+	json_decref(a);
+	if (v == NULL)
+		return;
+	free(*words);
+	*words = v;
+}
+
 static void follow_worker(struct sched *s, const struct store_worker *r,
 			  int deleted)
 {
@@ -500,6 +530,14 @@ static void follow_worker(struct sched *s, const struct store_worker *r,
 	w->local = r->local;
 	w->draining = r->drained;
 	w->since_ms = now;
+	replace_words(&w->tags, r->tags);
+	replace_words(&w->namespaces, r->namespaces);
+	/* What the leader sees of it (nothing from an older leader). */
+	/* Only a follower is told: a leader shows its own. */
+	assert(!s->cluster->leading);
+	snprintf(w->view, sizeof(w->view), "%s", r->state ? r->state : "");
+	w->view_pid = r->state ? r->pid : 0;
+	w->view_since_ms = r->state ? r->since_ms : 0;
 }
 
 void sched__leader_derived(void *arg, const struct etcd_keys_rec *r,

@@ -84,6 +84,7 @@ static void on_tick(uv_timer_t *t)
 		sched_event(s, "recovery.done", "workers", NULL);
 	}
 	sched__pool_check(s);
+	sched__workers_publish(s);
 	sched__calls_tick(s);
 	if (s->act.capacity_changed || was_recovering) {
 		s->act.capacity_changed = 0;

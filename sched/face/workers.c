@@ -28,21 +28,6 @@ void sched__worker_free(struct sched_worker *w)
 	sched__conn_detach(w->conn);
 }
 
-static char *join(json_t *a)
-{
-	struct rt_buf b = { 0 };
-	json_t *v;
-	size_t i;
-
-	rt_buf_puts(&b, "");
-	json_array_foreach (a, i, v) {
-		if (json_is_string(v))
-			rt_buf_printf(&b, "%s%s", i ? " " : "",
-				      json_string_value(v));
-	}
-	return b.data;
-}
-
 static int all_known_back(struct sched *s)
 {
 	size_t i, n;
@@ -137,8 +122,9 @@ void sched__on_register(struct sched *s, struct conn *c, const struct rt_msg *m)
 	}
 	free(w->tags);
 	free(w->namespaces);
-	w->tags = join(json_object_get(m->header, "tags"));
-	w->namespaces = join(json_object_get(m->header, "namespaces"));
+	w->tags = sched__words_of_json(json_object_get(m->header, "tags"));
+	w->namespaces = sched__words_of_json(
+		json_object_get(m->header, "namespaces"));
 	w->memory_mb = (int)mem;
 	/* The pid the kernel vouches for, in the controller's view; over
 	 * TCP, the one the worker reports (on its machine). */
@@ -261,8 +247,8 @@ static int known_cb(const struct store_worker *r, void *arg)
 	if (o != NULL) {
 		w = (struct sched_worker *)o;
 		w->memory_mb = r->memory_mb;
-		w->tags = join(t);
-		w->namespaces = join(n);
+		w->tags = sched__words_of_json(t);
+		w->namespaces = sched__words_of_json(n);
 		w->local = r->local;
 		w->draining = r->drained || sched__drained(s, r->id);
 		w->revoked = sched__revoked_of(s, r->id);
@@ -377,16 +363,12 @@ int sched__cluster_write(struct sched *s, struct sched_obj *o,
 	}
 }
 
-static const char *worker_state(const struct sched *s,
-				const struct sched_worker *w)
+/* Its process: as the leader told (a follower's view), or its own. */
+static int worker_pid(const struct sched_worker *w)
 {
-	if (!w->online)
-		return w->revoked ? "revoked" : "offline";
-	if (w->leaving || w->draining)
-		return w->assignments.count > 0 ? "draining" : "drained";
-	if (rt_mono_ms() - w->heartbeat_mono > s->heartbeat_timeout / 2)
-		return "unhealthy";
-	return "healthy";
+	if (w->view[0] != '\0')
+		return w->view_pid;
+	return w->online && w->pid > 0 ? w->pid : 0;
 }
 
 struct sums {
@@ -428,7 +410,7 @@ int sched__worker_render(struct sched *s, struct sched_obj *o,
 		return -EINVAL;
 	switch (f) {
 	case SCHED_WORKER_STATE:
-		return rt_buf_printf(out, "%s\n", worker_state(s, w));
+		return rt_buf_printf(out, "%s\n", sched__worker_word(s, w));
 	case SCHED_WORKER_MEMORY:
 		return rt_buf_printf(out, "%d\n", w->memory_mb);
 	case SCHED_WORKER_FREE:
@@ -439,8 +421,8 @@ int sched__worker_render(struct sched *s, struct sched_obj *o,
 		return rt_buf_printf(out, "%s\n",
 				     w->namespaces ? w->namespaces : "");
 	case SCHED_WORKER_PID:
-		return w->online && w->pid > 0
-			       ? rt_buf_printf(out, "%d\n", w->pid)
+		return worker_pid(w) > 0
+			       ? rt_buf_printf(out, "%d\n", worker_pid(w))
 			       : 0;
 	case SCHED_WORKER_STATUS:
 		rt_map_each(&w->assignments, sum_cb, &t);
@@ -449,17 +431,20 @@ int sched__worker_render(struct sched *s, struct sched_obj *o,
 			"state %s\nsince_ms %lld\nheartbeat_age_ms %lld\n"
 			"instances %zu\nrunning %d\nmemory_mb %d\nused_mb %d\n"
 			"free_mb %d\nlocal %s\ncgroups %s\npid %d\n"
-			"rtt_ms %.3f\nfenced %lld\nhealing %s\n",
-			worker_state(s, w), (long long)w->since_ms,
+			"rtt_ms %.3f\nfenced %lld\nhealing %s\nview %s\n",
+			sched__worker_word(s, w),
+			(long long)(w->view[0] ? w->view_since_ms
+					       : w->since_ms),
 			w->online
 				? (long long)(rt_mono_ms() - w->heartbeat_mono)
 				: -1LL,
 			w->assignments.count, t.running, w->memory_mb,
 			w->used_mb, w->memory_mb - w->used_mb,
 			w->local ? "yes" : "no", w->cgroups ? "yes" : "no",
-			w->online ? w->pid : 0,
+			worker_pid(w),
 			w->online && w->rtt_ms >= 0 ? w->rtt_ms : -1.0,
-			w->fenced, w->fencing ? "yes" : "no");
+			w->fenced, w->fencing ? "yes" : "no",
+			w->view[0] ? "leader" : "own");
 		return rc < 0 ? rc : sched__conn_status(w, out);
 	case SCHED_WORKER_STATS:
 		rt_map_each(&w->assignments, sum_cb, &t);

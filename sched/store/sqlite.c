@@ -500,6 +500,7 @@ const struct store_ops store__sqlite_ops = {
 	.object_known = sqlite_object_known,
 	.instance_put = store__sqlite_instance_put,
 	.instance_publish = store__sqlite_instance_publish,
+	.worker_publish = store__sqlite_worker_publish,
 	.instance_delete = store__sqlite_instance_delete,
 	.instance_load = store__sqlite_instance_load,
 	.worker_put = store__sqlite_worker_put,

@@ -86,6 +86,8 @@ int store__sqlite_instance_put(struct store *st,
 			       const struct store_instance *r);
 int store__sqlite_instance_publish(struct store *st,
 				   const struct store_instance *r);
+int store__sqlite_worker_publish(struct store *st,
+				 const struct store_worker *r);
 int store__sqlite_instance_delete(struct store *st, const char *tenant,
 				  const char *ns, const char *fn, int n);
 int store__sqlite_instance_load(struct store *st,

@@ -79,6 +79,14 @@ int store__sqlite_instance_publish(struct store *s,
 	return 0;
 }
 
+/* Nor of a worker. */
+int store__sqlite_worker_publish(struct store *s, const struct store_worker *r)
+{
+	(void)s;
+	(void)r;
+	return 0;
+}
+
 int store__sqlite_instance_delete(struct store *s, const char *tenant,
 				  const char *ns, const char *fn, int n)
 {
@@ -161,9 +169,12 @@ int store__sqlite_worker_load(struct store *s,
 		return store__sqlite_fail(st, sql);
 	while (rc == 0 && (step = sqlite3_step(q)) == SQLITE_ROW) {
 		struct store_worker r = {
-			store__sqlite_text(q, 0), sqlite3_column_int(q, 1),
-			store__sqlite_text(q, 2), store__sqlite_text(q, 3),
-			sqlite3_column_int(q, 4), sqlite3_column_int(q, 5),
+			.id = store__sqlite_text(q, 0),
+			.memory_mb = sqlite3_column_int(q, 1),
+			.tags = store__sqlite_text(q, 2),
+			.namespaces = store__sqlite_text(q, 3),
+			.local = sqlite3_column_int(q, 4),
+			.drained = sqlite3_column_int(q, 5),
 		};
 		rc = fn(&r, arg);
 	}

@@ -22,10 +22,11 @@ static int ops_complete(const struct store_ops *o)
 	       o->barrier && o->client && o->cluster && o->derived_listen &&
 	       o->code_listen && o->code_submit && o->object_known &&
 	       o->instance_put && o->instance_publish && o->instance_delete &&
-	       o->instance_load && o->worker_put && o->worker_delete &&
-	       o->worker_load && o->setting_put && o->setting_delete &&
-	       o->setting_get && o->setting_each && o->revoke && o->revoked &&
-	       o->code_file_put && o->code_file_delete && o->code_file_rename &&
+	       o->worker_publish && o->instance_load && o->worker_put &&
+	       o->worker_delete && o->worker_load && o->setting_put &&
+	       o->setting_delete && o->setting_get && o->setting_each &&
+	       o->revoke && o->revoked && o->code_file_put &&
+	       o->code_file_delete && o->code_file_rename &&
 	       o->code_files_delete && o->code_file_load &&
 	       o->code_revision_put && o->code_revision_delete &&
 	       o->code_revision_load;
@@ -261,6 +262,11 @@ int store_instance_put(struct store *st, const struct store_instance *r)
 int store_instance_publish(struct store *st, const struct store_instance *r)
 {
 	return st->ops->instance_publish(st, r);
+}
+
+int store_worker_publish(struct store *st, const struct store_worker *r)
+{
+	return st->ops->worker_publish(st, r);
 }
 
 int store_instance_delete(struct store *st, const char *tenant, const char *ns,

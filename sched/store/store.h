@@ -211,6 +211,12 @@ struct store_worker {
 	const char *namespaces; /* JSON array */
 	int local;		/* started by the pool */
 	int drained;		/* told to drain, not yet resumed */
+	/* A cluster's leader also tells the others what it sees of it (not
+	 * kept in SQLite): its state word (NULL: not told), the pid of its
+	 * process and since when (epoch ms) it is in that state. */
+	const char *state;
+	int pid;
+	int64_t since_ms;
 };
 
 /* Writes (insert or replace) an instance row. Returns 0 or -EIO. */
@@ -222,6 +228,11 @@ STORE_MUST int store_instance_put(struct store *st,
  * -ENOMEM. */
 STORE_MUST int store_instance_publish(struct store *st,
 				      const struct store_instance *r);
+
+/* A cluster's leader: tells the others `r` (with its state, pid and
+ * since_ms), in etcd only; a no-op otherwise. Returns 0 or -ENOMEM. */
+STORE_MUST int store_worker_publish(struct store *st,
+				    const struct store_worker *r);
 
 /* Deletes an instance row. Returns 0 or -EIO. */
 STORE_MUST int store_instance_delete(struct store *st, const char *tenant,

@@ -75,6 +75,7 @@ struct store_ops {
 	int (*instance_put)(struct store *st, const struct store_instance *r);
 	int (*instance_publish)(struct store *st,
 				const struct store_instance *r);
+	int (*worker_publish)(struct store *st, const struct store_worker *r);
 	int (*instance_delete)(struct store *st, const char *tenant,
 			       const char *ns, const char *fn, int n);
 	int (*instance_load)(struct store *st,

@@ -191,13 +191,20 @@ check "controller b mounts" start_ctl b
 check "controller c mounts" start_ctl c
 check "b and c follow a" wait_until 10 eval '[ "$(role_of b) $(role_of c)" = "follower follower" ]'
 
-tls_worker c1 "127.0.0.1:${CP[c]}" --heartbeat-timeout 2000
+tls_worker c1 "127.0.0.1:${CP[c]}" --heartbeat-timeout 2000 --tags gpu,eu
 check "a worker given only a follower's address registers with the leader" \
 	wait_until 20 state_is "$T/ma/workers/c1/state" healthy
 check "it was told by the follower where the leader is" \
 	grep -q "worker c1: refused for now by tls://127.0.0.1:${CP[c]}: not the leader: a leads; following the leader to tls://127.0.0.1:${CP[a]} in [0-9]* ms" "$T/c1.log"
 check "its log names the leader" grep -q "worker c1: registered with tls://127.0.0.1:${CP[a]}$" "$T/c1.log"
-check "a follower does not show it as its own" eval '! state_is "$T/mc/workers/c1/state" healthy || [ "$(role_of c)" = leader ]'
+# A follower shows the leader's view of the worker, and says so.
+check "a follower shows it as the leader sees it: healthy" wait_until 10 state_is "$T/mc/workers/c1/state" healthy
+check_eq "its status says the view is the leader's" "$(stat_of "$T/mc/workers/c1/status" view)" leader
+check_eq "the leader's says its own" "$(stat_of "$T/ma/workers/c1/status" view)" own
+check_eq "the follower shows the worker's pid" "$(cat "$T/mc/workers/c1/pid")" "${WPID[c1]}"
+check_eq "and its tags" "$(cat "$T/mc/workers/c1/tags")" "gpu eu"
+check_eq "the leader's since_ms" "$(stat_of "$T/mc/workers/c1/status" since_ms)" \
+	"$(stat_of "$T/ma/workers/c1/status" since_ms)"
 
 S=$T/ma/tenants/acme/prod/sleeper
 mkdir -p "$S"
@@ -230,6 +237,7 @@ none_alive() {
 }
 check "their processes never stopped" all_alive
 check "c shows them with the same pids" wait_until 10 eval '[ "$(pids "$T/mc")" = "$before" ]'
+check "c shows the worker as b, the new leader, sees it" wait_until 10 eval 'state_is "$T/mc/workers/c1/state" healthy && [ "$(stat_of "$T/mc/workers/c1/status" running)" = 3 ]'
 
 # ---- over the Unix socket: a follower names the leader's socket
 "$FNFS" worker --connect "$T/dc/ctl.sock" --id u2 --memory 512 2>>"$T/u2.log" &
@@ -237,6 +245,13 @@ BGPIDS+=("$!")
 check "a worker on a follower's socket registers with the leader's" \
 	wait_until 20 state_is "$T/mb/workers/u2/state" healthy
 check "through the redirect" grep -q "worker u2: refused for now by $T/dc/ctl.sock: not the leader: b leads; following the leader to $T/db/ctl.sock in [0-9]* ms" "$T/u2.log"
+
+u2pid=$(cat "$T/mb/workers/u2/pid")
+check "c shows u2 healthy, as b does" wait_until 10 state_is "$T/mc/workers/u2/state" healthy
+kill -9 "$u2pid"
+check "u2 killed -9: b shows it offline" wait_until 15 state_is "$T/mb/workers/u2/state" offline
+check "and so does c, within 3 s of b" wait_until 3 state_is "$T/mc/workers/u2/state" offline
+check_eq "c shows no pid for it" "$(cat "$T/mc/workers/u2/pid")" ""
 
 write "$T/mb/tenants/acme/prod/sleeper/parallelism" 0
 check "every process ends" wait_until 20 none_alive

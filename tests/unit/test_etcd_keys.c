@@ -274,7 +274,37 @@ TEST(etcd_keys_instances_workers_round_trip)
 	CHECK_STR(o.worker.namespaces, "[]");
 	CHECK(o.worker.memory_mb == 2048 && o.worker.local == 1 &&
 	      o.worker.drained == 0);
+	CHECK(o.worker.state == NULL && o.worker.pid == 0);
 	etcd_keys_rec_free(&o);
+
+	/* What a leader tells of a worker: its word, pid and since. */
+	r.worker.state = "unhealthy";
+	r.worker.pid = 4242;
+	r.worker.since_ms = 1700000000123LL;
+	round_trip(&r, "/fnfs/prod/w/local-1", &o);
+	CHECK_STR(o.worker.state, "unhealthy");
+	CHECK(o.worker.pid == 4242 && o.worker.since_ms == 1700000000123LL);
+	CHECK_STR(o.worker.tags, "[\"gpu\",\"eu\"]");
+	etcd_keys_rec_free(&o);
+	/* All three or none; nothing else. */
+	CHECK(refused("/fnfs/prod/w/w1",
+		      "{\"memory\":1,\"tags\":[],\"namespaces\":[],"
+		      "\"local\":0,\"drained\":0,\"state\":\"healthy\"}"));
+	CHECK(refused("/fnfs/prod/w/w1",
+		      "{\"memory\":1,\"tags\":[],\"namespaces\":[],"
+		      "\"local\":0,\"drained\":0,\"state\":\"a b\","
+		      "\"pid\":1,\"since_ms\":2}"));
+	CHECK(refused("/fnfs/prod/w/w1",
+		      "{\"memory\":1,\"tags\":[],\"namespaces\":[],"
+		      "\"local\":0,\"drained\":0,\"state\":\"healthy\","
+		      "\"pid\":-1,\"since_ms\":2}"));
+	CHECK(refused("/fnfs/prod/w/w1",
+		      "{\"memory\":1,\"tags\":[],\"namespaces\":[],"
+		      "\"local\":0,\"drained\":0,\"state\":\"healthy\","
+		      "\"pid\":1,\"other\":2}"));
+	CHECK(refused("/fnfs/prod/w/w1",
+		      "{\"memory\":1,\"tags\":[],\"namespaces\":[],"
+		      "\"local\":0,\"other\":0}"));
 }
 
 TEST(etcd_keys_settings_revocations_round_trip)

@@ -240,7 +240,9 @@ TEST(store_fail_worker_removed)
 	struct sched *s = NULL;
 	struct sched_function *fn = fixture(&s);
 	struct sched_worker *w;
-	struct store_worker row = { "wx", 1024, "[]", "[]", 0, 0 };
+	struct store_worker row = {
+		.id = "wx", .memory_mb = 1024, .tags = "[]", .namespaces = "[]"
+	};
 	int k;
 
 	CHECK(fn != NULL);

@@ -372,7 +372,7 @@ int etcd_keys_instance(const char *cluster, const struct store_instance *in,
 int etcd_keys_worker(const char *cluster, const struct store_worker *w,
 		     struct rt_buf *key, struct rt_buf *value)
 {
-	json_t *tags, *nss;
+	json_t *tags, *nss, *o;
 
 	rt_buf_reset(key);
 	if (make_key(cluster, ETCD_KEYS_WORKER, key, &w->id, 1) < 0)
@@ -382,6 +382,9 @@ int etcd_keys_worker(const char *cluster, const struct store_worker *w,
 	if (w->memory_mb < 0 || (w->local != 0 && w->local != 1) ||
 	    (w->drained != 0 && w->drained != 1))
 		return -EINVAL;
+	if (w->state != NULL &&
+	    (!etcd_keys__name_ok(w->state) || w->pid < 0 || w->since_ms < 0))
+		return -EINVAL;
 	tags = parse_text(w->tags, 1);
 	nss = parse_text(w->namespaces, 1);
 	if (tags == NULL || nss == NULL) {
@@ -389,10 +392,15 @@ int etcd_keys_worker(const char *cluster, const struct store_worker *w,
 		json_decref(nss);
 		return -EINVAL;
 	}
-	return put_json(json_pack("{sisososisi}", "memory", w->memory_mb,
-				  "tags", tags, "namespaces", nss, "local",
-				  w->local, "drained", w->drained),
-			value);
+	o = json_pack("{sisososisi}", "memory", w->memory_mb, "tags", tags,
+		      "namespaces", nss, "local", w->local, "drained",
+		      w->drained);
+	if (o != NULL && w->state != NULL) {
+		json_object_set_new(o, "state", json_string(w->state));
+		json_object_set_new(o, "pid", json_integer(w->pid));
+		json_object_set_new(o, "since_ms", json_integer(w->since_ms));
+	}
+	return put_json(o, value);
 }
 
 int etcd_keys_code_file(const char *cluster, const struct store_code_file *f,

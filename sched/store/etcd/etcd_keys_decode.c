@@ -248,7 +248,8 @@ static int decode_row(struct etcd_keys_rec *r, const char *p, size_t n,
 static const size_t nfields[ETCD_KEYS_KINDS] = {
 	[ETCD_KEYS_META] = 2,	   [ETCD_KEYS_TENANT] = 5,
 	[ETCD_KEYS_NAMESPACE] = 2, [ETCD_KEYS_FUNCTION] = 5,
-	[ETCD_KEYS_WORKER] = 5, /* an instance's: decode_told */
+	[ETCD_KEYS_WORKER] = 0, /* 5 or 8: decode_worker_told; an
+				 * instance's: decode_told */
 	[ETCD_KEYS_SETTING] = 1,   [ETCD_KEYS_REVOKED] = 2,
 	[ETCD_KEYS_CODE_FILE] = 4, [ETCD_KEYS_CODE_REVISION] = 3,
 	[ETCD_KEYS_OBJECT] = 2,
@@ -302,6 +303,30 @@ static int decode_told(struct etcd_keys_rec *r, json_t *o)
 		}
 	}
 	return rc == 0 && json_object_size(o) != known ? -EINVAL : rc;
+}
+
+/* The optional fields of a worker's value `o` (its five others read
+ * already): what the leader tells of it, state, pid and since_ms, all
+ * three or none. No other field. */
+static int decode_worker_told(struct etcd_keys_rec *r, json_t *o)
+{
+	int64_t v[2] = { 0, 0 };
+	int rc;
+
+	if (json_object_size(o) == 5)
+		return 0;
+	if (json_object_size(o) != 8)
+		return -EINVAL;
+	rc = get_str(r, o, "state", &r->worker.state);
+	if (rc == 0 && !etcd_keys__name_ok(r->worker.state))
+		rc = -EINVAL;
+	if (rc == 0)
+		rc = get_num(o, "pid", INT32_MAX, &v[0]);
+	if (rc == 0)
+		rc = get_num(o, "since_ms", INT64_MAX, &v[1]);
+	r->worker.pid = (int)v[0];
+	r->worker.since_ms = v[1];
+	return rc;
 }
 
 /* Decodes what follows "P/KIND/" (`p`, `n` bytes) with its value `o`. */
@@ -369,6 +394,8 @@ static int decode_json_kind(struct etcd_keys_rec *r, const char *p, size_t n,
 		if (rc == 0)
 			rc = get_text(r, o, "namespaces", 1,
 				      &r->worker.namespaces);
+		if (rc == 0)
+			rc = decode_worker_told(r, o);
 		break;
 	case ETCD_KEYS_SETTING:
 		r->key = own(r, p, n);

@@ -448,6 +448,7 @@ const struct store_ops store__etcd_ops = {
 	.object_known = shared_object_known,
 	.instance_put = shared_instance_put,
 	.instance_publish = shared_instance_publish,
+	.worker_publish = shared_worker_publish,
 	.instance_delete = shared_instance_delete,
 	.instance_load = shared_instance_load,
 	.worker_put = shared_worker_put,

@@ -66,6 +66,7 @@ int shared_code_revision_load(struct store *s,
 			      void *arg);
 int shared_instance_put(struct store *s, const struct store_instance *r);
 int shared_instance_publish(struct store *s, const struct store_instance *r);
+int shared_worker_publish(struct store *s, const struct store_worker *r);
 int shared_instance_delete(struct store *s, const char *tenant, const char *ns,
 			   const char *fn, int n);
 int shared_worker_put(struct store *s, const struct store_worker *r);

@@ -118,6 +118,14 @@ int shared_worker_put(struct store *s, const struct store_worker *r)
 	return rc < 0 ? rc : store__shared_mirror_rec(st, &rec, 0);
 }
 
+int shared_worker_publish(struct store *s, const struct store_worker *r)
+{
+	struct etcd_keys_rec rec = { .kind = ETCD_KEYS_WORKER };
+
+	rec.worker = *r;
+	return store__shared_mirror_rec(shared(s), &rec, 0);
+}
+
 int shared_worker_delete(struct store *s, const char *id)
 {
 	struct store_shared *st = shared(s);
