@@ -18,7 +18,8 @@
  * flight with EAGAIN and the reason (in the function's `error`), and the
  * next request opens a link to the new leader.
  *
- * The leader's side is forward_serve.c. Over 600 lines: the link's
+ * The leader's side is forward_serve.c; where to forward, forward_target.c.
+ * Over 600 lines: the link's
  * life (connect, TLS, peering, framing) and the requests that wait on
  * it share its state and failure paths; cut apart, each would reach into
  * the other's.
@@ -34,8 +35,14 @@
 #include "forward_state.h"
 #include "cluster_state.h"
 #include "../workers/listen.h"
+#include "../store/store.h"
+
+/* How long the answer of a forwarded write waits, once the leader did
+ * it, for this controller's model to show it (read-your-writes). */
+#define FWD_CATCH_UP_MS 3000
 
 static void link_fail(struct sched_fwd_state *st, const char *why);
+static void catch_up(struct sched_fwd *f);
 static void fwd_finish(struct sched_fwd *f, int err, const char *error,
 		       const char *body, size_t len);
 
@@ -79,131 +86,6 @@ int sched_fwd_setup(struct sched *s, const char *name, int insecure)
 	uv_unref((uv_handle_t *)&st->watch);
 	s->cluster->fwd = st;
 	return 0;
-}
-
-/* The leader to forward to: its name and address. Returns 0, or
- * -EAGAIN with the reason in `why`. */
-static int target(struct sched_fwd_state *st, const char **name,
-		  const char **addr, struct rt_buf *why)
-{
-	if (st->fixed_addr != NULL) {
-		*name = st->fixed_name;
-		*addr = st->fixed_addr;
-		return 0;
-	}
-	if (sched_leader(st->s, name, addr) < 0 || *name == NULL) {
-		rt_buf_printf(why,
-			      "no leader is known (this controller is %s): "
-			      "try again once one is elected",
-			      sched_role(st->s));
-		return -EAGAIN;
-	}
-	if (strcmp(*name, st->name) == 0) {
-		rt_buf_printf(why,
-			      "this controller is taking over as the leader "
-			      "(it is %s): try again",
-			      sched_role(st->s));
-		return -EAGAIN;
-	}
-	/* An address may come as a URL (tls://IP:PORT). */
-	if (*addr != NULL && strstr(*addr, "://") != NULL)
-		*addr = strstr(*addr, "://") + 3;
-	if (*addr == NULL || (*addr)[0] == '\0') {
-		rt_buf_printf(why,
-			      "the leader %s has no --listen address: a "
-			      "follower cannot forward to it",
-			      *name);
-		return -EAGAIN;
-	}
-	return 0;
-}
-
-int sched_fwd_active(const struct sched *s)
-{
-	const char *role;
-
-	if (s->cluster->fwd == NULL)
-		return 0;
-	if (s->cluster->fwd->fixed_addr != NULL)
-		return 1;
-	role = sched_role(s);
-	return strcmp(role, "single") != 0 && strcmp(role, "leader") != 0;
-}
-
-void sched__fwd_target(struct sched *s, const char *name, const char *addr)
-{
-	struct sched_fwd_state *st = s->cluster->fwd;
-
-	if (st == NULL)
-		return;
-	free(st->fixed_name);
-	free(st->fixed_addr);
-	st->fixed_name = name ? strdup(name) : NULL;
-	st->fixed_addr = addr ? strdup(addr) : NULL;
-}
-
-void sched__fwd_cert_role(struct sched *s, const char *role, const char *hello)
-{
-	if (s->cluster->fwd == NULL)
-		return;
-	snprintf(s->cluster->fwd->cert_role, sizeof(s->cluster->fwd->cert_role),
-		 "%s", role);
-	snprintf(s->cluster->fwd->hello, sizeof(s->cluster->fwd->hello), "%s",
-		 hello);
-}
-
-const char *sched__fwd_last_error(const struct sched *s)
-{
-	return s->cluster->fwd != NULL ? s->cluster->fwd->last_error : "";
-}
-
-struct sched_function *sched_fwd_function_of(struct sched *s, const char *path)
-{
-	struct sched_obj *o = &s->root;
-	char part[64];
-	const char *p = path, *e;
-	size_t n;
-	int i;
-
-	if (strncmp(p, "tenants/", 8) != 0)
-		return NULL;
-	p += 8;
-	for (i = 0; i < 3; i++) {
-		e = strchr(p, '/');
-		n = e ? (size_t)(e - p) : strlen(p);
-		if (n == 0 || n >= sizeof(part))
-			return NULL;
-		memcpy(part, p, n);
-		part[n] = '\0';
-		o = sched_child(o, part);
-		if (o == NULL)
-			return NULL;
-		if (e == NULL)
-			break;
-		p = e + 1;
-	}
-	return o->type == SCHED_FUNCTION ? (struct sched_function *)o : NULL;
-}
-
-/* Sets the `error` of the function `path` is in to `line`, as it is (a
- * line of the leader, with its time), or to `reason` with the time now. */
-static void set_error(struct sched *s, const char *path, const char *line,
-		      const char *reason)
-{
-	struct sched_function *fn = sched_fwd_function_of(s, path);
-	char *copy;
-
-	if (fn == NULL)
-		return;
-	if (line != NULL && line[0]) {
-		copy = strdup(line);
-		if (copy != NULL) {
-			free(fn->error);
-			fn->error = copy;
-		}
-	} else if (reason != NULL) {
-		sched__set_error(fn, reason);
-	}
 }
 
 /* ========================================================== the link */
@@ -259,7 +141,7 @@ static void link_fail(struct sched_fwd_state *st, const char *why)
 	v = rt_idmap_values(&st->out, &n);
 	for (i = 0; v != NULL && i < n; i++) {
 		f = v[i];
-		set_error(st->s, f->path, NULL, reason.data);
+		sched__fwd_set_error(st->s, f->path, NULL, reason.data);
 		fwd_finish(f, EAGAIN, NULL, NULL, 0);
 	}
 	free(v);
@@ -310,7 +192,10 @@ static int link_message(const struct rt_msg *m, void *arg)
 	}
 	if (strcmp(m->type, "fwd.reply") == 0) {
 		f = rt_idmap_get(&st->out, (uint64_t)rt_msg_int(m, "seq", 0));
-		if (f != NULL)
+		if (f != NULL && f->write && !f->ok && m->body_len == 0 &&
+		    rt_msg_int(m, "err", EIO) == 0)
+			catch_up(f);
+		else if (f != NULL && !f->ok)
 			fwd_finish(f, (int)rt_msg_int(m, "err", EIO),
 				   rt_msg_str(m, "error"), m->body,
 				   m->body_len);
@@ -495,7 +380,7 @@ static int link_open(struct sched_fwd_state *st, const char *name,
 static int link_get(struct sched_fwd_state *st, struct rt_buf *why)
 {
 	const char *name, *addr;
-	int rc = target(st, &name, &addr, why);
+	int rc = sched__fwd_leader_target(st, &name, &addr, why);
 
 	if (rc < 0) {
 		if (st->link != NULL)
@@ -524,7 +409,7 @@ static void on_watch(uv_timer_t *t)
 	}
 	if (st->link == NULL)
 		goto out;
-	if (target(st, &name, &addr, &why) < 0)
+	if (sched__fwd_leader_target(st, &name, &addr, &why) < 0)
 		link_fail(st, why.data);
 	else if (strcmp(st->link->leader, name) != 0 ||
 		 strcmp(st->link->addr, addr) != 0)
@@ -539,10 +424,46 @@ static void fwd_closed(uv_handle_t *h)
 {
 	struct sched_fwd *f = h->data;
 
+	if (f->catching) {
+		f->closed = 1; /* on_caught_up frees it */
+		return;
+	}
 	json_decref(f->header);
 	free(f->body);
 	free(f->path);
 	free(f);
+}
+
+static void fwd_closed(uv_handle_t *h);
+static void fwd_timeout(uv_timer_t *t);
+
+/* This controller's model has what etcd had once the leader answered
+ * write `f`: it is answered now (unless it ended meanwhile). */
+static void on_caught_up(void *arg, int rc)
+{
+	struct sched_fwd *f = arg;
+
+	(void)rc; /* whatever it was, the leader did the write */
+	f->catching = 0;
+	if (f->closed)
+		fwd_closed((uv_handle_t *)&f->timer);
+	else if (f->seq != 0)
+		fwd_finish(f, 0, NULL, NULL, 0);
+}
+
+/* The leader did write `f`, and had etcd acknowledge what it did before
+ * answering (forward_serve.c): read-your-writes, the answer waits until
+ * this controller's model has what etcd has now, at most
+ * FWD_CATCH_UP_MS. */
+static void catch_up(struct sched_fwd *f)
+{
+	f->ok = 1;
+	f->catching = 1;
+	uv_timer_start(&f->timer, fwd_timeout, FWD_CATCH_UP_MS, 0);
+	if (store_barrier(f->st->s->store, on_caught_up, f) < 0) {
+		f->catching = 0;
+		fwd_finish(f, 0, NULL, NULL, 0);
+	}
 }
 
 /* Ends `f`: its caller is told (unless cancelled) and it is freed. */
@@ -555,11 +476,17 @@ static void fwd_finish(struct sched_fwd *f, int err, const char *error,
 
 	if (f->seq == 0)
 		return; /* finished already */
+	if (f->ok) {
+		/* The leader did it: only this model's catching up was cut
+		 * short (its bound, the link or the controller stopping). */
+		err = 0;
+		error = NULL;
+	}
 	rt_idmap_del(&st->out, f->seq);
 	f->seq = 0;
 	f->done = NULL;
 	if (err != 0 && error != NULL)
-		set_error(st->s, f->path, error, NULL);
+		sched__fwd_set_error(st->s, f->path, error, NULL);
 	uv_timer_stop(&f->timer);
 	if (done != NULL)
 		done(arg, err, body, len);
@@ -572,6 +499,14 @@ static void fwd_timeout(uv_timer_t *t)
 	struct sched_fwd **pp;
 	struct rt_buf why = { 0 };
 
+	if (f->ok) {
+		rt_log(RT_LOG_WARN,
+		       "a write of %s forwarded to the leader: this "
+		       "controller did not see what it did within %d ms",
+		       f->path, FWD_CATCH_UP_MS);
+		fwd_finish(f, 0, NULL, NULL, 0);
+		return;
+	}
 	/* Not sent yet: out of the queue. */
 	for (pp = &f->st->queue; *pp != NULL; pp = &(*pp)->next)
 		if (*pp == f) {
@@ -584,7 +519,7 @@ static void fwd_timeout(uv_timer_t *t)
 	/* The timer is a one-shot: its repeat is 0, its length is here. */
 	rt_buf_printf(&why, "the leader did not answer within %d ms",
 		      f->bound_ms);
-	set_error(f->st->s, f->path, NULL, why.data);
+	sched__fwd_set_error(f->st->s, f->path, NULL, why.data);
 	rt_buf_free(&why);
 	fwd_finish(f, ETIMEDOUT, NULL, NULL, 0);
 }
@@ -624,7 +559,7 @@ static int fwd_start(struct sched *s, const char *op, const char *path,
 	}
 	rc = link_get(st, &why);
 	if (rc < 0) {
-		set_error(s, path, NULL, why.data);
+		sched__fwd_set_error(s, path, NULL, why.data);
 		rt_log(RT_LOG_WARN, "cannot forward %s of %s: %s", op, path,
 		       why.data ? why.data : "?");
 		goto out;
@@ -639,6 +574,7 @@ static int fwd_start(struct sched *s, const char *op, const char *path,
 		json_array_append_new(groups, json_integer(who->groups[i]));
 	f->st = st;
 	f->seq = st->next_seq++;
+	f->write = strcmp(op, "write") == 0;
 	f->done = done;
 	f->arg = arg;
 	f->path = strdup(path);
@@ -735,7 +671,10 @@ void sched_fwd_close(struct sched *s)
 	while ((in = st->ins) != NULL) {
 		sched__fwd_in_unlink(in);
 		in->c = NULL;
-		free(in);
+		if (in->flushing)
+			in->orphan = 1; /* its wait frees it */
+		else
+			free(in);
 	}
 	rt_idmap_free(&st->out);
 	SSL_CTX_free(st->ctx);

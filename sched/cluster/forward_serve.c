@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../runtime/base/rt.h"
+#include "../store/store.h"
 #include "../workers/conn.h"
 #include "forward.h"
 #include "forward_state.h"
@@ -27,14 +29,43 @@ void sched__fwd_in_unlink(struct sched_fwd_in *in)
 	in->pprev = NULL;
 }
 
+/* The leader's writes of a forwarded write are in etcd (or could not be
+ * waited for longer): its answer goes now. */
+static void on_flushed(void *arg, int rc)
+{
+	struct sched_fwd_in *in = arg;
+
+	in->flushing = 0;
+	if (in->orphan) {
+		free(in);
+		return;
+	}
+	if (rc < 0 && rc != -ECANCELED)
+		rt_log(RT_LOG_WARN,
+		       "a forwarded write is answered before etcd has "
+		       "what it did: %s",
+		       strerror(-rc));
+	sched_fwd_answer(in->st->s, in, 0, NULL, NULL, 0);
+}
+
 void sched_fwd_answer(struct sched *s, struct sched_fwd_in *in, int err,
 		      const char *error, const char *body, size_t len)
 {
 	json_t *h;
 
-	(void)s;
 	/* Each request is answered once: then it leaves the list. */
-	assert(in->pprev != NULL);
+	assert(in->pprev != NULL && !in->flushing);
+	/* Read-your-writes: a follower reads etcd, so a write it forwarded
+	 * is answered once etcd has what the leader did (a new pid, a state):
+	 * the follower then waits for its own view to catch up (forward.c). */
+	if (err == 0 && in->write && !in->flushed && len == 0) {
+		in->flushed = 1;
+		if (store_mirror_flush(s->store, on_flushed, in) ==
+		    STORE_LATER) {
+			in->flushing = 1;
+			return;
+		}
+	}
 	if (in->c != NULL) {
 		h = json_pack("{s:s, s:I, s:i}", "type", "fwd.reply", "seq",
 			      (json_int_t)in->seq, "err", err);
@@ -153,6 +184,7 @@ static void peer_on_message(struct sched *s, struct conn *c,
 	} else if (op == NULL || path == NULL || st->ops == NULL) {
 		sched_fwd_answer(s, in, EINVAL, NULL, NULL, 0);
 	} else if (strcmp(op, "write") == 0) {
+		in->write = 1;
 		st->ops->write(st->ops_arg, in, path, m->body ? m->body : "",
 			       m->body_len, &who);
 	} else if (strcmp(op, "read") == 0 && st->ops->read != NULL) {

@@ -54,6 +54,10 @@ struct sched_fwd {
 	char *body;	  /* owned until sent */
 	size_t len;
 	int sent;
+	int write;		/* op "write" */
+	int ok;			/* the leader answered it: done */
+	int catching;		/* waiting for this model to see it */
+	int closed;		/* its timer closed: freed by that wait */
 	struct sched_fwd *next; /* in st->queue while not sent */
 };
 
@@ -63,6 +67,10 @@ struct sched_fwd_in {
 	struct conn *c; /* NULL once the follower is gone */
 	uint64_t seq;
 	struct sched_fwd_in *next, **pprev; /* in st->ins */
+	int write;    /* op "write": answered once etcd has what it did */
+	int flushed;  /* that wait is over (or was not needed) */
+	int flushing; /* waiting for it (store_mirror_flush) */
+	int orphan;   /* forwarding closed meanwhile: freed by the wait */
 };
 
 struct sched_fwd_state {
@@ -89,5 +97,15 @@ struct sched_fwd_state {
 
 /* Takes `in` out of the leader's list of requests not answered. */
 void sched__fwd_in_unlink(struct sched_fwd_in *in);
+
+/* The leader to forward to: its name and address (forward_target.c).
+ * Returns 0, or -EAGAIN with the reason in `why`. */
+int sched__fwd_leader_target(struct sched_fwd_state *st, const char **name,
+			     const char **addr, struct rt_buf *why);
+
+/* Sets the `error` of the function `path` is in to `line`, as it is (a
+ * line of the leader, with its time), or to `reason` with the time now. */
+void sched__fwd_set_error(struct sched *s, const char *path, const char *line,
+			  const char *reason);
 
 #endif

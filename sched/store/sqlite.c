@@ -404,6 +404,15 @@ static size_t sqlite_mirror_pending(const struct store *s)
 	return 0;
 }
 
+/* Nothing is mirrored: nothing to wait for. */
+static int sqlite_mirror_flush(struct store *s, store_done_fn done, void *arg)
+{
+	(void)s;
+	(void)done;
+	(void)arg;
+	return 0;
+}
+
 static int sqlite_barrier(struct store *s, store_done_fn done, void *arg)
 {
 	(void)s;
@@ -491,6 +500,7 @@ const struct store_ops store__sqlite_ops = {
 	.mirror_start = sqlite_mirror_start,
 	.mirror_stop = sqlite_mirror_stop,
 	.mirror_pending = sqlite_mirror_pending,
+	.mirror_flush = sqlite_mirror_flush,
 	.barrier = sqlite_barrier,
 	.client = sqlite_client,
 	.cluster = sqlite_cluster,

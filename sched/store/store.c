@@ -19,13 +19,13 @@ static int ops_complete(const struct store_ops *o)
 	       o->commit && o->rollback && o->commit_then && o->change &&
 	       o->function_code && o->inject_failure && o->shared_state &&
 	       o->mirror_start && o->mirror_stop && o->mirror_pending &&
-	       o->barrier && o->client && o->cluster && o->derived_listen &&
-	       o->code_listen && o->code_submit && o->object_known &&
-	       o->instance_put && o->instance_publish && o->instance_delete &&
-	       o->worker_publish && o->instance_load && o->worker_put &&
-	       o->worker_delete && o->worker_load && o->setting_put &&
-	       o->setting_delete && o->setting_get && o->setting_each &&
-	       o->revoke && o->revoked && o->code_file_put &&
+	       o->mirror_flush && o->barrier && o->client && o->cluster &&
+	       o->derived_listen && o->code_listen && o->code_submit &&
+	       o->object_known && o->instance_put && o->instance_publish &&
+	       o->instance_delete && o->worker_publish && o->instance_load &&
+	       o->worker_put && o->worker_delete && o->worker_load &&
+	       o->setting_put && o->setting_delete && o->setting_get &&
+	       o->setting_each && o->revoke && o->revoked && o->code_file_put &&
 	       o->code_file_delete && o->code_file_rename &&
 	       o->code_files_delete && o->code_file_load &&
 	       o->code_revision_put && o->code_revision_delete &&
@@ -212,6 +212,11 @@ void store_mirror_stop(struct store *st)
 size_t store_mirror_pending(const struct store *st)
 {
 	return st->ops->mirror_pending(st);
+}
+
+int store_mirror_flush(struct store *st, store_done_fn done, void *arg)
+{
+	return st->ops->mirror_flush(st, done, arg);
 }
 
 int store_barrier(struct store *st, store_done_fn done, void *arg)

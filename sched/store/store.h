@@ -118,6 +118,14 @@ void store_mirror_stop(struct store *st);
 /* The leader's writes not yet acknowledged by etcd (0 with SQLite). */
 size_t store_mirror_pending(const struct store *st);
 
+/* A cluster's leader: calls `done` (0) once etcd acknowledged every
+ * write of the leader queued before this call (so that a follower that
+ * reads etcd next sees them); -ETIMEDOUT past 2 s, -ECANCELED when it
+ * stops leading. Returns STORE_LATER (`done` will be called), 0 (nothing
+ * waits, SQLite: `done` is not called) or -ENOMEM. */
+STORE_MUST int store_mirror_flush(struct store *st, store_done_fn done,
+				  void *arg);
+
 /* Calls `done` once this controller's model has what the shared store
  * had committed when asked. Returns 0, -ENOENT with SQLite, or
  * -errno (then `done` is not called). */

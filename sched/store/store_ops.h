@@ -60,6 +60,7 @@ struct store_ops {
 			     int64_t term);
 	void (*mirror_stop)(struct store *st);
 	size_t (*mirror_pending)(const struct store *st);
+	int (*mirror_flush)(struct store *st, store_done_fn done, void *arg);
 	int (*barrier)(struct store *st, store_done_fn done, void *arg);
 	struct etcd_client *(*client)(struct store *st);
 	const char *(*cluster)(const struct store *st);

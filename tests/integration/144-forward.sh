@@ -106,6 +106,19 @@ for m in "${FOL[@]}"; do
 		check "mount $n shows the new pid" wait_until 30 eval '[ "$(pid_of "$T/m$n/tenants/acme/prod/d/instances/0")" = "$p1" ]'
 	done
 	check "the follower's own mount shows the restart at once" test "$(pid_of "$I")" = "$p1"
+	# Read-your-writes: right after the write returns, the writer's own
+	# mount shows the new pid, every time (issue 25: about half the tries
+	# showed the old one).
+	stale=""
+	for k in 1 2 3 4 5 6 7 8 9 10; do
+		before=$(pid_of "$I")
+		write "$I/restart" 1 || { stale+=" $k:write-failed"; continue; }
+		after=$(pid_of "$I")
+		lead=$(pid_of "$A/d/instances/0")
+		[ -n "$after" ] && [ "$after" != "$before" ] && [ "$after" = "$lead" ] ||
+			stale+=" $k:$before->$after(leader:$lead)"
+	done
+	check_eq "10 restarts on follower $m: each read right after shows the new pid" "$stale" ""
 done
 for m in "${FOL[@]}"; do
 	p0=$(pid_of "$A/d/instances/1")

@@ -134,6 +134,13 @@ static size_t shared_mirror_pending(const struct store *s)
 	return store_etcd_mirror_pending(shared_c(s)->remote);
 }
 
+static int shared_mirror_flush(struct store *s, store_done_fn done, void *arg)
+{
+	int rc = store_etcd_mirror_flush(shared(s)->remote, done, arg);
+
+	return rc == 0 ? STORE_LATER : rc == 1 ? 0 : rc;
+}
+
 static int shared_barrier(struct store *s, store_done_fn done, void *arg)
 {
 	return store_etcd_barrier(shared(s)->remote, done, arg);
@@ -158,7 +165,7 @@ static void shared_derived_listen(struct store *s, store_derived_fn fn,
 	st->derived = fn;
 	st->derived_arg = arg;
 	/* What the load read: the local tables lack the leader's word on
-	 * each instance (its state and pid). */
+	 * each instance and worker (its state and pid). */
 	if (fn != NULL)
 		store_etcd_replay(st->remote, fn, arg);
 }
@@ -439,6 +446,7 @@ const struct store_ops store__etcd_ops = {
 	.mirror_start = shared_mirror_start,
 	.mirror_stop = shared_mirror_stop,
 	.mirror_pending = shared_mirror_pending,
+	.mirror_flush = shared_mirror_flush,
 	.barrier = shared_barrier,
 	.client = shared_client,
 	.cluster = shared_cluster,

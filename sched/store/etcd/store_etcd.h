@@ -82,6 +82,15 @@ int store_etcd_mirror(struct store_etcd *e, const char *key, const char *value,
 /* The leader's writes not yet acknowledged by etcd. */
 size_t store_etcd_mirror_pending(const struct store_etcd *e);
 
+/* Calls `done` (0) once every write queued before this call has been
+ * acknowledged by etcd; with -ETIMEDOUT past STORE_ETCD_FLUSH_MS (checked
+ * as each txn ends), -ECANCELED when the queue is dropped (no longer the
+ * leader, the store stopping). Returns 0 (`done` will be called), 1
+ * (nothing to wait for: `done` is not called) or -ENOMEM. */
+int store_etcd_mirror_flush(struct store_etcd *e, void (*done)(void *, int),
+			    void *arg);
+#define STORE_ETCD_FLUSH_MS 2000
+
 /* Calls `done` once this controller's model has every change etcd had
  * committed when the barrier was asked (a linearizable read gives that
  * revision): 0, or -EIO (etcd unreachable, or the watch did not catch up
@@ -89,8 +98,8 @@ size_t store_etcd_mirror_pending(const struct store_etcd *e);
  * called). */
 int store_etcd_barrier(struct store_etcd *e, store_done_fn done, void *arg);
 
-/* Calls `fn` for each instance this store knows from etcd, with the
- * value etcd has (the leader's state and pid included). */
+/* Calls `fn` for each instance and worker this store knows from etcd,
+ * with the value etcd has (the leader's state and pid included). */
 void store_etcd_replay(struct store_etcd *e, store_etcd_derived_fn fn,
 		       void *arg);
 

@@ -77,9 +77,12 @@ struct store_etcd {
 	/* the leader's writes of derived state (store_etcd_mirror_*) */
 	struct rt_map mirror; /* key -> struct mirror_op, to send */
 	int mirroring;
-	int64_t mirror_term;   /* the leader's term the queue is of */
-	int mirror_busy;       /* a txn of them is under way */
-	uv_timer_t *mirror_tm; /* sends them on a later turn */
+	int64_t mirror_term;	      /* the leader's term the queue is of */
+	int mirror_busy;	      /* a txn of them is under way */
+	uv_timer_t *mirror_tm;	      /* sends them on a later turn */
+	uint64_t mirror_gen;	      /* of the newest write queued */
+	uint64_t mirror_low;	      /* the oldest gen of the txn under way */
+	struct mirror_flush *flushes; /* store_etcd_mirror_flush's waits */
 	store_etcd_fence_fn fence;
 	store_etcd_deposed_fn deposed;
 	void *mirror_arg;
@@ -116,6 +119,7 @@ struct txn {
 struct mirror_op {
 	char *value;
 	size_t len;
+	uint64_t gen; /* e->mirror_gen when its newest value was queued */
 };
 
 /* What a resync reads, parents first: the rows, then the derived state

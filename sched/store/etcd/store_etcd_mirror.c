@@ -31,11 +31,92 @@ static int free_mirror_op(const char *key, void *value, void *arg)
 	return 0;
 }
 
+/* A wait of store_etcd_mirror_flush. */
+struct mirror_flush {
+	uint64_t ticket; /* the gen it waits for */
+	uint64_t deadline;
+	void (*done)(void *, int);
+	void *arg;
+	struct mirror_flush *next;
+};
+
+static int low_cb(const char *key, void *value, void *arg)
+{
+	const struct mirror_op *m = value;
+	uint64_t *low = arg;
+
+	(void)key;
+	if (m->gen < *low)
+		*low = m->gen;
+	return 0;
+}
+
+/* The newest gen whose write, and every older one, etcd acknowledged. */
+static uint64_t mirror_acked(struct store_etcd *e)
+{
+	uint64_t low = UINT64_MAX;
+
+	rt_map_each(&e->mirror, low_cb, &low);
+	if (e->mirror_busy && e->mirror_low < low)
+		low = e->mirror_low;
+	return low == UINT64_MAX ? e->mirror_gen : low - 1;
+}
+
+/* Ends the flushes that are done, past their deadline, or (`rc` < 0)
+ * every one, with `rc`. */
+static void check_flushes(struct store_etcd *e, int rc)
+{
+	struct mirror_flush **pp = &e->flushes, *f, *ready = NULL;
+	uint64_t acked = 0, now = rt_mono_ms();
+	int have_acked = 0;
+
+	while ((f = *pp) != NULL) {
+		if (rc == 0 && !have_acked) {
+			acked = mirror_acked(e);
+			have_acked = 1;
+		}
+		if (rc < 0 || f->ticket <= acked || now >= f->deadline) {
+			*pp = f->next;
+			f->next = ready;
+			ready = f;
+		} else
+			pp = &f->next;
+	}
+	/* Called after the list is consistent: a callback may flush again. */
+	while ((f = ready) != NULL) {
+		ready = f->next;
+		f->done(f->arg, rc < 0		     ? rc
+				: f->ticket <= acked ? 0
+						     : -ETIMEDOUT);
+		free(f);
+	}
+}
+
+int store_etcd_mirror_flush(struct store_etcd *e, void (*done)(void *, int),
+			    void *arg)
+{
+	struct mirror_flush *f;
+
+	if (!e->mirroring || e->stopped || mirror_acked(e) >= e->mirror_gen)
+		return 1;
+	f = calloc(1, sizeof(*f));
+	if (f == NULL)
+		return -ENOMEM;
+	f->ticket = e->mirror_gen;
+	f->deadline = rt_mono_ms() + STORE_ETCD_FLUSH_MS;
+	f->done = done;
+	f->arg = arg;
+	f->next = e->flushes;
+	e->flushes = f;
+	return 0;
+}
+
 void store_etcd__mirror_drop(struct store_etcd *e)
 {
 	rt_map_each(&e->mirror, free_mirror_op, NULL);
 	rt_map_free(&e->mirror);
 	memset(&e->mirror, 0, sizeof(e->mirror));
+	check_flushes(e, -ECANCELED);
 }
 
 static void mirror_kick(struct store_etcd *e, uint64_t ms)
@@ -49,6 +130,7 @@ static void mirror_kick(struct store_etcd *e, uint64_t ms)
 struct mirror_txn {
 	struct store_etcd *e;
 	int64_t term; /* the mirroring it is of (e->mirror_term then) */
+	uint64_t low; /* the oldest gen of its ops */
 	char **keys;
 	struct mirror_op **ops;
 	size_t n;
@@ -67,7 +149,19 @@ static void mirror_txn_free(struct mirror_txn *t)
 	free(t);
 }
 
+static void mirror_txn_ended(void *arg, const struct etcd_answer *a);
+
 static void on_mirror_txn(void *arg, const struct etcd_answer *a)
+{
+	struct store_etcd *e = ((struct mirror_txn *)arg)->e;
+
+	mirror_txn_ended(arg, a);
+	/* Cancelled: the client is going, and the store with it. */
+	if (a->rc != -ECANCELED && e->flushes != NULL)
+		check_flushes(e, 0);
+}
+
+static void mirror_txn_ended(void *arg, const struct etcd_answer *a)
 {
 	struct mirror_txn *t = arg;
 	struct store_etcd *e = t->e;
@@ -123,6 +217,8 @@ static int take_op(const char *key, void *value, void *arg)
 		return -ENOMEM;
 	assert(value != NULL && k->max <= MIRROR_OPS);
 	k->t->ops[k->t->n++] = value;
+	if (((struct mirror_op *)value)->gen < k->t->low)
+		k->t->low = ((struct mirror_op *)value)->gen;
 	return 0;
 }
 
@@ -155,6 +251,7 @@ void store_etcd__mirror_send(uv_timer_t *tm)
 		goto out;
 	k.t->e = e;
 	k.t->term = e->mirror_term;
+	k.t->low = UINT64_MAX;
 	k.t->keys = calloc(MIRROR_OPS, sizeof(*k.t->keys));
 	k.t->ops = calloc(MIRROR_OPS, sizeof(*k.t->ops));
 	ops = calloc(MIRROR_OPS, sizeof(*ops));
@@ -175,6 +272,7 @@ void store_etcd__mirror_send(uv_timer_t *tm)
 		      k.t);
 	if (rc == 0) {
 		e->mirror_busy = 1;
+		e->mirror_low = k.t->low;
 		k.t = NULL;
 	}
 out:
@@ -228,6 +326,7 @@ int store_etcd_mirror(struct store_etcd *e, const char *key, const char *value,
 	m = calloc(1, sizeof(*m));
 	if (m == NULL)
 		goto out;
+	m->gen = ++e->mirror_gen;
 	if (value != NULL) {
 		m->value = malloc(len + 1);
 		if (m->value == NULL)
@@ -327,7 +426,8 @@ static int replay_cb(const char *key, void *value, void *arg)
 	struct known *k = value;
 	struct etcd_keys_rec rec;
 
-	if (k->kind != ETCD_KEYS_INSTANCE || k->value == NULL)
+	if ((k->kind != ETCD_KEYS_INSTANCE && k->kind != ETCD_KEYS_WORKER) ||
+	    k->value == NULL)
 		return 0;
 	if (etcd_keys_decode(r->e->cluster, key, strlen(key), k->value, k->len,
 			     &rec) == 0)
