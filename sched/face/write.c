@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../internal.h"
+#include "../store/store.h"
 #include "write.h"
 
 /* A write under way with a shared store: its own copy of the op. */
@@ -56,6 +57,41 @@ static int run_once(struct sched *s, const struct sched_op *op,
 	return -EINVAL;
 }
 
+/* A write the shared store refused (`err`, EIO without etcd's quorum):
+ * the function it is of says why in `error`, and the journal too, as a
+ * refusal of validation would (a tenant or namespace has no `error`:
+ * the log says it). */
+static void say_why(struct op_req *q, int err)
+{
+	struct sched_obj *o = sched_find(q->s, q->op.id);
+	struct rt_buf reason = { 0 };
+	const char *file = NULL, *why = NULL, *ep = NULL;
+	int64_t rev, since;
+	int watching;
+
+	if (err != EIO && err != ENOSPC)
+		return;
+	if (o != NULL && q->op.kind == SCHED_OP_ATTR)
+		file = sched_attr_name(q->op.attr);
+	else if (o != NULL && q->op.kind == SCHED_OP_REMOVE)
+		o = sched_child(o, q->op.name); /* the function removed */
+	if (store_shared_state(q->s->store, &rev, &watching, &since, &ep,
+			       &why) < 0)
+		why = NULL;
+	rt_buf_printf(&reason, "%s%snot stored: %s%s%s", file ? file : "",
+		      file ? ": " : "",
+		      err == ENOSPC ? "the store is full"
+				    : "the store could not be written",
+		      why && why[0] ? ": " : "", why && why[0] ? why : "");
+	if (o != NULL && o->type == SCHED_FUNCTION)
+		sched__reject(q->s, (struct sched_function *)o,
+			      file ? file : o->name, err,
+			      reason.data ? reason.data : "not stored");
+	else
+		rt_log(RT_LOG_ERROR, "%s", reason.data ? reason.data : "?");
+	rt_buf_free(&reason);
+}
+
 static void on_store(void *arg, int err)
 {
 	struct op_req *q = arg;
@@ -70,6 +106,8 @@ static void on_store(void *arg, int err)
 		if (rc == SCHED_LATER)
 			return;
 	}
+	if (rc < 0 && rc != -EAGAIN)
+		say_why(q, -rc);
 	if (q->done != NULL)
 		q->done(q->arg, rc < 0 ? -rc : 0);
 	req_free(q);

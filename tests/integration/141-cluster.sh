@@ -160,6 +160,8 @@ check_fails_with "with a majority killed, a write fails with EIO" \
 	"Input/output error" write_checked "$A/acme/prod/thumb/timeout" 41
 ms=$((($(date +%s%N) - start) / 1000000))
 check "within its bound (${ms} ms < 12000)" test "$ms" -lt 12000
+check "the function's error says why: not stored" \
+	grep -q "timeout: not stored: the store could not be written" "$A/acme/prod/thumb/error"
 check_fails_with "a mkdir fails the same way" "Input/output error" mkdir "$B/acme/prod/late"
 check_eq "reads go on from the last model" "$(cat "$C/acme/prod/thumb/timeout")" 40
 check "c's stats say its tree is stale" wait_until 10 grep -qx "etcd_stale 1" "$T/mc/stats"
@@ -168,6 +170,8 @@ etcd_restart 0
 etcd_restart 1
 check "etcd healthy again within 20 s" etcd_wait_healthy 20
 check "writes work again" wait_until 15 write_checked "$B/acme/prod/thumb/timeout" 42
+check "the journal has the refusal, kept while etcd was away" \
+	wait_until 10 grep -q 'function.rejected acme/prod/thumb file=timeout errno=EIO reason="timeout: not stored' "$T/ma/events"
 check "c's stats are no longer stale" wait_until 10 grep -qx "etcd_stale 0" "$T/mc/stats"
 check "the three mounts converge" wait_until 10 eval '[ "$(cat "$A/acme/prod/thumb/timeout")" = 42 ] && [ "$(cat "$C/acme/prod/thumb/timeout")" = 42 ]'
 check "the trees are the same after it all" wait_until 10 eval 'diff <(tree_of "$A") <(tree_of "$C") >/dev/null && diff <(tree_of "$A") <(tree_of "$B") >/dev/null'
