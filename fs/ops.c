@@ -48,16 +48,16 @@ void fs_stat_for(fuse_req_t req, const struct fs_node *n, struct stat *st)
 }
 
 /* Whether the object of directory `n` may be replaced under its name
- * without this mount's kernel seeing it: a worker removed and added again
- * (pool_size), and in a cluster a tenant, namespace or function that
- * another controller removed and made again. The kernel asks for such a
- * name again at each use, so that it never keeps an entry for a gone
- * object (a false ENOENT). An instance needs no such care: its inode is
- * its function's and number's (fs_obj_ino). */
+ * without this mount's kernel seeing it: in a cluster a tenant,
+ * namespace or function that another controller removed and made again.
+ * The kernel asks for such a name again at each use, so that it never
+ * keeps an entry for a gone object (a false ENOENT). An instance needs
+ * no such care: its inode is its function's and number's (fs_obj_ino);
+ * nor a worker removed and added again (pool_size): it gets its id, so
+ * its inodes, back (sched/model/objects.c). Looking a worker up at each
+ * use made `ls -l workers/W/assignments` three requests an entry. */
 static int entry_replaceable(struct fs *fs, const struct fs_node *n)
 {
-	if (n->kind == FS_WORKER_DIR)
-		return 1;
 	return (n->kind == FS_TENANT_DIR || n->kind == FS_NS_DIR ||
 		n->kind == FS_FN_DIR) &&
 	       strcmp(sched_role(fs->sched), "single") != 0;

@@ -67,10 +67,19 @@ struct sched_hooks {
 	void (*worker_lost)(struct sched *s, struct sched_worker *w, int quiet);
 };
 
+#define SCHED_WORKER_IDS_MAX 65536
+
 struct sched {
 	struct store *store;		    /* owned */
 	struct sched_journal_state journal; /* model/journal.c's */
 	struct rt_idmap index; /* id -> struct sched_obj *, all but the root */
+	/* The ids of workers gone, by name (values: the id as uintptr_t):
+	 * a worker of that name again gets its id back, so its inodes (its
+	 * directory, its files) are the same, and the kernel may keep its
+	 * entry cached (fs/ops.c). At most SCHED_WORKER_IDS_MAX names: a
+	 * worker over it gets a new id (then, for a second, an ENOENT of a
+	 * name the kernel cached). */
+	struct rt_map worker_ids;
 	struct sched_obj root; /* the tree's root; children are tenants */
 	struct sched_obj pool; /* workers/; children are workers */
 	uint64_t next_id;      /* the id the next object gets */

@@ -5,6 +5,7 @@
  * with it through s->hooks (internal.h). The tree's changes (create,
  * remove, owners, the store's listener) are face/tree.c.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,29 @@
 #include "quota.h"
 
 /* ================================================================== objects */
+
+/* The id a worker named `name` had, taken back (0: none, or in use). */
+static uint64_t worker_id(struct sched *s, const char *name)
+{
+	uint64_t id = (uint64_t)(uintptr_t)rt_map_get(&s->worker_ids, name);
+
+	if (id == 0 || rt_idmap_get(&s->index, id) != NULL)
+		return 0;
+	rt_map_del(&s->worker_ids, name);
+	return id;
+}
+
+/* Remembers the id of worker `o`, going. */
+static void worker_id_keep(struct sched *s, const struct sched_obj *o)
+{
+	assert(o->id > SCHED_POOL_ID);
+	if (rt_map_get(&s->worker_ids, o->name) != NULL ||
+	    s->worker_ids.count >= SCHED_WORKER_IDS_MAX)
+		return;
+	/* Not kept without memory: the next one gets a new id. */
+	if (rt_map_put(&s->worker_ids, o->name, (void *)(uintptr_t)o->id) < 0)
+		rt_log(RT_LOG_DEBUG, "worker %s: its id is not kept", o->name);
+}
 
 struct sched_obj *sched__obj_new(struct sched *s, enum sched_obj_type type,
 				 struct sched_obj *parent, const char *name,
@@ -30,7 +54,9 @@ struct sched_obj *sched__obj_new(struct sched *s, enum sched_obj_type type,
 	o = calloc(1, size);
 	if (o == NULL)
 		return NULL;
-	o->id = s->next_id++;
+	o->id = type == SCHED_WORKER ? worker_id(s, name) : 0;
+	if (o->id == 0)
+		o->id = s->next_id++;
 	o->type = type;
 	snprintf(o->name, sizeof(o->name), "%s", name);
 	o->parent = parent;
@@ -82,6 +108,8 @@ void sched__obj_drop(struct sched *s, struct sched_obj *o)
 		s->hooks.function_drop(s, (struct sched_function *)o);
 	rt_map_del(&o->parent->children, o->name);
 	rt_idmap_del(&s->index, o->id);
+	if (o->type == SCHED_WORKER)
+		worker_id_keep(s, o);
 	obj_free(s, o);
 }
 
@@ -102,6 +130,7 @@ void sched__tree_free(struct sched *s)
 	rt_map_free(&s->root.children);
 	rt_map_each(&s->pool.children, free_tree_cb, s);
 	rt_map_free(&s->pool.children);
+	rt_map_free(&s->worker_ids);
 }
 
 struct sched_obj *sched_pool(struct sched *s)

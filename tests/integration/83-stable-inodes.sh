@@ -36,9 +36,12 @@ check_eq "instances/1 kept its inode through all of it" \
 	"$(stat -c %i "$F/instances/1")" "$ino0"
 check "and runs" wait_until 10 running_all "$F" 2
 
-# A worker removed and made again: its name is looked up again.
+# A worker removed and made again: it gets its id, so its inodes, back
+# (the kernel may keep its entry: no lookup at each use).
 write "$MNT/workers/pool_size" 2
 check "a second worker registers" wait_until 10 state_is "$MNT/workers/local-2/state" healthy
+wino=$(stat -c %i "$MNT/workers/local-2")
+sino=$(stat -c %i "$MNT/workers/local-2/state")
 bad=0
 for i in 1 2 3 4 5; do
 	# shellcheck disable=SC2034 # read by the eval below
@@ -50,4 +53,6 @@ for i in 1 2 3 4 5; do
 	cat "$MNT/workers/local-2/state" >/dev/null 2>&1 || bad=$((bad + 1))
 done
 check_eq "a worker added again under its name: never ENOENT once registered" "$bad" 0
+check_eq "it has the same inode as before, and so have its files" \
+	"$(stat -c %i "$MNT/workers/local-2") $(stat -c %i "$MNT/workers/local-2/state")" "$wino $sino"
 done_testing
