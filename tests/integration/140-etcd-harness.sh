@@ -55,5 +55,5 @@ check "writable with member 0 stopped" wait_until 10 etcd_put 2 /fnfs/t/e five
 # shellcheck disable=SC2034 # read in the eval below
 pids="${ETCD_PID[*]}"
 etcd_cleanup
-check "every member ended" eval 'for p in $pids; do ! kill -0 "$p" 2>/dev/null || exit 1; done'
+check "every member ended" eval '(for p in $pids; do ! kill -0 "$p" 2>/dev/null || exit 1; done)'
 done_testing

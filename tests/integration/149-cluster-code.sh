@@ -82,7 +82,7 @@ tls_worker w1
 check "the worker registers with the leader" wait_until 20 state_is "$T/m$L/workers/w1/state" healthy
 
 check "a function made on follower $FOL" mkdir -p "$(fn_of "$FOL")"
-check "every mount has it" wait_until 10 eval 'for m in a b c; do [ -d "$(fn_of $m)/code" ] || exit 1; done'
+check "every mount has it" wait_until 10 eval '(for m in a b c; do [ -d "$(fn_of $m)/code" ] || exit 1; done)'
 check_eq "its code/ is empty" "$(ls -A "$(fn_of "$FOL")/code")" ""
 
 # ---- a script copied into code/ on a follower
@@ -136,7 +136,7 @@ check_eq "a call through follower $FOL answers from the new code" "$(inv "$FOL" 
 echo scratch >"$(fn_of "$L")/code/scratch.txt"
 check "a file written on the leader shows on $FOL" wait_until 10 eval '[ "$(cat "$(fn_of "$FOL")/code/scratch.txt" 2>/dev/null)" = scratch ]'
 check "rm on $FOL" rm "$(fn_of "$FOL")/code/scratch.txt"
-check "it is gone on every mount" wait_until 10 eval 'for m in a b c; do [ ! -e "$(fn_of $m)/code/scratch.txt" ] || exit 1; done'
+check "it is gone on every mount" wait_until 10 eval '(for m in a b c; do [ ! -e "$(fn_of $m)/code/scratch.txt" ] || exit 1; done)'
 check "mkdir and mv in code/ on $OTHER" eval 'mkdir "$(fn_of "$OTHER")/code/lib" && echo data >"$(fn_of "$OTHER")/code/lib/x" && mv "$(fn_of "$OTHER")/code/lib" "$(fn_of "$OTHER")/code/lib2"'
 check "the moved tree shows on the leader" wait_until 10 eval '[ "$(cat "$(fn_of "$L")/code/lib2/x" 2>/dev/null)" = data ] && [ ! -e "$(fn_of "$L")/code/lib" ]'
 

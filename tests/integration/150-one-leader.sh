@@ -90,7 +90,7 @@ check "instance 0's log on the leader" wait_until 10 grep -qx "hello 0" "$T/m$L/
 for m in a b c; do
 	[ "$m" = "$L" ] && continue
 	check_eq "on follower $m: the same" "$(cat "$T/m$m/$F/instances/0/log")" "$(cat "$T/m$L/$F/instances/0/log")"
-	check "its function's log has every instance's lines" eval 'for i in $(seq 0 $((N - 1))); do grep -qx "$i: hello $i" "$T/m$m/$F/log" || exit 1; done'
+	check "its function's log has every instance's lines" eval '(for i in $(seq 0 $((N - 1))); do grep -qx "$i: hello $i" "$T/m$m/$F/log" || exit 1; done)'
 done
 
 # ---- the leader cut off

@@ -30,7 +30,7 @@ fn "$A" 5
 check "5 instances run on it (the others refuse them)" wait_until 15 eval 'running_all "$A" 5 && [ "$(count_on "$A" w5)" = 5 ]'
 check "a fourth worker registers" start_worker w3 4096
 for f in b c d; do fn "$MNT/tenants/rt/ns/$f"; done
-check "3 instances run on it" wait_until 15 eval 'for f in b c d; do running_all "$MNT/tenants/rt/ns/$f" 1 && [ "$(where "$MNT/tenants/rt/ns/$f/instances/0")" = w3 ] || exit 1; done'
+check "3 instances run on it" wait_until 15 eval '(for f in b c d; do running_all "$MNT/tenants/rt/ns/$f" 1 && [ "$(where "$MNT/tenants/rt/ns/$f/instances/0")" = w3 ] || exit 1; done)'
 
 # counts: the instance counts of ded, gpu, w3, w5.
 counts() {
